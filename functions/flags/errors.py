@@ -1,0 +1,86 @@
+"""Typed domain errors. HTTP status lives here as data; the mapping to a response is in flags.http."""
+
+from http import HTTPStatus
+from typing import Any
+
+
+class DeclarationError(ValueError):
+    """The declarations file is broken. Raised at load, naming the flag: a deploy must not go out with it."""
+
+
+class FlagsError(Exception):
+    """An error a client caused or must react to. Carries its HTTP status and a stable error code."""
+
+    status: HTTPStatus = HTTPStatus.BAD_REQUEST
+    code: str = "BAD_REQUEST"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = {key: value for key, value in details.items() if value is not None}
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+
+class InvalidRequest(FlagsError):
+    code = "INVALID_REQUEST"
+
+
+class UnknownFlag(FlagsError):
+    code = "UNKNOWN_FLAG"
+
+
+class InvalidValue(FlagsError):
+    code = "INVALID_VALUE"
+
+
+class FlagNotFound(FlagsError):
+    status = HTTPStatus.NOT_FOUND
+    code = "FLAG_NOT_FOUND"
+
+
+class VersionNotFound(FlagsError):
+    status = HTTPStatus.NOT_FOUND
+    code = "VERSION_NOT_FOUND"
+
+
+class PreconditionFailed(FlagsError):
+    status = HTTPStatus.PRECONDITION_FAILED
+    code = "PRECONDITION_FAILED"
+
+    def __init__(self, message: str, *, current_version: int | None) -> None:
+        super().__init__(message, current_version=current_version)
+        self.current_version = current_version
+
+    def headers(self) -> dict[str, str]:
+        from flags.http import format_etag  # local import: flags.http imports this module
+
+        return {"ETag": format_etag(self.current_version)} if self.current_version is not None else {}
+
+
+class ItemTooLarge(FlagsError):
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+    code = "ITEM_TOO_LARGE"
+
+
+class WriteConflict(FlagsError):
+    status = HTTPStatus.CONFLICT
+    code = "WRITE_CONFLICT"
+
+    def __init__(self, message: str, *, attempts: int, retry_after: int = 1) -> None:
+        super().__init__(message, attempts=attempts, retry_after=retry_after)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
+class StoreUnavailable(FlagsError):
+    """DynamoDB could not be reached or refused the call for reasons the client did not cause."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "STORE_UNAVAILABLE"
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": "2"}

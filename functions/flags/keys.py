@@ -1,0 +1,40 @@
+"""Names of the table's keys and of the singleton's bookkeeping attributes: one place, literals only."""
+
+PARTITION_KEY = "PK"
+SORT_KEY = "SK"
+
+SINGLETON_PK = "SETTINGS#APP"
+SINGLETON_SK = "FLAGS#V1"  # V1 is a migration seam: a new shape is written as FLAGS#V2, readers switch by config
+AUDIT_SK_PREFIX = "AUDIT#"
+AUDIT_VERSION_DIGITS = 12  # AUDIT#000000000042 sorts by version
+
+VERSION_ATTR = "schema_version"
+UPDATED_AT_ATTR = "updated_at"
+UPDATED_BY_ATTR = "updated_by"
+MAINTENANCE_OWNER_ATTR = "maintenance_owner"  # name of the window that switched maintenance on, if any
+MAINTENANCE_DEADLINE_ATTR = "maintenance_deadline"  # epoch seconds after which that window is over
+TTL_ATTR = "expires_at"
+
+MAINTENANCE_FLAG = "maintenance_mode"
+
+BOOKKEEPING_ATTRS = frozenset(
+    {
+        PARTITION_KEY,
+        SORT_KEY,
+        VERSION_ATTR,
+        UPDATED_AT_ATTR,
+        UPDATED_BY_ATTR,
+        MAINTENANCE_OWNER_ATTR,
+        MAINTENANCE_DEADLINE_ATTR,
+        TTL_ATTR,
+    }
+)
+
+
+def singleton_key(sort_key: str = SINGLETON_SK) -> dict[str, dict[str, str]]:
+    """The singleton's full primary key in DynamoDB's low-level attribute-value form."""
+    return {PARTITION_KEY: {"S": SINGLETON_PK}, SORT_KEY: {"S": sort_key}}
+
+
+def audit_sort_key(version: int) -> str:
+    return f"{AUDIT_SK_PREFIX}{version:0{AUDIT_VERSION_DIGITS}d}"

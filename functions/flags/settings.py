@@ -1,0 +1,58 @@
+"""Function configuration, read and validated once at the edge (a handler's module scope).
+
+Only ``TABLE_NAME`` is required; everything else has a default. The library below never reads
+``os.environ`` itself: handlers build a ``Settings`` and pass what each part needs. The cache age is
+Powertools' own ``POWERTOOLS_PARAMETERS_MAX_AGE`` (read by Powertools' BaseProvider).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from flags.keys import SINGLETON_SK
+
+MAX_STALE_LIMIT_SECONDS = 3600
+DEFAULT_MAX_AGE_SECONDS = 5  # Powertools' own default, restated for the docs
+
+
+class SettingsError(ValueError):
+    """A function was deployed with a bad environment; raised at cold start, naming the variable."""
+
+
+def _int_env(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{key} must be an integer, got {raw!r}") from exc
+    if not low <= value <= high:
+        raise SettingsError(f"{key} must be between {low} and {high}, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    table_name: str
+    item_sort_key: str = SINGLETON_SK
+    max_stale_seconds: int = 300
+    audit_retention_days: int = 365
+    local_actor: str | None = None  # the local runner's fixed identity; never set in a deployed function
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        table_name = env.get("TABLE_NAME", "")
+        if not table_name:
+            raise SettingsError("TABLE_NAME is required")
+        sort_key = env.get("FLAGS_ITEM_SK", SINGLETON_SK)
+        if not sort_key.startswith("FLAGS#V"):
+            raise SettingsError(f"FLAGS_ITEM_SK must look like FLAGS#V<n>, got {sort_key!r}")
+        return cls(
+            table_name=table_name,
+            item_sort_key=sort_key,
+            max_stale_seconds=_int_env(env, "FLAGS_MAX_STALE_SECONDS", 300, 0, MAX_STALE_LIMIT_SECONDS),
+            audit_retention_days=_int_env(env, "FLAGS_AUDIT_RETENTION_DAYS", 365, 1, 3650),
+            local_actor=env.get("FLAGS_LOCAL_ACTOR") or None,
+        )
