@@ -1,0 +1,104 @@
+"""Logger, metrics and (lazily) tracer, shared by all three functions.
+
+Service and namespace come from Powertools' own variables (POWERTOOLS_SERVICE_NAME,
+POWERTOOLS_METRICS_NAMESPACE) with this project's defaults. Nothing here imports the X-Ray SDK: the
+read function relies on Lambda's active tracing (Tracer() costs ~280 ms of cold start); the write and
+maintenance functions ask for ``tracer()``.
+
+Metric vocabulary (EMF, namespace ``SingletonFlags``, dimension ``service`` plus the one named):
+``Reads`` {reason}, ``CacheRefreshes``, ``CacheRefreshFailures``, ``WriteConflicts``, ``WriteRetries``,
+``ChangesApplied``, ``Refusals`` {code}, ``WindowStarts``, ``WindowEnds``, ``WindowSkips``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
+
+SERVICE = os.getenv("POWERTOOLS_SERVICE_NAME") or "singleton-flags"
+NAMESPACE = os.getenv("POWERTOOLS_METRICS_NAMESPACE") or "SingletonFlags"
+
+READS = "Reads"
+CACHE_REFRESHES = "CacheRefreshes"
+CACHE_REFRESH_FAILURES = "CacheRefreshFailures"
+WRITE_CONFLICTS = "WriteConflicts"
+WRITE_RETRIES = "WriteRetries"
+CHANGES_APPLIED = "ChangesApplied"
+REFUSALS = "Refusals"
+WINDOW_STARTS = "WindowStarts"
+WINDOW_ENDS = "WindowEnds"
+WINDOW_SKIPS = "WindowSkips"
+
+logger = Logger(service=SERVICE)
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)  # per-invocation metrics of the write paths
+
+
+@cache
+def tracer() -> Any:
+    """Powertools Tracer, created on first use so that the read function never pays for the X-Ray SDK."""
+    from aws_lambda_powertools import Tracer
+
+    return Tracer(service=SERVICE)
+
+
+def emit_count(name: str, value: int, dimensions: dict[str, str] | None = None) -> None:
+    """Print one EMF blob now, independent of the per-invocation ``metrics`` object."""
+    with single_metric(name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE) as metric:
+        metric.add_dimension(name="service", value=SERVICE)
+        for key, dimension in (dimensions or {}).items():
+            metric.add_dimension(name=key, value=dimension)
+
+
+class ReadCounter:
+    """Counts reads in the execution environment and prints them rarely.
+
+    A cached read only bumps a counter. The counts go out as EMF with the next cache refresh, when
+    ``flush_interval`` seconds have passed since the last flush, or at once for a STALE or DEFAULT read
+    (an operator must see those without delay). At most one blob per reason per flush.
+    """
+
+    URGENT = frozenset({"STALE", "DEFAULT"})
+
+    def __init__(
+        self,
+        emit: Callable[[str, int, dict[str, str] | None], None] = emit_count,
+        clock: Callable[[], float] = time.monotonic,
+        flush_interval: float = 60.0,
+    ) -> None:
+        self._emit = emit
+        self._clock = clock
+        self._flush_interval = flush_interval
+        self._reads: Counter[str] = Counter()
+        self._refreshes = 0
+        self._refresh_failures = 0
+        self._last_flush = clock()
+
+    def record(self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False) -> None:
+        self._reads[reason] += 1
+        self._refreshes += refreshed
+        self._refresh_failures += refresh_failed
+        if (
+            refreshed
+            or refresh_failed
+            or reason in self.URGENT
+            or self._clock() - self._last_flush >= self._flush_interval
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        for reason, count in sorted(self._reads.items()):
+            self._emit(READS, count, {"reason": reason})
+        if self._refreshes:
+            self._emit(CACHE_REFRESHES, self._refreshes, None)
+        if self._refresh_failures:
+            self._emit(CACHE_REFRESH_FAILURES, self._refresh_failures, None)
+        self._reads.clear()
+        self._refreshes = self._refresh_failures = 0
+        self._last_flush = self._clock()

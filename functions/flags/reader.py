@@ -1,0 +1,137 @@
+"""What a reader is served, and why: fresh, cached, stale or fail-closed fallbacks.
+
+Reasons follow OpenFeature's vocabulary:
+- STATIC: fetched from the table by this read;
+- CACHED: served from the warm environment's cache (younger than max_age);
+- STALE: the table failed; the last good value, younger than ``max_stale``, is served;
+- DEFAULT: the declared fallbacks (item missing, or no usable value): features off, maintenance ON.
+
+After a failed fetch the reader backs off (exponential with jitter, capped) instead of calling DynamoDB
+on every request. A window whose end never arrived still ends: a maintenance switched on by a window is
+reported off once the deadline stored with it has passed (``maintenance_deadline_passed``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+
+from flags.declarations import Declarations, FlagValue
+from flags.keys import MAINTENANCE_FLAG, SINGLETON_SK
+from flags.observability import ReadCounter, logger
+from flags.provider import SingletonProvider, Snapshot
+
+STATIC = "STATIC"
+CACHED = "CACHED"
+STALE = "STALE"
+DEFAULT = "DEFAULT"
+
+
+@dataclass(frozen=True, slots=True)
+class FlagState:
+    values: Mapping[str, FlagValue]
+    version: int | None
+    reason: str
+    fetched_at: float | None
+    maintenance_deadline_passed: bool = False
+
+
+class FlagReader:
+    def __init__(
+        self,
+        provider: SingletonProvider,
+        declarations: Declarations,
+        *,
+        sort_key: str = SINGLETON_SK,
+        max_age: int | None = None,
+        max_stale: float = 300.0,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        clock: Callable[[], float] = time.time,
+        jitter: Callable[[], float] = random.random,
+        counter: ReadCounter | None = None,
+    ) -> None:
+        self.provider = provider
+        self._declarations = declarations
+        self._sort_key = sort_key
+        self._max_age = max_age
+        self._max_stale = max_stale
+        self._backoff_base = backoff_base
+        self._backoff_max = backoff_max
+        self._clock = clock
+        self._jitter = jitter
+        self._counter = counter or ReadCounter()
+        self._last_good: Snapshot | None = None
+        self._failures = 0
+        self._retry_at = 0.0
+
+    def read(self) -> FlagState:
+        now = self._clock()
+        if self._failures and now < self._retry_at and not self.provider.is_fresh(self._sort_key):
+            state = self._degraded(now)  # backing off: do not call DynamoDB again yet
+            self._counter.record(state.reason)
+            return state
+        fetches_before = self.provider.fetches
+        try:
+            snapshot: Snapshot = self.provider.get(self._sort_key, max_age=self._max_age)
+        except GetParameterError as exc:
+            self._failures += 1
+            delay = min(self._backoff_max, self._backoff_base * 2 ** (self._failures - 1))
+            self._retry_at = now + delay * (0.5 + self._jitter() / 2)
+            state = self._degraded(now)
+            logger.warning(
+                "cannot read the flags item, serving degraded values",
+                reason=state.reason,
+                version=state.version,
+                error=str(exc),
+                consecutive_failures=self._failures,
+                retry_in_seconds=round(self._retry_at - now, 3),
+            )
+            self._counter.record(state.reason, refresh_failed=True)
+            return state
+        refreshed = self.provider.fetches != fetches_before
+        self._failures = 0
+        if snapshot.found:
+            self._last_good = snapshot
+        elif refreshed:
+            logger.warning("the flags item is missing, serving declared fallbacks", sort_key=self._sort_key)
+        reason = DEFAULT if not snapshot.found else (STATIC if refreshed else CACHED)
+        state = self._state(snapshot, reason, now)
+        self._counter.record(reason, refreshed=refreshed)
+        return state
+
+    def prime(self, snapshot: Snapshot) -> None:
+        """This environment just wrote ``snapshot``: serve it from now on (read-your-writes)."""
+        self.provider.prime(self._sort_key, snapshot, self._max_age)
+        self._last_good = snapshot
+        self._failures = 0
+
+    def _degraded(self, now: float) -> FlagState:
+        last = self._last_good
+        if last is not None and now - last.fetched_at <= self._max_stale:
+            return self._state(last, STALE, now)
+        return FlagState(values=self._declarations.fallbacks(), version=None, reason=DEFAULT, fetched_at=None)
+
+    def _state(self, snapshot: Snapshot, reason: str, now: float) -> FlagState:
+        values = snapshot.values
+        deadline_passed = (
+            values.get(MAINTENANCE_FLAG) is True
+            and snapshot.maintenance_owner is not None
+            and snapshot.maintenance_deadline is not None
+            and now >= snapshot.maintenance_deadline
+        )
+        if deadline_passed:
+            values = {**values, MAINTENANCE_FLAG: False}
+        if reason == DEFAULT:
+            return FlagState(values=values, version=None, reason=reason, fetched_at=snapshot.fetched_at)
+        return FlagState(
+            values=values,
+            version=snapshot.version,
+            reason=reason,
+            fetched_at=snapshot.fetched_at,
+            maintenance_deadline_passed=deadline_passed,
+        )
