@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from functools import cache
@@ -35,6 +36,9 @@ REFUSALS = "Refusals"
 WINDOW_STARTS = "WindowStarts"
 WINDOW_ENDS = "WindowEnds"
 WINDOW_SKIPS = "WindowSkips"
+
+# A write request that changed nothing has no metric to flush; that is normal, not worth a warning per call.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)  # per-invocation metrics of the write paths

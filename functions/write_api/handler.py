@@ -1,0 +1,185 @@
+"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert (IAM-authorised admin routes).
+
+Thin routes over ``flags.store``; errors map to HTTP in one place (``handle_flags_error``), and a
+request pydantic rejects is re-checked by the domain validation so the client hears which flag and rule.
+"""
+
+import json
+import os
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+
+from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from flags.declarations import load_declarations
+from flags.errors import FlagsError, InvalidRequest
+from flags.http import error_response, format_etag, iso_time, json_response, no_route_response, parse_entity_tags
+from flags.observability import (
+    CHANGES_APPLIED,
+    REFUSALS,
+    WRITE_CONFLICTS,
+    WRITE_RETRIES,
+    emit_count,
+    logger,
+    metrics,
+    tracer,
+)
+from flags.provider import SingletonProvider
+from flags.reader import STATIC, FlagReader
+from flags.settings import Settings
+from flags.store import ChangeResult, FlagStore, decode_cursor
+from write_api.models import build_models
+
+SETTINGS = Settings.from_env(os.environ)
+DECLARATIONS = load_declarations()
+CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
+STORE = FlagStore(
+    CLIENT,
+    SETTINGS.table_name,
+    DECLARATIONS,
+    sort_key=SETTINGS.item_sort_key,
+    audit_retention_days=SETTINGS.audit_retention_days,
+    on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
+)
+# The writing environment's own cache, primed with every write it makes (read-your-writes).
+READER = FlagReader(
+    SingletonProvider(client=CLIENT, table_name=SETTINGS.table_name, declarations=DECLARATIONS),
+    DECLARATIONS,
+    sort_key=SETTINGS.item_sort_key,
+    max_stale=SETTINGS.max_stale_seconds,
+)
+MODELS = build_models(DECLARATIONS)
+PatchRequest = MODELS["PatchRequest"]
+RevertRequest = MODELS["RevertRequest"]
+FlagsState = MODELS["FlagsState"]
+History = MODELS["History"]
+
+app = APIGatewayRestResolver(enable_validation=True)
+
+IfMatch = Annotated[
+    str | None,
+    Header(alias="If-Match", description='Write only if the flags are at this version, e.g. "7"; else 412.'),
+]
+
+
+def _actor() -> str:
+    if SETTINGS.local_actor:
+        return SETTINGS.local_actor
+    identity = app.current_event.request_context.identity
+    return identity.user_arn or identity.caller or "unknown-iam-identity"
+
+
+def _expected_version(if_match: str | None) -> int | None:
+    tags = parse_entity_tags(if_match)
+    if tags is None or tags == {"*"}:
+        return None
+    if len(tags) != 1 or not next(iter(tags)).isdigit():
+        raise InvalidRequest('If-Match must be one quoted version, e.g. "7"', rule="if_match")
+    return int(next(iter(tags)))
+
+
+def _state_response(result: ChangeResult) -> Response:
+    snapshot = result.snapshot
+    if result.applied:
+        READER.prime(snapshot)
+        metrics.add_metric(name=CHANGES_APPLIED, unit=MetricUnit.Count, value=1)
+    body = {
+        "flags": dict(snapshot.values),
+        "version": snapshot.version,
+        "reason": STATIC,
+        "fetched_at": iso_time(snapshot.fetched_at),
+        "applied": result.applied,
+        "changed": dict(result.changed),
+    }
+    return json_response(HTTPStatus.OK, body, {"ETag": format_etag(snapshot.version or 0), "Cache-Control": "no-store"})
+
+
+@app.patch("/flags", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}})
+def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None):
+    changes = STORE.validate_changes(body.flags.model_dump(exclude_unset=True))
+    reason = STORE.validate_reason(body.reason)
+    result = STORE.change(changes, actor=_actor(), reason=reason, expected_version=_expected_version(if_match))
+    return _state_response(result)
+
+
+@app.post("/flags/revert", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}})
+def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):
+    reason = STORE.validate_reason(body.reason)
+    result = STORE.revert(body.version, actor=_actor(), reason=reason, expected_version=_expected_version(if_match))
+    return _state_response(result)
+
+
+@app.get("/flags/history", responses={200: {"description": "Audit records", "content": {"application/json": {"model": History}}}})
+def get_history(
+    limit: Annotated[int, Query(ge=1, le=100, description="Records per page (1-100).")] = 20,
+    cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
+):
+    records, next_cursor = STORE.history(limit=limit, cursor=cursor)
+    return json_response(HTTPStatus.OK, {"records": records, "next_cursor": next_cursor})
+
+
+def _domain_check() -> None:
+    """Re-run the domain validation on the raw request; raises the precise FlagsError if there is one."""
+    event = app.current_event
+    _expected_version(event.headers.get("if-match"))
+    if event.http_method == "GET":
+        query = event.query_string_parameters or {}
+        limit = query.get("limit", "20")
+        if not limit.isdigit() or not 1 <= int(limit) <= 100:
+            raise InvalidRequest("'limit' must be an integer between 1 and 100", rule="limit")
+        if "cursor" in query:
+            decode_cursor(query["cursor"])
+        return
+    try:
+        payload = json.loads(event.body or "")
+    except ValueError as exc:
+        raise InvalidRequest(f"the body is not valid JSON: {exc}", rule="json") from exc
+    if not isinstance(payload, dict):
+        raise InvalidRequest("the body must be a JSON object", rule="json")
+    expected = {"flags", "reason"} if event.http_method == "PATCH" else {"version", "reason"}
+    unknown = set(payload) - expected
+    if unknown:
+        raise InvalidRequest(f"unknown field(s) {sorted(unknown)}; expected {sorted(expected)}", rule="fields")
+    if event.http_method == "PATCH":
+        STORE.validate_changes(payload.get("flags"))
+    elif not isinstance(payload.get("version"), int) or isinstance(payload.get("version"), bool) or payload["version"] < 1:
+        raise InvalidRequest("'version' must be a positive integer", rule="version")
+    STORE.validate_reason(payload.get("reason"))
+
+
+@app.exception_handler(RequestValidationError)
+def handle_invalid_request(error: RequestValidationError) -> Response:
+    try:
+        _domain_check()
+    except FlagsError as precise:
+        return handle_flags_error(precise)
+    first = error.errors()[0] if error.errors() else {}
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    return handle_flags_error(InvalidRequest(f"{where}: {first.get('msg', 'invalid request')}", rule="schema"))
+
+
+@app.exception_handler(FlagsError)
+def handle_flags_error(error: FlagsError) -> Response:
+    emit_count(REFUSALS, 1, {"code": error.code})
+    if error.code == "WRITE_CONFLICT":
+        metrics.add_metric(name=WRITE_CONFLICTS, unit=MetricUnit.Count, value=1)
+    logger.info("request refused", code=error.code, status=int(error.status), detail=error.message)
+    return error_response(error)
+
+
+@app.not_found
+def handle_no_route(_: NotFoundError) -> Response:
+    return no_route_response(app.current_event.http_method, app.current_event.path)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@metrics.log_metrics
+@tracer().capture_lambda_handler(capture_response=False)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,85 @@
+"""Request and response models of the write API, built from the declarations (pydantic: write side only).
+
+They give the OpenAPI document precise per-flag types and constraints and a first filter on input. The
+domain validation in ``flags.store`` stays the authority: it runs on every request, and on a pydantic
+failure it re-runs on the raw input so the client gets the precise error naming the flag and rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
+
+from flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
+from flags.store import MAX_REASON_LENGTH
+
+_BASE_TYPES: dict[str, Any] = {"bool": StrictBool, "int": StrictInt, "float": StrictFloat | StrictInt, "string": StrictStr}
+
+
+def _field_type(spec: FlagSpec) -> Any:
+    if spec.choices is not None:
+        return Literal[spec.choices]  # type: ignore[valid-type]
+    return _BASE_TYPES[spec.type]
+
+
+def _field(spec: FlagSpec) -> Any:
+    constraints: dict[str, Any] = {"description": spec.description}
+    if spec.minimum is not None:
+        constraints["ge"] = spec.minimum
+    if spec.maximum is not None:
+        constraints["le"] = spec.maximum
+    if spec.type == "string" and spec.choices is None:
+        constraints["max_length"] = spec.max_length or DEFAULT_STRING_MAX_LENGTH
+    return (_field_type(spec), Field(None, **constraints))
+
+
+def flag_values_model(declarations: Declarations, name: str, *, partial: bool) -> type[BaseModel]:
+    fields = {spec.name: _field(spec) for spec in declarations.values()}
+    if not partial:
+        fields = {flag: (field[0], Field(..., description=field[1].description)) for flag, field in fields.items()}
+    return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
+    changes = flag_values_model(declarations, "FlagChanges", partial=True)
+    values = flag_values_model(declarations, "FlagValues", partial=False)
+
+    class PatchRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        flags: changes = Field(description="Flags to change, by name; at least one.")  # type: ignore[valid-type]
+        reason: StrictStr = Field(min_length=1, max_length=MAX_REASON_LENGTH, description="Why (audited).")
+
+    class RevertRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        version: StrictInt = Field(ge=1, description="Version whose values to restore, as a new version.")
+        reason: StrictStr = Field(min_length=1, max_length=MAX_REASON_LENGTH, description="Why (audited).")
+
+    class FlagsState(BaseModel):
+        flags: values  # type: ignore[valid-type]
+        version: int | None
+        reason: Literal["STATIC", "CACHED", "STALE", "DEFAULT"]
+        fetched_at: str | None
+        applied: bool = Field(description="False when the values already held: no new version was written.")
+        changed: dict[str, dict[str, Any]] = Field(description="Flag -> {old, new} of what this write changed.")
+
+    class AuditRecord(BaseModel):
+        version: int
+        kind: str
+        actor: str
+        reason: str
+        at: str
+        changes: dict[str, dict[str, Any]]
+        reverted_to: int | None = None
+        window: str | None = None
+
+    class History(BaseModel):
+        records: list[AuditRecord]
+        next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
+
+    return {
+        "PatchRequest": PatchRequest,
+        "RevertRequest": RevertRequest,
+        "FlagsState": FlagsState,
+        "History": History,
+    }
