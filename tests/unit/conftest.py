@@ -1,0 +1,140 @@
+"""Unit tier: moto in-process, no network, no cache shared between tests.
+
+moto intercepts at botocore's ``before-send`` hook, so no test here needs a socket: the autouse guard makes
+opening one fail (and fails the test even when the code under test swallowed the error).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from unit_support import CallCount, Clock, Output, ReadApi, build_reader, count_calls, flags_item
+
+from flags.declarations import Declarations, load_declarations
+from flags.observability import logger
+from flags.provider import SingletonProvider
+from flags.reader import FlagReader
+
+
+class SocketBlocked(RuntimeError):
+    """A unit test tried to open a network socket."""
+
+
+@pytest.fixture(autouse=True)
+def no_sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Opening an INET socket raises, and the attempt fails the test at teardown even if it was swallowed."""
+    attempts: list[int] = []
+    real_init = socket.socket.__init__
+
+    def guarded_init(self: socket.socket, family: int = -1, type: int = -1, proto: int = -1, fileno: Any = None):
+        # UDP is allowed: the X-Ray SDK (imported by Tracer on the write path) makes its emitter's UDP socket at
+        # import; creating one sends nothing, and a TCP connection is what a real network call needs.
+        is_udp = type != -1 and type & 0xF == socket.SOCK_DGRAM
+        if fileno is None and family in (-1, socket.AF_INET, socket.AF_INET6) and not is_udp:
+            attempts.append(family)
+            raise SocketBlocked("unit tests cannot open network sockets (use moto or a Stubber)")
+        real_init(self, family, type, proto, fileno)
+
+    monkeypatch.setattr(socket.socket, "__init__", guarded_init)
+    yield
+    if attempts:
+        pytest.fail(f"the test tried to open {len(attempts)} network socket(s)")
+
+
+@pytest.fixture(autouse=True)
+def unit_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Nothing redirects botocore away from moto, and Powertools' cache age is its default."""
+    for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "POWERTOOLS_PARAMETERS_MAX_AGE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+
+
+@pytest.fixture(autouse=True)
+def clear_provider_caches() -> Iterator[None]:
+    """Every test starts cold: Powertools' default providers and the read handler's module provider."""
+    parameters.clear_caches()
+    yield
+    parameters.clear_caches()
+    handler_module = sys.modules.get("read_api.handler")
+    if handler_module is not None:
+        handler_module.PROVIDER.clear_cache()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture(scope="session")
+def declarations() -> Declarations:
+    return load_declarations()
+
+
+@pytest.fixture
+def put_flags(ddb: Any, table_name: str, declarations: Declarations) -> Callable[..., dict[str, Any]]:
+    """Write the singleton (see ``unit_support.flags_item``) to the moto table and return it."""
+
+    def put(version: int = 1, **values: Any) -> dict[str, Any]:
+        item = flags_item(declarations, version, **values)
+        ddb.put_item(TableName=table_name, Item=item)
+        return item
+
+    return put
+
+
+@pytest.fixture
+def get_item_calls(ddb: Any) -> CallCount:
+    return count_calls(ddb)
+
+
+@pytest.fixture
+def provider(ddb: Any, table_name: str, declarations: Declarations, clock: Clock) -> SingletonProvider:
+    return SingletonProvider(client=ddb, table_name=table_name, declarations=declarations, clock=clock)
+
+
+@pytest.fixture
+def reader(provider: SingletonProvider, declarations: Declarations, clock: Clock) -> FlagReader:
+    return build_reader(provider, declarations, clock)
+
+
+class CurrentStdout:
+    """A stream that writes to whatever ``sys.stdout`` is at write time (capsys swaps it in only for the call)."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+@pytest.fixture
+def stdout(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Output:
+    """Capture stdout, the Powertools Logger included (its handler keeps the stream it was created with)."""
+    monkeypatch.setattr(logger.registered_handler, "stream", CurrentStdout())
+    return Output(capsys)
+
+
+@pytest.fixture
+def read_api(
+    ddb: Any,
+    table_name: str,
+    clock: Clock,
+    make_event: Callable[..., dict[str, Any]],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> ReadApi:
+    """The read handler module (its module scope needs TABLE_NAME and a region, set by ``aws_env``), given a
+    fresh provider and reader per test so that no cache or back-off state leaks between tests."""
+    import read_api.handler as module
+
+    provider = SingletonProvider(client=ddb, table_name=table_name, declarations=module.DECLARATIONS, clock=clock)
+    reader = build_reader(provider, module.DECLARATIONS, clock, max_stale=module.SETTINGS.max_stale_seconds)
+    monkeypatch.setattr(module, "PROVIDER", provider)
+    monkeypatch.setattr(module, "READER", reader)
+    return ReadApi(module, provider, reader, clock, make_event, lambda_context)
