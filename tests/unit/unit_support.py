@@ -1,0 +1,129 @@
+"""Plain helpers of the unit tier (fixtures live in conftest.py; tests import these by name)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from flags.codec import encode
+from flags.declarations import Declarations
+from flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
+from flags.observability import ReadCounter
+from flags.provider import SingletonProvider
+from flags.reader import FlagReader
+
+START = 1_700_000_000.0  # a fixed epoch second; every fake clock starts here
+
+
+@dataclass
+class Clock:
+    """A settable epoch clock, injected wherever the code takes ``clock=``."""
+
+    now: float = START
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def flags_item(declarations: Declarations, version: int = 1, **values: Any) -> dict[str, Any]:
+    """The singleton in low-level form: every declared flag at its initial value unless overridden.
+
+    A flag given a dict is stored as that raw attribute (to plant a wrong type); None leaves it out.
+    Other keyword arguments are bookkeeping attributes, already in low-level form.
+    """
+    item: dict[str, Any] = {**singleton_key(SINGLETON_SK), VERSION_ATTR: {"N": str(version)}}
+    for name, spec in declarations.items():
+        value = values.pop(name, spec.initial)
+        if value is not None:
+            item[name] = value if isinstance(value, dict) else encode(spec, value)
+    item.update(values)
+    return item
+
+
+@dataclass
+class CallCount:
+    """Calls of one DynamoDB operation that reached botocore (counted before moto or a Stubber answers)."""
+
+    calls: int = 0
+
+    def __call__(self, **_: Any) -> None:
+        self.calls += 1
+
+
+def count_calls(client: Any, operation: str = "GetItem") -> CallCount:
+    counter = CallCount()
+    client.meta.events.register(f"before-call.dynamodb.{operation}", counter)
+    return counter
+
+
+def build_reader(provider: SingletonProvider, declarations: Declarations, clock: Clock, **options: Any) -> FlagReader:
+    """A reader on the fake clock, without jitter (a back-off delay is exactly base * 2**(failures-1))."""
+    options.setdefault("counter", ReadCounter(clock=clock))
+    return FlagReader(provider, declarations, clock=clock, jitter=lambda: 1.0, **options)
+
+
+def expire(provider: SingletonProvider) -> None:
+    """Age every cached entry past its max age (Powertools compares an entry's ttl with datetime.now())."""
+    for key, entry in list(provider.store.items()):
+        provider.store[key] = entry._replace(ttl=datetime.now() - timedelta(seconds=1))
+
+
+class Output:
+    """What the function printed to stdout (Logger lines and EMF blobs), as text or parsed JSON lines."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self._capsys = capsys
+
+    def text(self) -> str:
+        return self._capsys.readouterr().out
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.text().splitlines() if line.strip()]
+
+
+def emf_metrics(records: list[dict[str, Any]]) -> list[tuple[str, float, dict[str, str]]]:
+    """(name, value, dimensions) of every metric in the EMF blobs among ``records``."""
+    found = []
+    for record in records:
+        for directive in record.get("_aws", {}).get("CloudWatchMetrics", []):
+            names = [name for group in directive["Dimensions"] for name in group]
+            dimensions = {name: record[name] for name in names}
+            for metric in directive["Metrics"]:
+                value = record[metric["Name"]]
+                found.append((metric["Name"], sum(value) if isinstance(value, list) else value, dimensions))
+    return found
+
+
+def warnings_in(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [record for record in records if record.get("level") == "WARNING"]
+
+
+def body_of(response: dict[str, Any]) -> Any:
+    return json.loads(response["body"])
+
+
+@dataclass
+class ReadApi:
+    """The real read function, with a fresh provider and reader on the moto table and a fake clock."""
+
+    module: ModuleType
+    provider: SingletonProvider
+    reader: FlagReader
+    clock: Clock
+    make_event: Callable[..., dict[str, Any]]
+    context: Any
+
+    def __call__(self, method: str, path: str, **event_options: Any) -> dict[str, Any]:
+        return self.module.handler(self.make_event(method, path, **event_options), self.context)
+
+    def get(self, path: str = "/flags", **event_options: Any) -> dict[str, Any]:
+        return self("GET", path, **event_options)
