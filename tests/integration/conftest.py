@@ -1,0 +1,111 @@
+"""Integration tier: AWS's DynamoDB Local, started once per session on a free loopback port, stopped after.
+
+Missing jar or Java: the tier FAILS when ``CI`` is set (CI must never skip it) and is skipped, with the
+reason, otherwise. Every test here is marked ``integration``; each gets a fresh table, seeded exactly as
+the stack seeds it, and ``AWS_ENDPOINT_URL_DYNAMODB`` pointing at DynamoDB Local for clients built with
+botocore's default endpoint resolution.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.write_path import seed_table
+from flags.declarations import Declarations, load_declarations
+from flags.keys import AUDIT_SK_PREFIX, PARTITION_KEY, SINGLETON_PK, SORT_KEY, singleton_key
+from local.dynamodb_local import (
+    DynamoDBLocalUnavailable,
+    create_table,
+    find_java,
+    find_jar,
+    local_client,
+    running_dynamodb_local,
+)
+
+_HERE = Path(__file__).parent
+_TABLES = itertools.count(1)
+
+
+def ci_requires_integration() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local_endpoint() -> Iterator[str]:
+    """Endpoint URL of the session's DynamoDB Local (in memory; gone when the session ends)."""
+    try:
+        find_jar()
+        find_java()
+    except DynamoDBLocalUnavailable as exc:
+        if ci_requires_integration():
+            pytest.fail(f"CI must run the DynamoDB Local tier, but: {exc}", pytrace=False)
+        pytest.skip(f"DynamoDB Local unavailable ({exc}); CI fails here instead of skipping")
+    with running_dynamodb_local() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def local_endpoint(dynamodb_local_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """DynamoDB Local for this test, also for clients that use botocore's default endpoint resolution."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_local_endpoint)
+    return dynamodb_local_endpoint
+
+
+@pytest.fixture
+def client_factory(local_endpoint: str) -> Callable[[], Any]:
+    """A new low-level client on DynamoDB Local per call (one per writer thread)."""
+    return lambda: local_client(local_endpoint, timeout=10)
+
+
+@pytest.fixture
+def ddb_local(client_factory: Callable[[], Any]) -> Any:
+    return client_factory()
+
+
+@pytest.fixture(scope="session")
+def declarations() -> Declarations:
+    return load_declarations()
+
+
+@pytest.fixture
+def flags_table(ddb_local: Any, declarations: Declarations) -> Iterator[str]:
+    """A fresh table (as the stack creates it) holding the seeded singleton at version 0."""
+    name = f"flags-it-{os.getpid()}-{next(_TABLES)}"
+    create_table(ddb_local, name)
+    seed_table(ddb_local, name, declarations)
+    yield name
+    ddb_local.delete_table(TableName=name)
+
+
+def read_singleton(client: Any, table: str) -> dict[str, Any] | None:
+    return client.get_item(TableName=table, Key=singleton_key(), ConsistentRead=True).get("Item")
+
+
+def read_trail(client: Any, table: str) -> list[dict[str, Any]]:
+    """Every audit record (raw), oldest first: a consistent Query on the partition, all pages."""
+    params: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+        "ExpressionAttributeValues": {":pk": {"S": SINGLETON_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
+        "ConsistentRead": True,
+    }
+    items: list[dict[str, Any]] = []
+    while True:
+        page = client.query(**params)
+        items.extend(page["Items"])
+        if "LastEvaluatedKey" not in page:
+            return items
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
