@@ -1,0 +1,324 @@
+"""Maintenance windows: EventBridge Scheduler's start/end deliveries turned into owned, idempotent changes.
+
+The deployment declares its windows in cdk.json; the stack hands the maintenance function only what it
+needs, ``MAINTENANCE_WINDOWS = {"<window>": {"duration_seconds": N}, ...}``, parsed here once, at cold
+start (``windows_from_env``). Each schedule delivers ``{"action": "start"|"end", "window": NAME}``.
+
+Ownership rules (every decision is re-taken on every attempt of ``FlagStore.change`` against the
+consistent state it is about to write over, so the version condition makes decision + write atomic):
+
+start
+  - off (or held by a window whose deadline has passed): maintenance ON, owned by this window, deadline
+    ``now + duration_seconds`` stored on the item -> ``started``;
+  - on by hand (no owner): left alone, the window takes no ownership, so its end will not undo the
+    manual switch -> ``skipped``;
+  - on, owned by this window, deadline not passed: a duplicate delivery -> ``duplicate`` (nothing written);
+  - on, owned by another window: the window that ends LATER holds it (maintenance covers the union of
+    overlapping windows): this window takes over if its deadline is later (``started``), else it leaves
+    the other in charge (``skipped``); whichever end comes from the non-owner is then skipped.
+end
+  - owned by this window: maintenance OFF, owner and deadline removed -> ``ended``;
+  - off, no owner, and the last change was this window's own scheduler: a duplicate -> ``duplicate``;
+  - anything else (switched on or off by hand meanwhile, held by another window): left alone -> ``skipped``.
+
+Nothing is written for ``duplicate`` or ``skipped``: there is no new version, hence no audit record
+(audit records are one per version); the structured log line, the ``WindowSkips`` metric and the
+returned outcome carry the skip. A payload that is not one of the above is ``rejected`` (logged at
+ERROR, not raised: a retry cannot fix it). DynamoDB failures raise, so the scheduler retries and,
+in the end, dead-letters the delivery.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from flags.errors import StoreUnavailable, WriteConflict
+from flags.keys import MAINTENANCE_FLAG
+from flags.observability import WINDOW_ENDS, WINDOW_SKIPS, WINDOW_STARTS, logger
+from flags.provider import Snapshot
+from flags.settings import SettingsError
+from flags.store import FlagStore, Ownership, now_iso
+
+WINDOWS_ENV = "MAINTENANCE_WINDOWS"
+ACTIONS = ("start", "end")
+PAYLOAD_KEYS = frozenset({"action", "window"})
+MAX_DURATION_SECONDS = 24 * 3600  # infra/config.py refuses longer windows at synth
+
+STARTED = "started"
+ENDED = "ended"
+DUPLICATE = "duplicate"
+SKIPPED = "skipped"
+REJECTED = "rejected"
+
+_METRIC_BY_STATUS = {STARTED: WINDOW_STARTS, ENDED: WINDOW_ENDS, SKIPPED: WINDOW_SKIPS}
+
+
+# ---------------------------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    name: str
+    duration_seconds: int
+
+    @property
+    def actor(self) -> str:
+        return f"scheduler:{self.name}"
+
+
+def windows_from_env(env: Mapping[str, str]) -> dict[str, Window]:
+    """The configured windows by name; absent or empty ``MAINTENANCE_WINDOWS`` means none.
+
+    Raises ``SettingsError`` naming the variable and the window: a function deployed with a broken
+    configuration fails at cold start (every delivery fails, is retried, and ends in the dead-letter queue).
+    """
+    raw = env.get(WINDOWS_ENV, "")
+    if not raw.strip():
+        return {}
+    try:
+        document = json.loads(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{WINDOWS_ENV} is not valid JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise SettingsError(f"{WINDOWS_ENV} must be a JSON object of window name -> {{'duration_seconds': N}}")
+    windows: dict[str, Window] = {}
+    for name, spec in document.items():
+        where = f"{WINDOWS_ENV}[{name!r}]"
+        if not name:
+            raise SettingsError(f"{WINDOWS_ENV} has a window with an empty name")
+        if not isinstance(spec, dict) or set(spec) != {"duration_seconds"}:
+            raise SettingsError(f"{where} must be exactly {{'duration_seconds': N}}, got {spec!r}")
+        duration = spec["duration_seconds"]
+        if isinstance(duration, bool) or not isinstance(duration, int) or not 1 <= duration <= MAX_DURATION_SECONDS:
+            raise SettingsError(
+                f"{where}.duration_seconds must be an integer 1-{MAX_DURATION_SECONDS}, got {duration!r}"
+            )
+        windows[name] = Window(name=name, duration_seconds=duration)
+    return windows
+
+
+# ---------------------------------------------------------------------------------------------- payload
+
+
+class InvalidSchedulePayload(ValueError):
+    """A delivery that is not ``{"action": "start"|"end", "window": <configured window>}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    action: str
+    window: Window
+
+
+def parse_payload(event: Any, windows: Mapping[str, Window]) -> Command:
+    if not isinstance(event, dict):
+        raise InvalidSchedulePayload(
+            f'the payload must be a JSON object {{"action": "start"|"end", "window": NAME}}, got {type(event).__name__}'
+        )
+    missing, unknown = PAYLOAD_KEYS - set(event), set(event) - PAYLOAD_KEYS
+    if missing or unknown:
+        problems = ([f"missing key(s) {sorted(missing)}"] if missing else []) + (
+            [f"unknown key(s) {sorted(map(str, unknown))}"] if unknown else []
+        )
+        raise InvalidSchedulePayload(f"{'; '.join(problems)}; the payload is exactly {sorted(PAYLOAD_KEYS)}")
+    action, name = event["action"], event["window"]
+    if action not in ACTIONS:
+        raise InvalidSchedulePayload(f"'action' must be one of {list(ACTIONS)}, got {action!r}")
+    if not isinstance(name, str) or name not in windows:
+        raise InvalidSchedulePayload(f"unknown window {name!r}; configured: {sorted(windows)}")
+    return Command(action=action, window=windows[name])
+
+
+# ---------------------------------------------------------------------------------------------- decisions
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    status: str  # STARTED / ENDED when the change goes ahead, else DUPLICATE or SKIPPED (nothing written)
+    detail: str
+
+    @property
+    def go(self) -> bool:
+        return self.status in (STARTED, ENDED)
+
+
+def _stored_on(snapshot: Snapshot) -> bool:
+    """maintenance_mode as stored (a broken stored value reads as its fallback, ON; treat it as not set)."""
+    return snapshot.values.get(MAINTENANCE_FLAG) is True and MAINTENANCE_FLAG not in snapshot.fallen_back
+
+
+def _holds_until(snapshot: Snapshot) -> float:
+    """Until when the owning window holds maintenance: its deadline, or for ever if none is stored."""
+    return snapshot.maintenance_deadline if snapshot.maintenance_deadline is not None else float("inf")
+
+
+def _holder(snapshot: Snapshot) -> str:
+    """Who holds maintenance, for the log: a window's name, "manual" (on, no owner) or "nobody" (off)."""
+    if snapshot.maintenance_owner is not None:
+        return snapshot.maintenance_owner
+    return "manual" if _stored_on(snapshot) else "nobody"
+
+
+def decide_start(window: Window, snapshot: Snapshot, now: float, deadline: float) -> _Decision:
+    owner = snapshot.maintenance_owner
+    if not _stored_on(snapshot):
+        return _Decision(STARTED, "maintenance on, held by the window")
+    if owner is not None and _holds_until(snapshot) <= now:
+        return _Decision(STARTED, f"held again: window {owner!r} had passed its deadline (its end never came)")
+    if owner is None:
+        return _Decision(SKIPPED, "maintenance is on by hand: the window leaves it alone and takes no ownership")
+    if owner == window.name:
+        return _Decision(DUPLICATE, "the window already holds maintenance (duplicate delivery)")
+    if _holds_until(snapshot) >= deadline:
+        return _Decision(SKIPPED, f"window {owner!r} holds maintenance until after this window ends: left to it")
+    return _Decision(STARTED, f"took maintenance over from window {owner!r}, which ends earlier")
+
+
+def decide_end(window: Window, snapshot: Snapshot) -> _Decision:
+    owner = snapshot.maintenance_owner
+    if owner == window.name:
+        return _Decision(ENDED, "maintenance off, ownership released")
+    if owner is None and not _stored_on(snapshot) and snapshot.updated_by == window.actor:
+        return _Decision(DUPLICATE, "the window already ended maintenance (duplicate delivery)")
+    if owner is None and _stored_on(snapshot):
+        return _Decision(SKIPPED, "maintenance is on by hand, not held by this window: left on")
+    if owner is None:
+        return _Decision(SKIPPED, "maintenance is off and not held by this window (switched off by hand, or never "
+                                  "started by it): nothing to end")
+    return _Decision(SKIPPED, f"window {owner!r} holds maintenance: left alone")
+
+
+# ---------------------------------------------------------------------------------------------- service
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: str
+    action: str | None = None
+    window: str | None = None
+    detail: str | None = None
+    version: int | None = None
+    maintenance_mode: bool | None = None
+    owner: str | None = None
+    deadline: str | None = None  # ISO time, while a window holds maintenance
+    error: str | None = None  # why a payload was rejected
+
+    @property
+    def metric(self) -> str | None:
+        """The metric this invocation counts (WindowStarts / WindowEnds / WindowSkips), if any."""
+        return _METRIC_BY_STATUS.get(self.status)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+
+class MaintenanceWindows:
+    """Applies schedule deliveries to the flags through ``FlagStore.change`` (audited, version-conditioned)."""
+
+    def __init__(self, store: FlagStore, windows: Mapping[str, Window], *, clock: Callable[[], float] = time.time):
+        self.store = store
+        self.windows = dict(windows)
+        self._clock = clock
+
+    def handle(self, event: Any) -> Outcome:
+        try:
+            command = parse_payload(event, self.windows)
+        except InvalidSchedulePayload as exc:
+            logger.error("schedule payload rejected: not retried", error=str(exc), payload=_preview(event))
+            return Outcome(status=REJECTED, error=str(exc))
+        try:
+            return self.start(command.window) if command.action == "start" else self.end(command.window)
+        except (StoreUnavailable, WriteConflict) as exc:
+            logger.error(
+                "maintenance window change failed; the scheduler will retry",
+                window=command.window.name,
+                action=command.action,
+                error=exc.message,
+                code=exc.code,
+            )
+            raise
+
+    def start(self, window: Window) -> Outcome:
+        now = self._clock()
+        deadline = int(now) + window.duration_seconds
+        return self._apply(
+            window,
+            "start",
+            lambda snapshot: decide_start(window, snapshot, now, deadline),
+            f"maintenance window '{window.name}' started, until {now_iso(deadline)}",
+            {MAINTENANCE_FLAG: True},
+            Ownership(owner=window.name, deadline=deadline),
+        )
+
+    def end(self, window: Window) -> Outcome:
+        return self._apply(
+            window,
+            "end",
+            lambda snapshot: decide_end(window, snapshot),
+            f"maintenance window '{window.name}' ended",
+            {MAINTENANCE_FLAG: False},
+            Ownership(owner=None),
+        )
+
+    def _apply(
+        self,
+        window: Window,
+        action: str,
+        decide: Callable[[Snapshot], _Decision],
+        reason: str,
+        changes: dict[str, Any],
+        ownership: Ownership,
+    ) -> Outcome:
+        """One ``FlagStore.change`` conditioned on ``decide``, which the store re-takes on every attempt
+        against the consistent state that attempt read; the last decision is the one that counts."""
+        decisions: list[_Decision] = []
+
+        def condition(snapshot: Snapshot) -> bool:
+            decisions.append(decide(snapshot))
+            return decisions[-1].go
+
+        result = self.store.change(
+            changes,
+            actor=window.actor,
+            reason=reason,
+            ownership=ownership,
+            condition=condition,
+            kind=f"window-{action}",
+            extra_audit={"window": window.name},
+        )
+        decision = decisions[-1]
+        if decision.go and not result.applied:  # already in the wanted state: nothing to write
+            decision = _Decision(DUPLICATE, "nothing to change")
+        snapshot = result.snapshot
+        outcome = Outcome(
+            status=decision.status,
+            action=action,
+            window=window.name,
+            detail=decision.detail,
+            version=snapshot.version,
+            maintenance_mode=snapshot.values.get(MAINTENANCE_FLAG) is True,
+            owner=snapshot.maintenance_owner,
+            deadline=now_iso(snapshot.maintenance_deadline) if snapshot.maintenance_deadline is not None else None,
+        )
+        log = logger.warning if outcome.status == SKIPPED else logger.info
+        log(
+            f"maintenance window {action}: {outcome.status}",
+            window=window.name,
+            action=action,
+            status=outcome.status,
+            detail=outcome.detail,
+            current_owner=_holder(snapshot),
+            maintenance_mode=outcome.maintenance_mode,
+            version=snapshot.version,
+            last_changed_by=snapshot.updated_by,
+        )
+        return outcome
+
+
+def _preview(event: Any, limit: int = 500) -> str:
+    text = repr(event)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,40 @@
+"""Maintenance function: EventBridge Scheduler delivers ``{"action": "start"|"end", "window": NAME}``.
+
+Thin: the rules (ownership, idempotency, rejection) live in ``flags.windows``. A payload that can never
+succeed is answered ``{"status": "rejected", ...}`` without raising (no retry); a DynamoDB failure raises,
+so the scheduler retries and finally dead-letters the delivery.
+"""
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from flags.declarations import load_declarations
+from flags.observability import WRITE_RETRIES, logger, metrics, tracer
+from flags.settings import Settings
+from flags.store import FlagStore
+from flags.windows import MaintenanceWindows, windows_from_env
+
+SETTINGS = Settings.from_env(os.environ)
+CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
+STORE = FlagStore(
+    CLIENT,
+    SETTINGS.table_name,
+    load_declarations(),
+    sort_key=SETTINGS.item_sort_key,
+    audit_retention_days=SETTINGS.audit_retention_days,
+    on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
+)
+MAINTENANCE = MaintenanceWindows(STORE, windows_from_env(os.environ))
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer().capture_lambda_handler(capture_response=False)
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    outcome = MAINTENANCE.handle(event)
+    if outcome.metric is not None:
+        metrics.add_metric(name=outcome.metric, unit=MetricUnit.Count, value=1)
+    return outcome.as_dict()

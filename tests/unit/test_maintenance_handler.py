@@ -1,0 +1,509 @@
+"""The maintenance function (issue 5) on moto: every rule of a window's start and end, through ``handler``.
+
+Each delivery is the exact payload a schedule sends. The function module is imported fresh per test with
+MAINTENANCE_WINDOWS set (its module scope is what runs at cold start); its service is then rebuilt on the
+moto client and the fake clock.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from unit_support import Clock, build_reader, emf_metrics
+
+from flags.declarations import Declarations
+from flags.errors import StoreUnavailable, WriteConflict
+from flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
+from flags.settings import SettingsError
+from flags.store import ChangeResult, FlagStore
+from flags.windows import MaintenanceWindows
+
+PATCHING, MIGRATION, QUICK = "weekly-patching", "db-migration", "quick-fix"
+DURATIONS = {PATCHING: 3600, MIGRATION: 7200, QUICK: 600}
+ADMIN = "arn:aws:iam::123456789012:user/admin"
+SERVICE_DIMENSION = {"service": "singleton-flags"}
+WINDOW_METRICS = {"WindowStarts", "WindowEnds", "WindowSkips"}
+MODULE = "maintenance.handler"
+
+
+@dataclass
+class MaintenanceFunction:
+    """The real maintenance handler over the moto table, plus what a test needs to look at the result."""
+
+    module: ModuleType
+    client: Any
+    table_name: str
+    declarations: Declarations
+    clock: Clock
+    context: Any
+    monkeypatch: pytest.MonkeyPatch
+    configured: dict[str, Any] = field(default_factory=dict)
+
+    def use_client(self, client: Any, **store_options: Any) -> None:
+        """Rebuild the function's service on ``client`` (moto, or a wrapper of it) and the fake clock."""
+        store_options.setdefault("sleep", lambda _: None)
+        store = FlagStore(client, self.table_name, self.declarations, clock=self.clock,
+                          on_retry=self.module.STORE._on_retry, **store_options)
+        service = MaintenanceWindows(store, self.configured, clock=self.clock)
+        self.monkeypatch.setattr(self.module, "MAINTENANCE", service)
+
+    def deliver(self, event: Any) -> dict[str, Any]:
+        return self.module.handler(event, self.context)
+
+    def start(self, window: str = PATCHING) -> dict[str, Any]:
+        return self.deliver({"action": "start", "window": window})
+
+    def end(self, window: str = PATCHING) -> dict[str, Any]:
+        return self.deliver({"action": "end", "window": window})
+
+    def switch_by_hand(self, on: bool) -> ChangeResult:
+        """What PATCH /flags {"flags": {"maintenance_mode": on}} does: a store change by an IAM identity."""
+        store = FlagStore(self.client, self.table_name, self.declarations, clock=self.clock)
+        return store.change({MAINTENANCE_FLAG: on}, actor=ADMIN, reason="switched by hand")
+
+    def item(self) -> dict[str, Any]:
+        return self.client.get_item(TableName=self.table_name, Key=singleton_key(), ConsistentRead=True)["Item"]
+
+    def version(self) -> int:
+        return int(self.item()[VERSION_ATTR]["N"])
+
+    def audit(self) -> list[dict[str, Any]]:
+        """Audit records, oldest first."""
+        records, _ = FlagStore(self.client, self.table_name, self.declarations).history(limit=100)
+        return records[::-1]
+
+
+@pytest.fixture
+def maintenance(
+    ddb: Any,
+    table_name: str,
+    declarations: Declarations,
+    clock: Clock,
+    lambda_context: Any,
+    put_flags: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[MaintenanceFunction]:
+    windows = {name: {"duration_seconds": duration} for name, duration in DURATIONS.items()}
+    monkeypatch.setenv("MAINTENANCE_WINDOWS", json.dumps(windows))
+    with fresh_module() as module:
+        put_flags(version=1)  # the seeded singleton: maintenance off, no owner
+        function = MaintenanceFunction(module, ddb, table_name, declarations, clock, lambda_context, monkeypatch,
+                                       configured=module.MAINTENANCE.windows)
+        function.use_client(ddb)
+        yield function
+
+
+class fresh_module:
+    """Import the handler module anew (its module scope runs, as at a cold start); put back what was there."""
+
+    def __enter__(self) -> ModuleType:
+        self._previous = sys.modules.pop(MODULE, None)
+        return importlib.import_module(MODULE)
+
+    def __exit__(self, *_: Any) -> None:
+        sys.modules.pop(MODULE, None)
+        if self._previous is not None:
+            sys.modules[MODULE] = self._previous
+
+
+def window_metrics(records: list[dict[str, Any]]) -> list[tuple[str, float, dict[str, str]]]:
+    return [metric for metric in emf_metrics(records) if metric[0] in WINDOW_METRICS]
+
+
+def logged(records: list[dict[str, Any]], level: str) -> list[dict[str, Any]]:
+    return [record for record in records if record.get("level") == level]
+
+
+class ManualSwitchBeforeFirstTransaction:
+    """A client on which an admin's manual switch lands right before the function's first transaction:
+    after the function read the state and decided, before its write reaches DynamoDB."""
+
+    def __init__(self, real: Any, manual_switch: Any) -> None:
+        self._real = real
+        self._manual_switch = manual_switch
+        self.transactions = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def transact_write_items(self, **params: Any) -> Any:
+        self.transactions += 1
+        if self.transactions == 1:
+            self._manual_switch()
+        return self._real.transact_write_items(**params)
+
+
+class FailingClient:
+    """A client whose every call of ``operation`` fails with ``code``."""
+
+    def __init__(self, real: Any, operation: str, code: str, reasons: list[dict[str, str]] | None = None) -> None:
+        self._real, self._operation, self._code, self._reasons = real, operation, code, reasons
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        if name != self._operation:
+            return getattr(self._real, name)
+
+        def fail(**_: Any) -> None:
+            self.calls += 1
+            error: dict[str, Any] = {"Error": {"Code": self._code, "Message": "injected"}}
+            if self._reasons is not None:
+                error["CancellationReasons"] = self._reasons
+            raise ClientError(error, self._operation)
+
+        return fail
+
+
+# ---------------------------------------------------------------------------------------------- start
+
+
+def test_start_switches_maintenance_on_owned_by_the_window_until_its_deadline(maintenance: MaintenanceFunction) -> None:
+    # Given maintenance off
+    # When the window's start is delivered
+    outcome = maintenance.start(PATCHING)
+    # Then maintenance is on, owned by the window, with now + duration stored as its deadline, in one new version
+    item = maintenance.item()
+    assert item[MAINTENANCE_FLAG] == {"BOOL": True}
+    assert item[MAINTENANCE_OWNER_ATTR] == {"S": PATCHING}
+    assert item[MAINTENANCE_DEADLINE_ATTR] == {"N": str(int(maintenance.clock.now) + DURATIONS[PATCHING])}
+    assert item[VERSION_ATTR] == {"N": "2"}
+    assert outcome["status"] == "started"
+    assert (outcome["maintenance_mode"], outcome["owner"], outcome["version"]) == (True, PATCHING, 2)
+    json.dumps(outcome)  # Lambda must be able to serialise the answer
+
+
+def test_start_is_one_audited_change_by_the_windows_scheduler(maintenance: MaintenanceFunction) -> None:
+    # Given maintenance off / When the window starts
+    maintenance.start(PATCHING)
+    # Then one audit record says who (the window's scheduler), what (maintenance on) and which window
+    [record] = maintenance.audit()
+    assert record["version"] == 2
+    assert record["actor"] == f"scheduler:{PATCHING}"
+    assert record["kind"] == "window-start"
+    assert record["window"] == PATCHING
+    assert record["changes"] == {MAINTENANCE_FLAG: {"old": False, "new": True}}
+    assert PATCHING in record["reason"]
+
+
+def test_a_window_start_leaves_manual_maintenance_alone_and_takes_no_ownership(
+    maintenance: MaintenanceFunction,
+) -> None:
+    # Given an admin switched maintenance on by hand
+    manual = maintenance.switch_by_hand(True).snapshot.version
+    # When the window starts, and later ends
+    started = maintenance.start(PATCHING)
+    ended = maintenance.end(PATCHING)
+    # Then the window took no ownership, so its end did not undo the manual switch; nothing was written
+    assert (started["status"], ended["status"]) == ("skipped", "skipped")
+    item = maintenance.item()
+    assert item[MAINTENANCE_FLAG] == {"BOOL": True}
+    assert MAINTENANCE_OWNER_ATTR not in item and MAINTENANCE_DEADLINE_ATTR not in item
+    assert maintenance.version() == manual
+    assert [record["actor"] for record in maintenance.audit()] == [ADMIN]
+
+
+def test_a_duplicate_start_is_a_no_op(maintenance: MaintenanceFunction) -> None:
+    # Given the window started
+    maintenance.start(PATCHING)
+    first = maintenance.item()
+    # When the same start is delivered again a little later (at-least-once delivery)
+    maintenance.clock.advance(30)
+    outcome = maintenance.start(PATCHING)
+    # Then nothing changes: no version bump, the deadline is not pushed back, no second audit record
+    assert outcome["status"] == "duplicate"
+    assert maintenance.item() == first
+    assert len(maintenance.audit()) == 1
+
+
+def test_a_window_that_ends_later_takes_over_from_the_one_holding_maintenance(maintenance: MaintenanceFunction) -> None:
+    # Given the one-hour window holds maintenance
+    maintenance.start(PATCHING)
+    # When a two-hour window starts ten minutes later
+    maintenance.clock.advance(600)
+    taken = maintenance.start(MIGRATION)
+    # Then the later-ending window holds it; the first window's end leaves it on; the second's end switches it off
+    assert taken["status"] == "started"
+    assert maintenance.item()[MAINTENANCE_OWNER_ATTR] == {"S": MIGRATION}
+    migration_deadline = int(maintenance.clock.now) + DURATIONS[MIGRATION]
+    assert maintenance.item()[MAINTENANCE_DEADLINE_ATTR] == {"N": str(migration_deadline)}
+    maintenance.clock.advance(DURATIONS[PATCHING] - 600)
+    assert maintenance.end(PATCHING)["status"] == "skipped"
+    assert maintenance.item()[MAINTENANCE_FLAG] == {"BOOL": True}
+    maintenance.clock.advance(DURATIONS[MIGRATION] - DURATIONS[PATCHING] + 600)
+    assert maintenance.end(MIGRATION)["status"] == "ended"
+    assert maintenance.item()[MAINTENANCE_FLAG] == {"BOOL": False}
+    assert [record["window"] for record in maintenance.audit()] == [PATCHING, MIGRATION, MIGRATION]
+
+
+def test_a_window_that_ends_earlier_leaves_maintenance_to_the_one_holding_it(maintenance: MaintenanceFunction) -> None:
+    # Given the two-hour window holds maintenance
+    maintenance.start(MIGRATION)
+    held = maintenance.item()
+    # When the one-hour window starts and ends inside it
+    maintenance.clock.advance(600)
+    started = maintenance.start(PATCHING)
+    maintenance.clock.advance(DURATIONS[PATCHING])
+    ended = maintenance.end(PATCHING)
+    # Then both deliveries are skipped: maintenance stays on, held by the two-hour window, unchanged
+    assert (started["status"], ended["status"]) == ("skipped", "skipped")
+    assert maintenance.item() == held
+    assert maintenance.end(MIGRATION)["status"] == "ended"
+
+
+def test_a_start_after_a_lost_end_holds_maintenance_again_with_a_new_deadline(maintenance: MaintenanceFunction) -> None:
+    # Given the window started and its end never arrived (dead-lettered)
+    maintenance.start(PATCHING)
+    # When the next occurrence starts a week later
+    maintenance.clock.advance(7 * 86400)
+    outcome = maintenance.start(PATCHING)
+    # Then it is a real start, not a duplicate: a new version with the new occurrence's deadline
+    assert outcome["status"] == "started"
+    assert maintenance.item()[MAINTENANCE_DEADLINE_ATTR] == {"N": str(int(maintenance.clock.now) + DURATIONS[PATCHING])}
+    assert maintenance.version() == 3
+    assert len(maintenance.audit()) == 2
+
+
+# ---------------------------------------------------------------------------------------------- end
+
+
+def test_end_switches_maintenance_off_and_releases_ownership(maintenance: MaintenanceFunction) -> None:
+    # Given the window holds maintenance
+    maintenance.start(PATCHING)
+    # When its end is delivered
+    maintenance.clock.advance(DURATIONS[PATCHING])
+    outcome = maintenance.end(PATCHING)
+    # Then maintenance is off, owner and deadline are gone, and the change is audited as the window's end
+    item = maintenance.item()
+    assert outcome["status"] == "ended"
+    assert item[MAINTENANCE_FLAG] == {"BOOL": False}
+    assert MAINTENANCE_OWNER_ATTR not in item and MAINTENANCE_DEADLINE_ATTR not in item
+    last = maintenance.audit()[-1]
+    assert (last["version"], last["actor"], last["kind"]) == (3, f"scheduler:{PATCHING}", "window-end")
+    assert last["window"] == PATCHING
+    assert last["changes"] == {MAINTENANCE_FLAG: {"old": True, "new": False}}
+
+
+def test_a_duplicate_end_is_a_no_op(maintenance: MaintenanceFunction) -> None:
+    # Given the window started and ended
+    maintenance.start(PATCHING)
+    maintenance.end(PATCHING)
+    ended = maintenance.item()
+    # When the end is delivered again
+    outcome = maintenance.end(PATCHING)
+    # Then nothing changes: no version bump, no audit record
+    assert outcome["status"] == "duplicate"
+    assert maintenance.item() == ended
+    assert len(maintenance.audit()) == 2
+
+
+@pytest.mark.parametrize("by_hand", [True, False], ids=["kept-on-by-hand", "switched-off-by-hand"])
+def test_an_end_leaves_alone_maintenance_switched_by_hand_meanwhile(
+    maintenance: MaintenanceFunction, by_hand: bool, stdout: Any
+) -> None:
+    # Given the window started, then an admin switched maintenance by hand
+    maintenance.start(PATCHING)
+    manual = maintenance.switch_by_hand(by_hand).snapshot.version
+    stdout.text()  # forget what was printed so far
+    # When the window's end arrives
+    outcome = maintenance.end(PATCHING)
+    # Then the manual switch stands, nothing is written, and a warning says why
+    assert outcome["status"] == "skipped"
+    assert maintenance.item()[MAINTENANCE_FLAG] == {"BOOL": by_hand}
+    assert maintenance.version() == manual
+    [warning] = logged(stdout.records(), "WARNING")
+    assert warning["window"] == PATCHING
+    assert warning["action"] == "end"
+    assert warning["status"] == "skipped"
+    assert warning["current_owner"] == ("manual" if by_hand else "nobody")
+    assert warning["last_changed_by"] == ADMIN
+
+
+def test_an_end_without_a_start_changes_nothing(maintenance: MaintenanceFunction) -> None:
+    # Given maintenance off, never started by the window / When its end is delivered / Then it is skipped
+    assert maintenance.end(PATCHING)["status"] == "skipped"
+    assert maintenance.version() == 1
+    assert maintenance.audit() == []
+
+
+# ---------------------------------------------------------------------------------------------- races
+
+
+@pytest.mark.parametrize("by_hand", [True, False], ids=["kept-on-by-hand", "switched-off-by-hand"])
+def test_a_manual_switch_landing_between_the_ends_read_and_its_write_wins(
+    maintenance: MaintenanceFunction, by_hand: bool
+) -> None:
+    # Given the window holds maintenance, and an admin's switch will land after the end read the state
+    maintenance.start(PATCHING)
+    racing = ManualSwitchBeforeFirstTransaction(maintenance.client, lambda: maintenance.switch_by_hand(by_hand))
+    maintenance.use_client(racing)
+    # When the window's end is delivered
+    outcome = maintenance.end(PATCHING)
+    # Then its transaction lost the version race, the retry re-read the state, saw the owner gone and skipped
+    assert racing.transactions == 1
+    assert outcome["status"] == "skipped"
+    item = maintenance.item()
+    assert item[MAINTENANCE_FLAG] == {"BOOL": by_hand}
+    assert MAINTENANCE_OWNER_ATTR not in item
+    assert [record["actor"] for record in maintenance.audit()] == [f"scheduler:{PATCHING}", ADMIN]
+    assert maintenance.version() == 3
+
+
+def test_a_manual_switch_on_landing_during_a_start_keeps_the_window_out(maintenance: MaintenanceFunction) -> None:
+    # Given an admin switches maintenance on by hand after the start read the state (off)
+    racing = ManualSwitchBeforeFirstTransaction(maintenance.client, lambda: maintenance.switch_by_hand(True))
+    maintenance.use_client(racing)
+    # When the window's start is delivered
+    outcome = maintenance.start(PATCHING)
+    # Then the retry sees the manual switch and leaves it alone: no owner, so the window's end cannot undo it
+    assert outcome["status"] == "skipped"
+    assert MAINTENANCE_OWNER_ATTR not in maintenance.item()
+    assert [record["actor"] for record in maintenance.audit()] == [ADMIN]
+
+
+# ---------------------------------------------------------------------------------------------- manual PATCH, deadline
+
+
+def test_a_manual_patch_takes_ownership_away_from_the_window(maintenance: MaintenanceFunction, provider: Any) -> None:
+    # Given the window holds maintenance
+    maintenance.start(PATCHING)
+    # When an admin PATCHes maintenance_mode on (the value it already has)
+    result = maintenance.switch_by_hand(True)
+    # Then the PATCH is a new version that removes the window's owner and deadline
+    assert result.applied
+    item = maintenance.item()
+    assert MAINTENANCE_OWNER_ATTR not in item and MAINTENANCE_DEADLINE_ATTR not in item
+    # and the window's end, and its deadline, no longer switch it off
+    assert maintenance.end(PATCHING)["status"] == "skipped"
+    maintenance.clock.advance(DURATIONS[PATCHING] + 1)
+    state = build_reader(provider, maintenance.declarations, maintenance.clock).read()
+    assert state.values[MAINTENANCE_FLAG] is True
+    assert state.maintenance_deadline_passed is False
+
+
+def test_readers_see_a_window_end_at_its_deadline_even_if_its_end_never_arrives(
+    maintenance: MaintenanceFunction, provider: Any
+) -> None:
+    # Given a ten-minute window started, and a reader
+    maintenance.start(QUICK)
+    reader = build_reader(provider, maintenance.declarations, maintenance.clock)
+    # When the reader reads just before the deadline, then at it (the end delivery never arrives)
+    maintenance.clock.advance(DURATIONS[QUICK] - 1)
+    before = reader.read()
+    maintenance.clock.advance(1)
+    after = reader.read()
+    # Then maintenance is on until the deadline, then served off, saying the deadline ended it
+    assert (before.values[MAINTENANCE_FLAG], before.maintenance_deadline_passed) == (True, False)
+    assert (after.values[MAINTENANCE_FLAG], after.maintenance_deadline_passed) == (False, True)
+    assert maintenance.item()[MAINTENANCE_FLAG] == {"BOOL": True}  # the stored value waits for the next write
+
+
+# ---------------------------------------------------------------------------------------------- bad payloads, failures
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        None,
+        [],
+        "start",
+        {},
+        {"action": "start"},
+        {"action": "start", "window": PATCHING, "extra": 1},
+        {"action": "restart", "window": PATCHING},
+        {"action": "start", "window": "nightly"},
+        {"action": "end", "window": 7},
+    ],
+    ids=["null", "list", "string", "empty", "no-window", "extra-key", "unknown-action", "unknown-window",
+         "window-not-str"],
+)
+def test_a_payload_that_is_not_a_schedule_delivery_is_rejected_without_retry(
+    maintenance: MaintenanceFunction, event: Any, stdout: Any
+) -> None:
+    # Given a payload the function cannot act on
+    # When it is delivered
+    outcome = maintenance.deliver(event)
+    # Then the function returns normally (no retry), says why, logs an ERROR, writes and counts nothing
+    assert outcome["status"] == "rejected"
+    assert outcome["error"]
+    records = stdout.records()
+    [error] = logged(records, "ERROR")
+    assert error["message"] == "schedule payload rejected: not retried"
+    assert error["error"] == outcome["error"]
+    assert window_metrics(records) == []
+    assert maintenance.version() == 1
+
+
+def test_a_dynamodb_failure_raises_so_the_scheduler_retries(maintenance: MaintenanceFunction, stdout: Any) -> None:
+    # Given DynamoDB refuses the reads
+    maintenance.use_client(FailingClient(maintenance.client, "get_item", "InternalServerError"))
+    # When a start is delivered / Then the invocation fails (the scheduler retries, then dead-letters it)
+    with pytest.raises(StoreUnavailable):
+        maintenance.start(PATCHING)
+    [error] = logged(stdout.records(), "ERROR")
+    assert (error["window"], error["action"], error["code"]) == (PATCHING, "start", "STORE_UNAVAILABLE")
+
+
+def test_retries_running_out_under_contention_raise(maintenance: MaintenanceFunction, stdout: Any) -> None:
+    # Given every transaction is cancelled by the version condition
+    conflicting = FailingClient(
+        maintenance.client, "transact_write_items", "TransactionCanceledException",
+        reasons=[{"Code": "ConditionalCheckFailed"}, {"Code": "None"}],
+    )
+    maintenance.use_client(conflicting, max_attempts=3)
+    # When a start is delivered / Then it raises after the bounded attempts, having written nothing
+    with pytest.raises(WriteConflict):
+        maintenance.start(PATCHING)
+    assert conflicting.calls == 3
+    assert maintenance.version() == 1
+    assert ("WriteRetries", 2.0, SERVICE_DIMENSION) in emf_metrics(stdout.records())
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+
+
+@pytest.mark.parametrize(
+    ("deliveries", "expected"),
+    [
+        ([("start", PATCHING)], [("WindowStarts", 1.0, SERVICE_DIMENSION)]),
+        ([("start", PATCHING), ("end", PATCHING)], [("WindowEnds", 1.0, SERVICE_DIMENSION)]),
+        ([("end", PATCHING)], [("WindowSkips", 1.0, SERVICE_DIMENSION)]),
+        ([("start", PATCHING), ("start", PATCHING)], []),
+        ([("start", PATCHING), ("end", PATCHING), ("end", PATCHING)], []),
+    ],
+    ids=["start", "end", "skip", "duplicate-start", "duplicate-end"],
+)
+def test_each_invocation_counts_its_outcome(
+    maintenance: MaintenanceFunction, stdout: Any, deliveries: list[tuple[str, str]], expected: list[Any]
+) -> None:
+    # Given the deliveries before the last one happened
+    for action, window in deliveries[:-1]:
+        maintenance.deliver({"action": action, "window": window})
+    stdout.text()
+    # When the last one is delivered
+    action, window = deliveries[-1]
+    maintenance.deliver({"action": action, "window": window})
+    # Then its invocation flushes exactly its own count, with the service dimension (a duplicate counts nothing)
+    assert window_metrics(stdout.records()) == expected
+
+
+# ---------------------------------------------------------------------------------------------- cold start
+
+
+def test_the_function_reads_its_windows_from_the_environment_at_cold_start(maintenance: MaintenanceFunction) -> None:
+    # Given MAINTENANCE_WINDOWS set by the stack / When the module loaded / Then every window is known with its length
+    assert {name: window.duration_seconds for name, window in maintenance.configured.items()} == DURATIONS
+
+
+def test_a_broken_windows_variable_fails_the_cold_start(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a MAINTENANCE_WINDOWS the function cannot use / When the module loads / Then it fails, naming it
+    monkeypatch.setenv("MAINTENANCE_WINDOWS", '{"weekly-patching": {"duration_seconds": "an hour"}}')
+    with pytest.raises(SettingsError, match="MAINTENANCE_WINDOWS"), fresh_module():
+        pass
