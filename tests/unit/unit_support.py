@@ -51,7 +51,11 @@ def flags_item(declarations: Declarations, version: int = 1, **values: Any) -> d
 
 @dataclass
 class CallCount:
-    """Calls of one DynamoDB operation that reached botocore (counted before moto or a Stubber answers)."""
+    """Calls of one DynamoDB operation made on a client, whoever answers them (moto, a Stubber, a server).
+
+    Counted at ``before-parameter-build``: a Stubber answers ``before-call`` with a handler registered first,
+    so a ``before-call`` hook never sees stubbed calls.
+    """
 
     calls: int = 0
 
@@ -61,7 +65,7 @@ class CallCount:
 
 def count_calls(client: Any, operation: str = "GetItem") -> CallCount:
     counter = CallCount()
-    client.meta.events.register(f"before-call.dynamodb.{operation}", counter)
+    client.meta.events.register(f"before-parameter-build.dynamodb.{operation}", counter)
     return counter
 
 
@@ -109,6 +113,14 @@ def warnings_in(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def body_of(response: dict[str, Any]) -> Any:
     return json.loads(response["body"])
+
+
+def headers_of(response: dict[str, Any]) -> dict[str, str]:
+    """A proxy response's headers, whether the resolver answered with ``headers`` or ``multiValueHeaders``."""
+    headers = dict(response.get("headers") or {})
+    for name, values in (response.get("multiValueHeaders") or {}).items():
+        headers[name] = ", ".join(values)
+    return headers
 
 
 @dataclass

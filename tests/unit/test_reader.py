@@ -1,0 +1,312 @@
+"""The reader: where each value comes from (STATIC, CACHED, STALE, DEFAULT), back-off, maintenance deadlines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import EndpointConnectionError
+from botocore.stub import Stubber
+from unit_support import START, CallCount, Clock, Output, build_reader, count_calls, expire, flags_item, warnings_in
+
+from flags.aws import dynamodb_client
+from flags.declarations import Declarations
+from flags.provider import SingletonProvider, Snapshot
+from flags.reader import CACHED, DEFAULT, STALE, STATIC, FlagReader
+
+MAX_STALE = 60.0
+DYNAMODB_ERRORS = [
+    ("ProvisionedThroughputExceededException", 400),
+    ("AccessDeniedException", 400),
+    ("InternalServerError", 500),
+]
+
+
+@pytest.fixture
+def stale_reader(provider: SingletonProvider, declarations: Declarations, clock: Clock) -> FlagReader:
+    """Back-off 1 s, 2 s, 4 s ... capped at 30 s; stale values served for at most 60 s."""
+    return build_reader(provider, declarations, clock, max_stale=MAX_STALE)
+
+
+@pytest.fixture
+def failing(ddb: Any) -> Iterator[Stubber]:
+    """The table's client, answered by a Stubber from here on (queue errors or responses on it)."""
+    with Stubber(ddb) as stubber:
+        yield stubber
+
+
+def fail_with(stubber: Stubber, code: str, status: int = 400, times: int = 1) -> None:
+    for _ in range(times):
+        stubber.add_client_error("get_item", service_error_code=code, http_status_code=status)
+
+
+def seconds_until_next_call(reader: FlagReader, clock: Clock, step: float = 0.25) -> float:
+    fetches, started = reader.provider.fetches, clock()
+    while reader.provider.fetches == fetches:
+        clock.advance(step)
+        assert clock() - started < 60, "the reader never called DynamoDB again"
+        reader.read()
+    return clock() - started
+
+
+class TestReasons:
+    def test_first_read_is_static_then_cached(
+        self, put_flags: Any, reader: FlagReader, clock: Clock, get_item_calls: CallCount
+    ) -> None:
+        # Given a seeded item at version 4
+        put_flags(version=4, signup_enabled=False)
+        # When read twice in one max_age window
+        first, second = reader.read(), reader.read()
+        # Then the first came from the table, the second from the cache, with the same version and fetch time
+        assert (first.reason, second.reason) == (STATIC, CACHED)
+        assert first.version == second.version == 4
+        assert first.fetched_at == second.fetched_at == clock()
+        assert first.values["signup_enabled"] is False
+        assert get_item_calls.calls == 1
+
+    def test_after_max_age_the_next_read_is_static_again(
+        self, put_flags: Any, reader: FlagReader, get_item_calls: CallCount
+    ) -> None:
+        put_flags(version=1)
+        reader.read()
+        put_flags(version=2)
+        expire(reader.provider)
+        state = reader.read()
+        assert (state.reason, state.version) == (STATIC, 2)
+        assert get_item_calls.calls == 2
+
+    def test_a_missing_item_is_default_with_fallbacks_and_no_version(
+        self, ddb: Any, reader: FlagReader, declarations: Declarations, stdout: Output
+    ) -> None:
+        # Given an empty table
+        # When read, then the declared fallbacks are served as DEFAULT, without a version
+        state = reader.read()
+        assert state.reason == DEFAULT
+        assert dict(state.values) == declarations.fallbacks()
+        assert state.version is None
+        # And the missing item is logged once (a cached DEFAULT read logs nothing more)
+        assert reader.read().reason == DEFAULT
+        assert [w["message"] for w in warnings_in(stdout.records())] == [
+            "the flags item is missing, serving declared fallbacks"
+        ]
+
+    def test_a_deleted_item_is_default_even_with_a_last_good_value(
+        self, ddb: Any, table_name: str, put_flags: Any, reader: FlagReader, declarations: Declarations
+    ) -> None:
+        # Given a reader that once read the item, and the item then deleted
+        item = put_flags(version=3)
+        reader.read()
+        ddb.delete_item(TableName=table_name, Key={"PK": item["PK"], "SK": item["SK"]})
+        expire(reader.provider)
+        # When read, then the fallbacks are served (a missing item is not an outage)
+        state = reader.read()
+        assert state.reason == DEFAULT and dict(state.values) == declarations.fallbacks()
+
+
+class TestDynamoDBFailing:
+    @pytest.mark.parametrize(("code", "status"), DYNAMODB_ERRORS)
+    def test_stale_while_younger_than_max_stale_then_default(
+        self,
+        put_flags: Any,
+        ddb: Any,
+        stale_reader: FlagReader,
+        declarations: Declarations,
+        clock: Clock,
+        code: str,
+        status: int,
+    ) -> None:
+        # Given a good read at START (version 5, signup off), then the cache expired
+        put_flags(version=5, signup_enabled=False)
+        assert stale_reader.read().reason == STATIC
+        expire(stale_reader.provider)
+        with Stubber(ddb) as stubber:
+            fail_with(stubber, code, status, times=3)
+            # When DynamoDB fails while the last good value is younger than max_stale
+            clock.advance(10)
+            at_10s = stale_reader.read()
+            clock.now = START + MAX_STALE  # past the back-off, exactly max_stale old
+            at_max_stale = stale_reader.read()
+            # Then the last good value is served as STALE, version and fetch time included
+            for state in (at_10s, at_max_stale):
+                assert state.reason == STALE
+                assert state.version == 5 and state.fetched_at == START
+                assert state.values["signup_enabled"] is False
+            # And once it is older than max_stale, the fallbacks are served as DEFAULT
+            clock.now = START + MAX_STALE + 5
+            late = stale_reader.read()
+            stubber.assert_no_pending_responses()
+        assert late.reason == DEFAULT
+        assert dict(late.values) == declarations.fallbacks() and late.version is None
+
+    @pytest.mark.parametrize(("code", "status"), DYNAMODB_ERRORS)
+    def test_failing_on_a_cold_start_serves_default(
+        self, failing: Stubber, stale_reader: FlagReader, declarations: Declarations, code: str, status: int
+    ) -> None:
+        # Given no value was ever read and DynamoDB fails
+        fail_with(failing, code, status)
+        # When read, then fallbacks, never an exception
+        state = stale_reader.read()
+        assert state.reason == DEFAULT and dict(state.values) == declarations.fallbacks()
+
+    def test_a_connection_error_is_stale_then_default(
+        self, put_flags: Any, table_name: str, declarations: Declarations, clock: Clock
+    ) -> None:
+        # Given the function's real read client (one attempt, short timeouts) and a good read
+        client = dynamodb_client()
+        provider = SingletonProvider(client=client, table_name=table_name, declarations=declarations, clock=clock)
+        reader = build_reader(provider, declarations, clock, max_stale=MAX_STALE)
+        put_flags(version=8)
+        assert reader.read().reason == STATIC
+        expire(provider)
+        # When the endpoint cannot be reached (raised where the HTTP request would be sent)
+        attempts = count_calls(client)
+        sends: list[str] = []
+
+        def unreachable(request: Any, **_: Any) -> None:
+            sends.append(request.url)
+            raise EndpointConnectionError(endpoint_url=request.url)
+
+        client.meta.events.register("before-send.dynamodb.GetItem", unreachable)
+        clock.advance(5)
+        stale = reader.read()
+        clock.advance(MAX_STALE)
+        default = reader.read()
+        # Then STALE with the last good version, then DEFAULT; each read tried exactly once (no retries)
+        assert (stale.reason, stale.version) == (STALE, 8)
+        assert (default.reason, default.version) == (DEFAULT, None)
+        assert attempts.calls == 2 and len(sends) == 2
+
+
+class TestBackOff:
+    def test_no_call_within_the_back_off_window_and_one_after(
+        self, put_flags: Any, ddb: Any, stale_reader: FlagReader, clock: Clock, get_item_calls: CallCount
+    ) -> None:
+        # Given a good read, an expired cache, and a failed fetch at t0 (back-off 1 s)
+        put_flags(version=2)
+        stale_reader.read()
+        expire(stale_reader.provider)
+        with Stubber(ddb) as stubber:
+            fail_with(stubber, "InternalServerError", 500)
+            clock.advance(10)
+            assert stale_reader.read().reason == STALE
+            calls_after_failure = get_item_calls.calls
+            # When 100 reads arrive within the back-off window
+            for _ in range(100):
+                clock.advance(0.009)
+                assert stale_reader.read().reason == STALE
+            # Then none of them called DynamoDB
+            assert get_item_calls.calls == calls_after_failure
+            # And after the window one read calls, once, and is STATIC again
+            stubber.add_response("get_item", {"Item": flags_item(stale_reader._declarations, version=3)})
+            clock.advance(0.2)
+            recovered = stale_reader.read()
+            stubber.assert_no_pending_responses()
+        assert get_item_calls.calls == calls_after_failure + 1
+        assert (recovered.reason, recovered.version) == (STATIC, 3)
+        assert stale_reader.read().reason == CACHED
+
+    def test_the_window_doubles_per_failure_up_to_the_cap(
+        self, failing: Stubber, provider: SingletonProvider, declarations: Declarations, clock: Clock
+    ) -> None:
+        # Given a reader backing off 1 s, doubling, capped at 4 s, and DynamoDB failing every time
+        reader = build_reader(provider, declarations, clock, backoff_base=1.0, backoff_max=4.0)
+        fail_with(failing, "InternalServerError", 500)
+        reader.read()
+        # When reads probe every 0.25 s, measure how long each failure keeps DynamoDB uncalled
+        windows = []
+        for _ in range(4):
+            fail_with(failing, "InternalServerError", 500)
+            windows.append(seconds_until_next_call(reader, clock))
+        # Then the windows double from the base and stop at the cap
+        assert windows == [1.0, 2.0, 4.0, 4.0]
+        failing.assert_no_pending_responses()
+
+    def test_failures_log_once_per_attempt_not_per_request(
+        self, failing: Stubber, stale_reader: FlagReader, clock: Clock, stdout: Output
+    ) -> None:
+        # Given a failed fetch
+        fail_with(failing, "AccessDeniedException")
+        stale_reader.read()
+        # When 50 more reads fall within the back-off window
+        for _ in range(50):
+            stale_reader.read()
+        # Then exactly one warning was logged, carrying the reason and the retry delay
+        (warning,) = warnings_in(stdout.records())
+        assert warning["reason"] == DEFAULT and warning["consecutive_failures"] == 1
+        assert warning["retry_in_seconds"] == 1.0
+
+    def test_prime_serves_the_written_snapshot_and_ends_the_back_off(
+        self,
+        failing: Stubber,
+        stale_reader: FlagReader,
+        declarations: Declarations,
+        clock: Clock,
+    ) -> None:
+        # Given a reader backing off after a failure
+        fail_with(failing, "InternalServerError", 500)
+        assert stale_reader.read().reason == DEFAULT
+        # When this environment writes and primes the cache with what it wrote
+        stale_reader.prime(Snapshot(found=True, values=declarations.initials(), version=6, fetched_at=clock()))
+        # Then the next read serves it from the cache, without a call
+        state = stale_reader.read()
+        assert (state.reason, state.version) == (CACHED, 6)
+        assert stale_reader.provider.fetches == 1
+
+
+class TestMaintenanceDeadline:
+    def test_a_window_past_its_deadline_is_served_off(self, put_flags: Any, reader: FlagReader, clock: Clock) -> None:
+        # Given maintenance switched on by window w1 whose deadline has passed (its end never arrived)
+        put_flags(
+            maintenance_mode=True,
+            maintenance_owner={"S": "w1"},
+            maintenance_deadline={"N": str(int(clock() - 1))},
+        )
+        # When read
+        state = reader.read()
+        # Then maintenance is served off, and the state says why
+        assert state.values["maintenance_mode"] is False
+        assert state.maintenance_deadline_passed is True
+
+    def test_a_manual_switch_without_owner_stays_on(self, put_flags: Any, reader: FlagReader, clock: Clock) -> None:
+        # Given maintenance switched on by hand (no owner), even with a stale deadline attribute
+        put_flags(maintenance_mode=True, maintenance_deadline={"N": str(int(clock() - 3600))})
+        # When read, then it stays on
+        state = reader.read()
+        assert state.values["maintenance_mode"] is True
+        assert state.maintenance_deadline_passed is False
+
+    def test_a_window_before_its_deadline_stays_on_until_it_passes_even_from_cache(
+        self, put_flags: Any, reader: FlagReader, clock: Clock
+    ) -> None:
+        # Given window w1 on with a deadline 2 s away
+        put_flags(maintenance_mode=True, maintenance_owner={"S": "w1"}, maintenance_deadline={"N": str(clock() + 2)})
+        assert reader.read().values["maintenance_mode"] is True
+        # When the deadline passes while the value is still cached
+        clock.advance(3)
+        state = reader.read()
+        # Then the cached read already serves it off
+        assert state.reason == CACHED
+        assert state.values["maintenance_mode"] is False and state.maintenance_deadline_passed
+
+    def test_a_stale_window_past_its_deadline_is_served_off(
+        self, put_flags: Any, ddb: Any, stale_reader: FlagReader, clock: Clock
+    ) -> None:
+        # Given a window on with a deadline 20 s away, then DynamoDB failing
+        put_flags(maintenance_mode=True, maintenance_owner={"S": "w1"}, maintenance_deadline={"N": str(clock() + 20)})
+        stale_reader.read()
+        expire(stale_reader.provider)
+        with Stubber(ddb) as stubber:
+            fail_with(stubber, "InternalServerError", 500)
+            clock.advance(30)
+            state = stale_reader.read()
+        # Then the stale value honours the deadline too
+        assert state.reason == STALE
+        assert state.values["maintenance_mode"] is False and state.maintenance_deadline_passed
+
+
+def test_each_reader_counts_its_own_reads(put_flags: Any, provider: SingletonProvider, reader: FlagReader) -> None:
+    """A fresh reader per test: no back-off state, no last good value carried over."""
+    put_flags()
+    assert reader.read().reason == STATIC
+    assert reader._failures == 0 and reader._last_good is not None
