@@ -155,9 +155,29 @@ class FlagStore:
         item = self._get_item(self._sort_key)
         if item is None:
             logger.warning("the flags item is missing: re-seeding it from the declarations before writing")
-            self._call("update_item", **seed_update_params(self._table, self._declarations, self._sort_key))
+            params = seed_update_params(self._table, self._declarations, self._sort_key)
+            # Resume the version sequence after the audit trail the item left behind: restarting at 0 would make
+            # every next write's AUDIT#<version> Put collide with a kept record (409 forever) and reuse ETags.
+            # ":zero" is the seed's placeholder for the if_not_exists start of schema_version.
+            params["ExpressionAttributeValues"][":zero"] = {"N": str(self._latest_audit_version())}
+            self._call("update_item", **params)
             item = self._get_item(self._sort_key) or {}
         return _Current(raw=item, snapshot=Snapshot.from_item(item, self._declarations, fetched_at=self._clock()))
+
+    def _audit_query(self, **options: Any) -> dict[str, Any]:
+        """Query parameters for the audit records of the partition, newest first."""
+        return {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+            "ExpressionAttributeValues": {":pk": {"S": SINGLETON_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
+            "ScanIndexForward": False,
+            **options,
+        }
+
+    def _latest_audit_version(self) -> int:
+        items = self._call("query", **self._audit_query(Limit=1, ConsistentRead=True)).get("Items", [])
+        return int(items[0][SORT_KEY]["S"].removeprefix(AUDIT_SK_PREFIX)) if items else 0
 
     def _get_item(self, sort_key: str) -> dict[str, Any] | None:
         response = self._call(
@@ -378,14 +398,7 @@ class FlagStore:
         """Audit records newest first, ``limit`` at a time; ``cursor`` is the opaque token of the last page."""
         if not 1 <= limit <= MAX_HISTORY_LIMIT:
             raise InvalidRequest(f"'limit' must be between 1 and {MAX_HISTORY_LIMIT}", rule="limit")
-        params: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-            "ExpressionAttributeValues": {":pk": {"S": SINGLETON_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
+        params = self._audit_query(Limit=limit)
         if cursor is not None:
             params["ExclusiveStartKey"] = {
                 PARTITION_KEY: {"S": SINGLETON_PK},
