@@ -1,0 +1,438 @@
+"""The deployment settings: the ``singleton-flags`` object of cdk.json's context, read and validated once.
+
+Pure Python (no aws_cdk import): the stack and the local runner both read it. Any bad value raises
+``ConfigError`` naming its key path (``singleton-flags.maintenance_windows[0].timezone``), so ``cdk synth``
+stops before anything is deployed.
+
+Maintenance windows are EventBridge Scheduler ``cron(...)`` expressions (6 fields, evaluated in the window's
+IANA time zone). Every window is given a ``duration_seconds`` (wall-clock length: what the maintenance
+function stores as the deadline after a start) and an end schedule, derived from ``duration_minutes`` when
+no explicit ``end`` is given.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import CroniterBadDateError, croniter
+
+CONTEXT_KEY = "singleton-flags"
+STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
+WINDOW_NAME_PATTERN = re.compile(r"^[a-z0-9-]{1,40}$")
+EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# The retention periods CloudWatch Logs accepts (PutRetentionPolicy), in days.
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+                      3288, 3653)
+ACTIONS = ("start", "end")
+# Windows are evaluated from a fixed instant, so the same cdk.json always synthesizes the same template.
+REFERENCE_TIME = datetime(2026, 1, 1)
+OCCURRENCES_CHECKED = 400  # a window's length must be the same for each of its next starts (within a year)
+MAX_WINDOW = timedelta(hours=24)
+
+_WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
+_TOP_FIELDS = {"stage", "cache_max_age_seconds", "max_stale_seconds", "audit_retention_days", "log_retention_days",
+               "api_throttling", "alarm_email", "maintenance_windows"}
+
+
+class ConfigError(ValueError):
+    """A bad value in cdk.json's ``singleton-flags`` context; the message starts with the key path."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+@dataclass(frozen=True, slots=True)
+class Throttle:
+    rate_limit: float  # requests per second, steady state
+    burst_limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApiThrottling:
+    read: Throttle
+    write: Throttle
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceWindow:
+    name: str
+    start: str  # EventBridge cron(...) as declared
+    end: str  # EventBridge cron(...): declared, or derived from duration_minutes
+    timezone: str
+    duration_seconds: int
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FlagsConfig:
+    stage: str
+    cache_max_age_seconds: int
+    max_stale_seconds: int
+    audit_retention_days: int
+    log_retention_days: int
+    api_throttling: ApiThrottling
+    alarm_email: str
+    maintenance_windows: tuple[MaintenanceWindow, ...]
+
+    def window(self, name: str) -> MaintenanceWindow:
+        for window in self.maintenance_windows:
+            if window.name == name:
+                return window
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------------------------- scalar readers
+
+
+def _require(raw: Mapping[str, Any], key: str, path: str) -> Any:
+    if key not in raw:
+        raise ConfigError(f"{path}.{key}", "is required")
+    return raw[key]
+
+
+def _object(value: Any, path: str, allowed: set[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(path, f"must be an object, got {type(value).__name__}")
+    unknown = set(value) - allowed
+    if unknown:
+        raise ConfigError(path, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+    return value
+
+
+def _int(value: Any, path: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(path, f"must be between {low} and {high}, got {value}")
+    return value
+
+
+def _positive_number(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ConfigError(path, f"must be a number, got {value!r}")
+    if value <= 0:
+        raise ConfigError(path, f"must be positive, got {value}")
+    return value
+
+
+def _string(value: Any, path: str, pattern: re.Pattern[str] | None = None) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(path, f"must be a string, got {value!r}")
+    if pattern is not None and not pattern.match(value):
+        raise ConfigError(path, f"must match {pattern.pattern}, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------- throttling
+
+
+def _throttle(raw: Any, path: str) -> Throttle:
+    raw = _object(raw, path, {"rate_limit", "burst_limit"})
+    rate = _positive_number(_require(raw, "rate_limit", path), f"{path}.rate_limit")
+    burst = _require(raw, "burst_limit", path)
+    if isinstance(burst, bool) or not isinstance(burst, int) or burst <= 0:
+        raise ConfigError(f"{path}.burst_limit", f"must be a positive integer, got {burst!r}")
+    return Throttle(rate_limit=rate, burst_limit=burst)
+
+
+def _throttling(raw: Any, path: str) -> ApiThrottling:
+    raw = _object(raw, path, {"read", "write"})
+    read = _throttle(_require(raw, "read", path), f"{path}.read")
+    write = _throttle(_require(raw, "write", path), f"{path}.write")
+    if write.rate_limit > read.rate_limit:
+        raise ConfigError(f"{path}.write.rate_limit", f"must not exceed read.rate_limit ({read.rate_limit})")
+    if write.burst_limit > read.burst_limit:
+        raise ConfigError(f"{path}.write.burst_limit", f"must not exceed read.burst_limit ({read.burst_limit})")
+    return ApiThrottling(read=read, write=write)
+
+
+# ---------------------------------------------------------------------------------------------- cron
+
+
+@dataclass(frozen=True, slots=True)
+class _CronField:
+    name: str
+    low: int
+    high: int
+    names: tuple[str, ...] = ()  # symbolic values, in order from ``low``
+    question_mark: bool = False  # dom and dow accept '?'
+
+
+_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+_DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")  # EventBridge: 1 = SUN ... 7 = SAT
+_CRON_FIELDS = (
+    _CronField("minutes", 0, 59),
+    _CronField("hours", 0, 23),
+    _CronField("day-of-month", 1, 31, question_mark=True),
+    _CronField("month", 1, 12, names=_MONTHS),
+    _CronField("day-of-week", 1, 7, names=_DAYS, question_mark=True),
+    _CronField("year", 1970, 2199),
+)
+_CRON_PATTERN = re.compile(r"^cron\((?P<body>[^()]*)\)$")
+
+
+@dataclass(frozen=True, slots=True)
+class _Cron:
+    """An EventBridge cron expression split into its six fields, and its croniter (5 or 7 field) form."""
+
+    fields: tuple[str, ...]
+    croniter_form: str
+
+    @property
+    def expression(self) -> str:
+        return f"cron({' '.join(self.fields)})"
+
+
+def _cron_value(token: str, field: _CronField, path: str) -> int:
+    upper = token.upper()
+    if field.names and upper in field.names:
+        return field.low + field.names.index(upper)
+    if not token.isdigit():
+        raise ConfigError(path, f"{field.name} value {token!r} is not a number" +
+                          (f" or one of {', '.join(field.names)}" if field.names else ""))
+    value = int(token)
+    if not field.low <= value <= field.high:
+        raise ConfigError(path, f"{field.name} value {value} is outside {field.low}-{field.high}")
+    return value
+
+
+def _croniter_value(value: int, field: _CronField) -> str:
+    return str(value - 1) if field.name == "day-of-week" else str(value)  # croniter: 0 = Sunday
+
+
+def _translate_part(part: str, field: _CronField, path: str) -> str:
+    """Validate one comma-separated part of a field and return it in croniter's dialect."""
+    if part == "*":
+        return "*"
+    if field.name == "day-of-month" and part == "L":
+        return "L"
+    if field.name == "day-of-month" and part == "LW":
+        raise ConfigError(path, f"{field.name} 'LW' cannot be evaluated at synth; name the days explicitly")
+    if field.name == "day-of-month" and part.endswith("W"):
+        return f"{_cron_value(part[:-1], field, path)}W"
+    if field.name == "day-of-week" and part.upper().endswith("L") and len(part) > 1:
+        return f"L{_croniter_value(_cron_value(part[:-1], field, path), field)}"
+    if field.name == "day-of-week" and "#" in part:
+        day, _, nth = part.partition("#")
+        if nth not in {"1", "2", "3", "4", "5"}:
+            raise ConfigError(path, f"{field.name} {part!r}: the week after '#' must be 1-5")
+        return f"{_croniter_value(_cron_value(day, field, path), field)}#{nth}"
+    base, slash, step = part.partition("/")
+    if slash and (not step.isdigit() or int(step) < 1):
+        raise ConfigError(path, f"{field.name} {part!r}: the step after '/' must be a positive integer")
+    if base == "*":
+        translated = "*"
+    elif "-" in base:
+        first, _, last = base.partition("-")
+        low, high = _cron_value(first, field, path), _cron_value(last, field, path)
+        if low > high:
+            raise ConfigError(path, f"{field.name} range {base!r} runs backwards")
+        translated = f"{_croniter_value(low, field)}-{_croniter_value(high, field)}"
+    else:
+        translated = _croniter_value(_cron_value(base, field, path), field)
+    return f"{translated}/{step}" if slash else translated
+
+
+def parse_cron(value: Any, path: str) -> _Cron:
+    """Validate an EventBridge Scheduler ``cron(min hour dom month dow year)`` expression."""
+    expression = _string(value, path)
+    match = _CRON_PATTERN.match(expression.strip())
+    if not match:
+        raise ConfigError(path, f"must be an EventBridge cron expression 'cron(min hour dom month dow year)', "
+                                f"got {expression!r}")
+    fields = tuple(match.group("body").split())
+    if len(fields) != len(_CRON_FIELDS):
+        raise ConfigError(path, f"a cron expression has 6 fields (min hour dom month dow year), got {len(fields)}")
+    translated: list[str] = []
+    for raw, field in zip(fields, _CRON_FIELDS, strict=True):
+        if raw == "?":
+            if not field.question_mark:
+                raise ConfigError(path, f"'?' is only allowed in day-of-month or day-of-week, not in {field.name}")
+            translated.append("*")
+            continue
+        translated.append(",".join(_translate_part(part, field, path) for part in raw.split(",")))
+    if (fields[2] == "?") == (fields[4] == "?"):
+        raise ConfigError(path, "exactly one of day-of-month and day-of-week must be '?' (EventBridge rule)")
+    minutes, hours, dom, month, dow, year = translated
+    croniter_form = f"{minutes} {hours} {dom} {month} {dow}"
+    if year != "*":
+        croniter_form += f" 0 {year}"  # croniter's 7-field form: seconds, then year
+    if not croniter.is_valid(croniter_form):
+        raise ConfigError(path, f"{expression!r} cannot be evaluated (as {croniter_form!r})")
+    return _Cron(fields=fields, croniter_form=croniter_form)
+
+
+def _occurrences(cron: _Cron, after: datetime) -> Iterator[datetime]:
+    """Wall-clock (naive local) occurrences strictly after ``after``, until there are none (a year ran out)."""
+    iterator = croniter(cron.croniter_form, after)
+    while True:
+        try:
+            yield iterator.get_next(datetime)
+        except CroniterBadDateError:
+            return
+
+
+def window_length(start: _Cron, end: _Cron, path: str) -> int:
+    """The window's wall-clock length in seconds, the same for each of its next starts, else ConfigError.
+
+    Wall-clock (the schedules' own time zone, DST ignored): a window declared 03:00-04:00 lasts an hour.
+    """
+    starts = _occurrences(start, REFERENCE_TIME - timedelta(minutes=1))
+    first = next(starts, None)
+    if first is None:
+        raise ConfigError(f"{path}.start", f"{start.expression} never fires after {REFERENCE_TIME:%Y-%m-%d}")
+    lengths: set[timedelta] = set()
+    opened = first
+    for _ in range(OCCURRENCES_CHECKED):
+        if croniter.match(end.croniter_form, opened):
+            raise ConfigError(f"{path}.end", f"the window ends at the moment it starts ({opened:%a %Y-%m-%d %H:%M})")
+        closed = next(_occurrences(end, opened), None)
+        if closed is None or closed - opened > MAX_WINDOW:
+            raise ConfigError(f"{path}.end", f"must come after the start and within 24 h: the window opening "
+                                             f"{opened:%a %Y-%m-%d %H:%M} would end "
+                                             f"{f'{closed:%a %Y-%m-%d %H:%M}' if closed else 'never'}")
+        following = next(starts, None)
+        if following is not None and following <= closed:
+            raise ConfigError(f"{path}.end", f"the window opening {opened:%a %Y-%m-%d %H:%M} starts again "
+                                             f"({following:%a %H:%M}) before it ends ({closed:%a %H:%M})")
+        lengths.add(closed - opened)
+        if len(lengths) > 1:
+            raise ConfigError(f"{path}.end", f"the window's length varies between its occurrences "
+                                             f"({sorted(str(item) for item in lengths)}); declare windows of one length")
+        if following is None or following - first > timedelta(days=366):
+            break
+        opened = following
+    return int(lengths.pop().total_seconds())
+
+
+def shifted_end(start: _Cron, duration_minutes: int, path: str) -> _Cron:
+    """The end schedule of a window given as start + duration: the start's minute and hour moved on."""
+    minute, hour, dom, month, dow, year = start.fields
+    if not (minute.isdigit() and hour.isdigit()):
+        raise ConfigError(f"{path}.duration_minutes", "needs a start at a fixed minute and hour "
+                                                      f"(got minutes {minute!r}, hours {hour!r}); give an explicit 'end'")
+    total = int(hour) * 60 + int(minute) + duration_minutes
+    if total >= 24 * 60:
+        every_day = dom in ("*", "?") and dow in ("*", "?") and month == "*" and year == "*"
+        if not every_day:
+            raise ConfigError(f"{path}.duration_minutes", "the window crosses midnight and its start names days "
+                                                          "(day-of-month, day-of-week, month or year); give an "
+                                                          "explicit 'end' cron")
+        total -= 24 * 60
+    fields = (str(total % 60), str(total // 60), dom, month, dow, year)
+    return parse_cron(f"cron({' '.join(fields)})", f"{path}.duration_minutes")
+
+
+# ---------------------------------------------------------------------------------------------- windows
+
+
+def _timezone(value: Any, path: str) -> str:
+    name = _string(value, path)
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(path, f"unknown IANA time zone {name!r}") from exc
+    return name
+
+
+def _window(raw: Any, path: str) -> MaintenanceWindow:
+    raw = _object(raw, path, _WINDOW_FIELDS)
+    name = _string(_require(raw, "name", path), f"{path}.name", WINDOW_NAME_PATTERN)
+    timezone = _timezone(_require(raw, "timezone", path), f"{path}.timezone")
+    start = parse_cron(_require(raw, "start", path), f"{path}.start")
+    if ("end" in raw) == ("duration_minutes" in raw):
+        raise ConfigError(path, "give exactly one of 'end' (cron) and 'duration_minutes'")
+    if "end" in raw:
+        end = parse_cron(raw["end"], f"{path}.end")
+    else:
+        end = shifted_end(start, _int(raw["duration_minutes"], f"{path}.duration_minutes", 1, 1440), path)
+    return MaintenanceWindow(
+        name=name,
+        start=start.expression,
+        end=end.expression,
+        timezone=timezone,
+        duration_seconds=window_length(start, end, path),
+        description=_string(raw.get("description", ""), f"{path}.description"),
+    )
+
+
+def _windows(raw: Any, path: str) -> tuple[MaintenanceWindow, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(path, f"must be a list, got {type(raw).__name__}")
+    windows = tuple(_window(item, f"{path}[{index}]") for index, item in enumerate(raw))
+    seen: set[str] = set()
+    for index, window in enumerate(windows):
+        if window.name in seen:
+            raise ConfigError(f"{path}[{index}].name", f"duplicate window name {window.name!r}")
+        seen.add(window.name)
+    return windows
+
+
+# ---------------------------------------------------------------------------------------------- entry points
+
+
+def parse_config(raw: Any) -> FlagsConfig:
+    """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``)."""
+    path = CONTEXT_KEY
+    if raw is None:
+        raise ConfigError(path, "is missing from cdk.json's context")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ConfigError(path, f"is not valid JSON: {exc}") from exc
+    raw = _object(raw, path, _TOP_FIELDS)
+    log_retention = _int(_require(raw, "log_retention_days", path), f"{path}.log_retention_days", 1, 3653)
+    if log_retention not in LOG_RETENTION_DAYS:
+        raise ConfigError(f"{path}.log_retention_days", f"must be one of CloudWatch's {list(LOG_RETENTION_DAYS)}, "
+                                                        f"got {log_retention}")
+    alarm_email = _string(raw.get("alarm_email", ""), f"{path}.alarm_email")
+    if alarm_email and not EMAIL_PATTERN.match(alarm_email):
+        raise ConfigError(f"{path}.alarm_email", f"must be an email address or empty, got {alarm_email!r}")
+    return FlagsConfig(
+        stage=_string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN),
+        cache_max_age_seconds=_int(_require(raw, "cache_max_age_seconds", path), f"{path}.cache_max_age_seconds",
+                                   1, 300),
+        max_stale_seconds=_int(_require(raw, "max_stale_seconds", path), f"{path}.max_stale_seconds", 0, 3600),
+        audit_retention_days=_int(_require(raw, "audit_retention_days", path), f"{path}.audit_retention_days",
+                                  1, 3650),
+        log_retention_days=log_retention,
+        api_throttling=_throttling(_require(raw, "api_throttling", path), f"{path}.api_throttling"),
+        alarm_email=alarm_email,
+        maintenance_windows=_windows(raw.get("maintenance_windows", []), f"{path}.maintenance_windows"),
+    )
+
+
+def load_config(path: str | Path = "cdk.json") -> FlagsConfig:
+    """Read cdk.json (relative paths from the repository root) and validate its ``singleton-flags`` context."""
+    file = Path(path)
+    if not file.is_absolute() and not file.exists():
+        file = Path(__file__).resolve().parents[1] / file
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(CONTEXT_KEY, f"cannot read {file}: {exc}") from exc
+    return parse_config(document.get("context", {}).get(CONTEXT_KEY))
+
+
+def schedule_payload(window_name: str, action: str) -> dict[str, str]:
+    """The event a window's schedule sends to the maintenance function (the local runner sends the same)."""
+    if action not in ACTIONS:
+        raise ValueError(f"action must be one of {ACTIONS}, got {action!r}")
+    return {"action": action, "window": window_name}
+
+
+def windows_env(config: FlagsConfig) -> str:
+    """MAINTENANCE_WINDOWS for the maintenance function: ``{"<name>": {"duration_seconds": N}, ...}``."""
+    return json.dumps(
+        {window.name: {"duration_seconds": window.duration_seconds} for window in config.maintenance_windows},
+        separators=(",", ":"),
+    )

@@ -1,0 +1,285 @@
+"""infra/config.py: cdk.json's `singleton-flags` context validated at synth, each bad value named by its key.
+
+No synth here: the config is pure Python.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from typing import Any
+
+import pytest
+
+from infra.config import (
+    ConfigError,
+    MaintenanceWindow,
+    load_config,
+    parse_config,
+    schedule_payload,
+    windows_env,
+)
+from infra.constants import REPO_ROOT
+
+pytestmark = pytest.mark.infra
+
+KEY = "singleton-flags"
+
+
+def settings(**changes: Any) -> dict[str, Any]:
+    """cdk.json's settings, with top-level keys replaced."""
+    raw = copy.deepcopy(json.loads((REPO_ROOT / "cdk.json").read_text())["context"][KEY])
+    raw.update(changes)
+    return raw
+
+
+def one_window(**window: Any) -> dict[str, Any]:
+    base = {"name": "w", "timezone": "UTC"}
+    return settings(maintenance_windows=[{**base, **window}])
+
+
+def window_of(raw: dict[str, Any]) -> MaintenanceWindow:
+    (window,) = parse_config(raw).maintenance_windows
+    return window
+
+
+def assert_refused(raw: Any, key_path: str, *fragments: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw)
+    message = str(caught.value)
+    assert message.startswith(f"{key_path}: "), message
+    assert caught.value.path == key_path
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+# ---------------------------------------------------------------------------------------------- the shipped cdk.json
+
+
+def test_shipped_cdk_json_is_valid_and_typed() -> None:
+    # Given the repository's cdk.json / When loaded / Then every setting is typed as declared there
+    config = load_config()
+    assert config.stage == "prod"
+    assert (config.cache_max_age_seconds, config.max_stale_seconds) == (5, 300)
+    assert (config.audit_retention_days, config.log_retention_days) == (365, 30)
+    assert (config.api_throttling.read.rate_limit, config.api_throttling.read.burst_limit) == (200, 400)
+    assert (config.api_throttling.write.rate_limit, config.api_throttling.write.burst_limit) == (5, 10)
+    assert config.alarm_email == ""
+    (window,) = config.maintenance_windows
+    assert window == MaintenanceWindow(
+        name="weekly-patching",
+        start="cron(0 3 ? * SUN *)",
+        end="cron(0 4 ? * SUN *)",
+        timezone="Europe/Paris",
+        duration_seconds=3600,
+        description="Database and dependency patching, Sundays 03:00-04:00 Paris time.",
+    )
+
+
+def test_load_config_reads_a_given_file(tmp_path: Any) -> None:
+    # Given another cdk.json with a different stage / When loaded from its path / Then that file is used
+    document = json.loads((REPO_ROOT / "cdk.json").read_text())
+    document["context"][KEY]["stage"] = "dev"
+    (tmp_path / "cdk.json").write_text(json.dumps(document))
+    assert load_config(tmp_path / "cdk.json").stage == "dev"
+
+
+def test_config_is_frozen() -> None:
+    config = load_config()
+    with pytest.raises(AttributeError):
+        config.stage = "other"  # type: ignore[misc]
+
+
+def test_config_module_does_not_import_cdk() -> None:
+    # The local runner imports infra.config: it must not drag in aws_cdk (jsii starts a Node process)
+    import subprocess
+
+    code = "import sys, infra.config; sys.exit(1 if any(m.startswith('aws_cdk') for m in sys.modules) else 0)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT).returncode == 0
+
+
+def test_context_given_as_json_text_is_accepted() -> None:
+    # `cdk synth -c singleton-flags='{...}'` hands the object over as a string
+    assert parse_config(json.dumps(settings(stage="cli"))).stage == "cli"
+
+
+# ---------------------------------------------------------------------------------------------- payload and env
+
+
+def test_schedule_payload_is_exactly_action_and_window() -> None:
+    assert schedule_payload("weekly-patching", "start") == {"action": "start", "window": "weekly-patching"}
+    assert schedule_payload("weekly-patching", "end") == {"action": "end", "window": "weekly-patching"}
+    with pytest.raises(ValueError, match="action"):
+        schedule_payload("weekly-patching", "stop")
+
+
+def test_windows_env_maps_each_window_to_its_duration() -> None:
+    raw = settings(maintenance_windows=[
+        {"name": "a", "start": "cron(0 3 ? * SUN *)", "duration_minutes": 90, "timezone": "UTC"},
+        {"name": "b", "start": "cron(0 22 * * ? *)", "end": "cron(30 0 * * ? *)", "timezone": "Asia/Tokyo"},
+    ])
+    assert json.loads(windows_env(parse_config(raw))) == {
+        "a": {"duration_seconds": 5400},
+        "b": {"duration_seconds": 9000},
+    }
+    assert windows_env(parse_config(settings(maintenance_windows=[]))) == "{}"
+
+
+# ---------------------------------------------------------------------------------------------- windows: good
+
+
+@pytest.mark.parametrize(
+    ("window", "end", "seconds"),
+    [
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60}, "cron(0 4 ? * SUN *)", 3600),
+        ({"start": "cron(45 3 ? * MON-FRI *)", "duration_minutes": 30}, "cron(15 4 ? * MON-FRI *)", 1800),
+        # every day, crossing midnight: the shifted end is still every day
+        ({"start": "cron(0 22 * * ? *)", "duration_minutes": 180}, "cron(0 1 * * ? *)", 10800),
+        # an explicit end on the next day of the week
+        ({"start": "cron(0 22 ? * SAT *)", "end": "cron(0 2 ? * SUN *)"}, "cron(0 2 ? * SUN *)", 14400),
+        # weekdays: each night's window closes the next morning
+        ({"start": "cron(0 22 ? * MON-FRI *)", "end": "cron(0 6 ? * TUE-SAT *)"}, "cron(0 6 ? * TUE-SAT *)", 28800),
+        # last Friday of the month and the first Monday (EventBridge's L and #)
+        ({"start": "cron(0 1 ? * 6L *)", "duration_minutes": 120}, "cron(0 3 ? * 6L *)", 7200),
+        ({"start": "cron(0 1 ? * 2#1 *)", "duration_minutes": 15}, "cron(15 1 ? * 2#1 *)", 900),
+    ],
+)
+def test_window_end_and_duration_are_derived(window: dict[str, Any], end: str, seconds: int) -> None:
+    parsed = window_of(one_window(**window))
+    assert parsed.end == end
+    assert parsed.duration_seconds == seconds
+
+
+def test_window_length_is_wall_clock_across_dst() -> None:
+    # Given a window in a zone with DST / Then its length is what the operator wrote, not a UTC difference
+    parsed = window_of(one_window(start="cron(0 1 * * ? *)", end="cron(0 4 * * ? *)", timezone="Europe/Paris"))
+    assert parsed.duration_seconds == 3 * 3600
+
+
+# ---------------------------------------------------------------------------------------------- windows: refused
+
+
+@pytest.mark.parametrize(
+    ("window", "key", "fragment"),
+    [
+        ({"start": "rate(1 day)", "duration_minutes": 5}, "start", "EventBridge cron"),
+        ({"start": "0 3 * * 0", "duration_minutes": 5}, "start", "EventBridge cron"),
+        ({"start": "cron(0 3 ? * SUN)", "duration_minutes": 5}, "start", "6 fields"),
+        ({"start": "cron(61 3 ? * SUN *)", "duration_minutes": 5}, "start", "minutes value 61"),
+        ({"start": "cron(0 24 ? * SUN *)", "duration_minutes": 5}, "start", "hours value 24"),
+        ({"start": "cron(0 3 ? * FUNDAY *)", "duration_minutes": 5}, "start", "FUNDAY"),
+        ({"start": "cron(0 3 ? * 0 *)", "duration_minutes": 5}, "start", "outside 1-7"),
+        ({"start": "cron(0 3 * * SUN *)", "duration_minutes": 5}, "start", "exactly one of day-of-month"),
+        ({"start": "cron(0 3 ? * ? *)", "duration_minutes": 5}, "start", "exactly one of day-of-month"),
+        ({"start": "cron(0 ? * * ? *)", "duration_minutes": 5}, "start", "'?' is only allowed"),
+        ({"start": "cron(0 5-3 * * ? *)", "duration_minutes": 5}, "start", "backwards"),
+        ({"start": "cron(0 3 ? * SUN 2020)", "duration_minutes": 5}, "start", "never fires"),
+        ({"start": "cron(0 3 ? * SUN *)", "end": "cron(0 3 ? * SUN *)"}, "end", "at the moment it starts"),
+        # end before start on the same day: the next end is six days later
+        ({"start": "cron(0 4 ? * SUN *)", "end": "cron(0 3 ? * SUN *)"}, "end", "within 24 h"),
+        ({"start": "cron(0 22 ? * FRI *)", "end": "cron(0 6 ? * MON *)"}, "end", "within 24 h"),
+        ({"start": "cron(0 * * * ? *)", "end": "cron(30 */2 * * ? *)"}, "end", "starts again"),
+        ({"start": "cron(0 3 ? * SUN,WED *)", "end": "cron(0 4 ? * SUN *)"}, "end", "within 24 h"),
+        ({"start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN 1)"}, "end", "year value 1"),
+        ({"start": "cron(0 * ? * SUN *)", "duration_minutes": 30}, "duration_minutes", "fixed minute and hour"),
+        ({"start": "cron(0 22 ? * SUN *)", "duration_minutes": 180}, "duration_minutes", "crosses midnight"),
+        ({"start": "cron(0 22 1 * ? *)", "duration_minutes": 180}, "duration_minutes", "crosses midnight"),
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 0}, "duration_minutes", "between 1 and 1440"),
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 1441}, "duration_minutes", "between 1 and 1440"),
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": "60"}, "duration_minutes", "integer"),
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "timezone": "Mars/Olympus"}, "timezone",
+         "unknown IANA time zone"),
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "timezone": ""}, "timezone",
+         "unknown IANA time zone"),
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "name": "Weekly Patching"}, "name", "must match"),
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "name": "x" * 41}, "name", "must match"),
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "description": 7}, "description", "string"),
+    ],
+)
+def test_bad_window_is_refused_naming_its_key(window: dict[str, Any], key: str, fragment: str) -> None:
+    assert_refused(one_window(**window), f"{KEY}.maintenance_windows[0].{key}", fragment)
+
+
+@pytest.mark.parametrize(
+    ("window", "fragment"),
+    [
+        ({"start": "cron(0 3 ? * SUN *)"}, "exactly one of 'end'"),
+        ({"start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)", "duration_minutes": 60}, "exactly one of"),
+        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "owner": "me"}, "unknown key(s) ['owner']"),
+    ],
+)
+def test_window_shape_is_refused_naming_the_window(window: dict[str, Any], fragment: str) -> None:
+    assert_refused(one_window(**window), f"{KEY}.maintenance_windows[0]", fragment)
+
+
+def test_missing_window_field_is_named() -> None:
+    raw = settings(maintenance_windows=[{"name": "w", "start": "cron(0 3 ? * SUN *)", "duration_minutes": 5}])
+    assert_refused(raw, f"{KEY}.maintenance_windows[0].timezone", "is required")
+
+
+def test_duplicate_window_name_is_refused_at_the_second() -> None:
+    window = {"name": "nightly", "start": "cron(0 3 * * ? *)", "duration_minutes": 30, "timezone": "UTC"}
+    raw = settings(maintenance_windows=[window, {**window, "start": "cron(0 5 * * ? *)"}])
+    assert_refused(raw, f"{KEY}.maintenance_windows[1].name", "duplicate window name 'nightly'")
+
+
+def test_windows_must_be_a_list() -> None:
+    assert_refused(settings(maintenance_windows={"name": "w"}), f"{KEY}.maintenance_windows", "must be a list")
+
+
+# ---------------------------------------------------------------------------------------------- scalars refused
+
+
+@pytest.mark.parametrize(
+    ("changes", "key", "fragment"),
+    [
+        ({"stage": "Prod"}, "stage", "must match"),
+        ({"stage": "a" * 22}, "stage", "must match"),
+        ({"stage": "1st"}, "stage", "must match"),
+        ({"cache_max_age_seconds": 0}, "cache_max_age_seconds", "between 1 and 300"),
+        ({"cache_max_age_seconds": 301}, "cache_max_age_seconds", "between 1 and 300"),
+        ({"cache_max_age_seconds": True}, "cache_max_age_seconds", "integer"),
+        ({"max_stale_seconds": -1}, "max_stale_seconds", "between 0 and 3600"),
+        ({"max_stale_seconds": 3601}, "max_stale_seconds", "between 0 and 3600"),
+        ({"audit_retention_days": 0}, "audit_retention_days", "between 1 and 3650"),
+        ({"log_retention_days": 31}, "log_retention_days", "CloudWatch"),
+        ({"log_retention_days": 0}, "log_retention_days", "between"),
+        ({"alarm_email": "not-an-email"}, "alarm_email", "email"),
+        ({"alarm_email": None}, "alarm_email", "string"),
+    ],
+)
+def test_bad_setting_is_refused_naming_its_key(changes: dict[str, Any], key: str, fragment: str) -> None:
+    assert_refused(settings(**changes), f"{KEY}.{key}", fragment)
+
+
+@pytest.mark.parametrize(
+    ("throttling", "key", "fragment"),
+    [
+        ({"read": {"rate_limit": -1, "burst_limit": 10}, "write": {"rate_limit": 1, "burst_limit": 1}},
+         "read.rate_limit", "positive"),
+        ({"read": {"rate_limit": 10, "burst_limit": 0}, "write": {"rate_limit": 1, "burst_limit": 1}},
+         "read.burst_limit", "positive integer"),
+        ({"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": 0, "burst_limit": 1}},
+         "write.rate_limit", "positive"),
+        ({"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": "5", "burst_limit": 1}},
+         "write.rate_limit", "number"),
+        ({"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": 11, "burst_limit": 1}},
+         "write.rate_limit", "must not exceed read.rate_limit"),
+        ({"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": 5, "burst_limit": 20}},
+         "write.burst_limit", "must not exceed read.burst_limit"),
+        ({"read": {"rate_limit": 10, "burst_limit": 10}}, "", "is required"),
+    ],
+)
+def test_bad_throttling_is_refused_naming_its_key(throttling: dict[str, Any], key: str, fragment: str) -> None:
+    path = f"{KEY}.api_throttling" + (f".{key}" if key else ".write")
+    assert_refused(settings(api_throttling=throttling), path, fragment)
+
+
+def test_missing_and_unknown_top_level_keys_are_named() -> None:
+    raw = settings()
+    del raw["stage"]
+    assert_refused(raw, f"{KEY}.stage", "is required")
+    assert_refused(settings(stages="prod"), KEY, "unknown key(s) ['stages']")
+    assert_refused(None, KEY, "missing")
+    assert_refused("{not json", KEY, "not valid JSON")
