@@ -1,0 +1,230 @@
+"""The REST API: the routes of ``flags.routes.ROUTES``, every method AWS_IAM-authorised, and the two IAM
+managed policies (reader, admin) a caller is given to invoke it."""
+
+from __future__ import annotations
+
+import json
+import re
+from fnmatch import fnmatchcase
+
+from aws_cdk import aws_apigateway as apigw, aws_iam as iam, aws_lambda as lambda_
+from constructs import Construct
+from flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
+
+from infra import constants
+from infra.config import FlagsConfig
+from infra.logs import log_group
+from infra.nag import acknowledge, logical_id
+
+# One JSON line per request: who (the IAM identity), what, how it ended and how long it took.
+ACCESS_LOG_FORMAT = {
+    "requestId": "$context.requestId",
+    "requestTime": "$context.requestTime",
+    "ip": "$context.identity.sourceIp",
+    "caller": "$context.identity.caller",
+    "userArn": "$context.identity.userArn",
+    "httpMethod": "$context.httpMethod",
+    "resourcePath": "$context.resourcePath",
+    "path": "$context.path",
+    "status": "$context.status",
+    "protocol": "$context.protocol",
+    "responseLength": "$context.responseLength",
+    "responseLatency": "$context.responseLatency",
+    "integrationLatency": "$context.integrationLatency",
+    "errorType": "$context.error.responseType",
+    "errorMessage": "$context.error.message",
+    "xrayTraceId": "$context.xrayTraceId",
+}
+# API Gateway's own refusals (missing signature, denied, throttled) in the contract's error shape.
+GATEWAY_ERROR_TEMPLATE = '{"error": {"code": "$context.error.responseType", "message": $context.error.messageString}}'
+_PATH_PARAMETER = re.compile(r"\{([^}]+)\}")
+
+
+def execute_api_path(route: Route) -> str:
+    """The route's path as it appears in an execute-api ARN: a path parameter matches any segment."""
+    return _PATH_PARAMETER.sub("*", route.path)
+
+
+def reader_routes() -> tuple[Route, ...]:
+    return tuple(route for route in ROUTES if route.function == READ_FUNCTION)
+
+
+def reader_denied_routes() -> tuple[Route, ...]:
+    """Routes the reader's wildcard grants would match without being reader routes (GET /flags/history)."""
+    readable = reader_routes()
+    return tuple(
+        route
+        for route in ROUTES
+        if route not in readable
+        and any(route.method == grant.method and fnmatchcase(route.path, execute_api_path(grant)) for grant in readable)
+    )
+
+
+def method_throttling_key(route: Route) -> str:
+    """The key of StageOptions.method_options for a route: ``<resource path>/<HTTP method>``."""
+    return f"{route.path}/{route.method}"
+
+
+class Api(Construct):
+    """RestApi + stage (throttling, access logs, tracing) + the reader and admin managed policies."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: FlagsConfig,
+        functions: dict[str, lambda_.IFunction],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._functions = functions
+        self.access_logs = log_group(self, "AccessLogs", config.log_retention_days)
+        self.rest_api = self._build_rest_api()
+        self._acknowledge_stage()
+        self._build_routes()
+        self._build_gateway_responses()
+        self.reader_policy = self._build_policy(
+            constants.READER_POLICY_ID,
+            "Invoke the read routes of the singleton-flags API (GET /flags, GET /flags/{name})",
+            allow=reader_routes(),
+            deny=reader_denied_routes(),
+        )
+        self.admin_policy = self._build_policy(
+            constants.ADMIN_POLICY_ID,
+            "Invoke every route of the singleton-flags API (read, change, history, revert)",
+            allow=ROUTES,
+            deny=(),
+        )
+
+    @property
+    def stage(self) -> apigw.Stage:
+        return self.rest_api.deployment_stage
+
+    def _acknowledge_stage(self) -> None:
+        acknowledge(
+            self.stage,
+            "AwsSolutions-APIG6",
+            "Execution logging needs the account-wide API Gateway CloudWatch role, which this stack deliberately "
+            "does not own (@aws-cdk/aws-apigateway:disableCloudWatchRole). Every request is in the JSON access log "
+            "and every function logs its own errors.",
+        )
+        acknowledge(
+            self.stage,
+            "AwsSolutions-APIG3",
+            "Every method requires a SigV4-signed caller holding the reader or admin policy, and the stage is "
+            "throttled; a WAF web ACL would add cost without a threat it addresses here.",
+        )
+
+    def _build_rest_api(self) -> apigw.RestApi:
+        read, write = self._config.api_throttling.read, self._config.api_throttling.write
+        return apigw.RestApi(
+            self,
+            "RestApi",
+            rest_api_name=constants.stack_name(self._config.stage),
+            description="singleton-flags: application-wide flags in one DynamoDB item",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            cloud_watch_role=False,
+            default_method_options=apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM),
+            deploy_options=apigw.StageOptions(
+                stage_name=self._config.stage,
+                tracing_enabled=True,
+                throttling_rate_limit=read.rate_limit,
+                throttling_burst_limit=read.burst_limit,
+                method_options={
+                    method_throttling_key(route): apigw.MethodDeploymentOptions(
+                        throttling_rate_limit=write.rate_limit,
+                        throttling_burst_limit=write.burst_limit,
+                    )
+                    for route in ROUTES
+                    if route.function == WRITE_FUNCTION
+                },
+                access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
+                access_log_format=apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FORMAT)),
+            ),
+        )
+
+    def _build_routes(self) -> None:
+        # Validates the declared path parameters only: bodies are validated by the functions, which answer
+        # in the API's own error contract (an API Gateway model would answer in another shape).
+        validator = self.rest_api.add_request_validator(
+            "PathValidator", validate_request_parameters=True, validate_request_body=False
+        )
+        for route in ROUTES:
+            resource = self.rest_api.root.resource_for_path(route.path)
+            method = resource.add_method(
+                route.method,
+                apigw.LambdaIntegration(self._functions[route.function], allow_test_invoke=False),
+                authorization_type=apigw.AuthorizationType.IAM,
+                request_validator=validator,
+                request_parameters={
+                    f"method.request.path.{name}": True for name in _PATH_PARAMETER.findall(route.path)
+                },
+            )
+            acknowledge(
+                method,
+                "AwsSolutions-COG4",
+                "Callers are AWS principals authorised by IAM (AWS_IAM, SigV4) through the reader/admin managed "
+                "policies; there are no end users and so no Cognito user pool.",
+            )
+        acknowledge(
+            self.rest_api,
+            "AwsSolutions-APIG2",
+            "API Gateway validates the required path parameters (PathValidator). Bodies are validated by the "
+            "write function against the flag declarations, answering in the API's error contract; an API Gateway "
+            "model would duplicate those rules and answer in another shape.",
+        )
+
+    def _build_gateway_responses(self) -> None:
+        for response_type, name in ((apigw.ResponseType.DEFAULT_4_XX, "Default4xx"),
+                                    (apigw.ResponseType.DEFAULT_5_XX, "Default5xx")):
+            self.rest_api.add_gateway_response(
+                name,
+                type=response_type,
+                templates={"application/json": GATEWAY_ERROR_TEMPLATE},
+            )
+
+    def _arn(self, method: str, path: str) -> str:
+        return self.rest_api.arn_for_execute_api(method, path, self.stage.stage_name)
+
+    def _build_policy(
+        self,
+        construct_id: str,
+        description: str,
+        *,
+        allow: tuple[Route, ...],
+        deny: tuple[Route, ...],
+    ) -> iam.ManagedPolicy:
+        statements = [
+            iam.PolicyStatement(
+                sid="InvokeRoutes",
+                actions=["execute-api:Invoke"],
+                resources=[self._arn(route.method, execute_api_path(route)) for route in allow],
+            )
+        ]
+        if deny:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="DenyOtherRoutesUnderWildcard",
+                    effect=iam.Effect.DENY,
+                    actions=["execute-api:Invoke"],
+                    resources=[self._arn(route.method, route.path) for route in deny],
+                )
+            )
+        policy = iam.ManagedPolicy(self, construct_id, description=description, statements=statements)
+        for route in allow:
+            if execute_api_path(route) != route.path:
+                acknowledge(
+                    policy,
+                    "AwsSolutions-IAM5",
+                    f"'*' stands for the path parameter of {route.method} {route.path} (any flag name), on this API "
+                    "and stage only; static routes it would also match are denied by the reader policy.",
+                    finding=f"Resource::{self._finding_arn(route.method, execute_api_path(route))}",
+                )
+        return policy
+
+    def _finding_arn(self, method: str, path: str) -> str:
+        """An execute-api ARN as cdk-nag prints it in a finding."""
+        api_id = logical_id(self.rest_api.node.default_child)
+        stage_id = logical_id(self.stage.node.default_child)
+        return f"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{api_id}>/<{stage_id}>/{method}{path}"

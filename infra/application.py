@@ -1,0 +1,37 @@
+"""Builds the CDK app: config from context, the stack, and cdk-nag's AwsSolutions checks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import App, Validations
+from cdk_nag import AwsSolutionsChecks
+from flags.declarations import Declarations
+
+from infra import constants
+from infra.config import CONTEXT_KEY, parse_config
+from infra.stack import FlagsStack
+
+
+def build_app(
+    context: Mapping[str, Any] | None = None,
+    outdir: str | None = None,
+    declarations: Declarations | None = None,
+) -> tuple[App, FlagsStack]:
+    """The app and its one stack. The CLI passes cdk.json's context through the environment; tests pass
+    ``context`` (and may pass other ``declarations``) directly."""
+    app = App(context=dict(context) if context is not None else None, outdir=outdir)
+    config = parse_config(app.node.try_get_context(CONTEXT_KEY))
+    stack = FlagsStack(
+        app,
+        constants.STACK_ID,
+        config=config,
+        declarations=declarations,
+        stack_name=constants.stack_name(config.stage),
+        description="singleton-flags: application-wide flags in one DynamoDB item, behind an IAM-authorised API",
+    )
+    # cdk-nag v3 is a policy-validation plugin: findings fail `cdk synth` (and app.synth()) and land in the
+    # cloud assembly's policy-validation report; acknowledgments are written to template metadata too.
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True, write_suppressions_to_cloud_formation=True))
+    return app, stack

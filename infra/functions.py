@@ -1,0 +1,162 @@
+"""The three Lambda functions (read, write, maintenance), each with its own least-privilege role.
+
+Handlers come from ``flags.routes.HANDLERS``; the code asset is ``functions/`` as it is (no Docker, no
+bundling: boto3 comes with the runtime and Powertools from AWS's public layer, pinned to the tested version).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import (
+    Duration,
+    aws_dynamodb as dynamodb,
+    aws_iam as iam,
+    aws_lambda as lambda_,
+    aws_logs as logs,
+    aws_ssm as ssm,
+)
+from constructs import Construct
+from flags.keys import SINGLETON_PK
+from flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
+
+from infra import constants
+from infra.config import FlagsConfig, windows_env
+from infra.logs import log_group
+from infra.nag import acknowledge
+
+# What each function does to the table, and nothing more. TransactWriteItems is authorised per contained
+# action (its Update and Put), so it needs no action of its own. Query serves GET /flags/history.
+DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
+    READ_FUNCTION: ("dynamodb:GetItem",),
+    WRITE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
+    MAINTENANCE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"),
+}
+# Every item a function may touch lives in the singleton's partition.
+LEADING_KEYS_CONDITION = {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [SINGLETON_PK]}}
+
+# What never goes into the asset: caches, tests, editor and tool litter. declarations.json stays.
+ASSET_EXCLUDES = [
+    "**/__pycache__",
+    "**/*.pyc",
+    "**/.pytest_cache",
+    "**/.mypy_cache",
+    "**/.ruff_cache",
+    "**/tests",
+    "**/test_*.py",
+    "**/conftest.py",
+    "**/*.md",
+    "**/.DS_Store",
+]
+
+
+class Functions(Construct):
+    """read, write and maintenance functions, keyed by the names of ``flags.routes.HANDLERS``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: FlagsConfig, table: dynamodb.ITableV2) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._table = table
+        self._code = lambda_.Code.from_asset(str(constants.FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
+        self._layer = self._build_powertools_layer()
+        self.functions: dict[str, lambda_.Function] = {
+            name: self._build_function(name, handler) for name, handler in HANDLERS.items()
+        }
+
+    @property
+    def read(self) -> lambda_.Function:
+        return self.functions[READ_FUNCTION]
+
+    @property
+    def write(self) -> lambda_.Function:
+        return self.functions[WRITE_FUNCTION]
+
+    @property
+    def maintenance(self) -> lambda_.Function:
+        return self.functions[MAINTENANCE_FUNCTION]
+
+    def _build_powertools_layer(self) -> lambda_.ILayerVersion:
+        # Resolved by CloudFormation at deploy time from AWS's public parameter (a stack parameter of type
+        # AWS::SSM::Parameter::Value<String>): no lookup at synth, no account needed to synthesize.
+        arn = ssm.StringParameter.value_for_string_parameter(self, constants.POWERTOOLS_LAYER_PARAMETER)
+        return lambda_.LayerVersion.from_layer_version_arn(self, constants.POWERTOOLS_LAYER_ID, arn)
+
+    def _environment(self, name: str) -> dict[str, str]:
+        environment = {
+            "TABLE_NAME": self._table.table_name,
+            "POWERTOOLS_PARAMETERS_MAX_AGE": str(self._config.cache_max_age_seconds),
+            "FLAGS_MAX_STALE_SECONDS": str(self._config.max_stale_seconds),
+            "FLAGS_AUDIT_RETENTION_DAYS": str(self._config.audit_retention_days),
+            "POWERTOOLS_SERVICE_NAME": constants.SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": constants.METRICS_NAMESPACE,
+        }
+        if name == MAINTENANCE_FUNCTION:
+            environment["MAINTENANCE_WINDOWS"] = windows_env(self._config)
+        return environment
+
+    def _build_role(self, name: str, logs_group: logs.ILogGroup) -> iam.Role:
+        title = name.capitalize()
+        return iam.Role(
+            self,
+            f"{title}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{constants.SERVICE_NAME} {name} function: {', '.join(DYNAMODB_ACTIONS[name])} "
+                        f"on the flags table",
+            inline_policies={
+                "Table": iam.PolicyDocument(
+                    statements=[
+                        iam.PolicyStatement(
+                            actions=list(DYNAMODB_ACTIONS[name]),
+                            resources=[self._table.table_arn],
+                            conditions=LEADING_KEYS_CONDITION,
+                        )
+                    ]
+                ),
+                # Instead of AWSLambdaBasicExecutionRole (any log group): only this function's own log group,
+                # which the stack creates, so CreateLogGroup is not needed.
+                "Logs": iam.PolicyDocument(
+                    statements=[
+                        iam.PolicyStatement(
+                            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                            resources=[logs_group.log_group_arn],
+                        )
+                    ]
+                ),
+            },
+        )
+
+    def _build_function(self, name: str, handler: str) -> lambda_.Function:
+        title = name.capitalize()
+        logs_group = log_group(self, f"{title}Logs", self._config.log_retention_days)
+        role = self._build_role(name, logs_group)
+        function = lambda_.Function(
+            self,
+            f"{title}Function",
+            description=f"{constants.SERVICE_NAME} ({self._config.stage}): {name}",
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=handler,
+            code=self._code,
+            layers=[self._layer],
+            memory_size=constants.MEMORY_MB[name],
+            timeout=Duration.seconds(constants.TIMEOUT_SECONDS[name]),
+            environment=self._environment(name),
+            role=role,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=logs_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+        )
+        acknowledge(
+            function,
+            "AwsSolutions-L1",
+            f"{constants.LAMBDA_RUNTIME} is the runtime the project tests and the pinned Powertools layer is "
+            "published for (DESIGN 8); moving runtime is a deliberate change of the layer parameter too.",
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "Added by Lambda active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords do not support "
+            "resource-level permissions, so their resource is '*' (actions are explicit, no action wildcard).",
+            finding="Resource::*",
+        )
+        return function

@@ -1,0 +1,107 @@
+"""Maintenance windows: per configured window, an EventBridge Scheduler schedule that opens it and one that
+closes it, delivering ``config.schedule_payload(window, action)`` to the maintenance function, with retries
+and a dead-letter queue."""
+
+from __future__ import annotations
+
+from aws_cdk import (
+    Aws,
+    Duration,
+    RemovalPolicy,
+    TimeZone,
+    aws_iam as iam,
+    aws_lambda as lambda_,
+    aws_scheduler as scheduler,
+    aws_scheduler_targets as targets,
+    aws_sqs as sqs,
+)
+from constructs import Construct
+
+from infra import constants
+from infra.config import FlagsConfig, MaintenanceWindow, schedule_payload
+from infra.nag import acknowledge, logical_id
+
+
+class Maintenance(Construct):
+    """Schedule group, dead-letter queue and two schedules (start, end) per window."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: FlagsConfig,
+        function: lambda_.IFunction,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._function = function
+        self.dead_letter_queue = self._build_dead_letter_queue()
+        # Its name is derived from the stack's path: a retained group would block re-creating the stack.
+        self.group = scheduler.ScheduleGroup(self, "Group", removal_policy=RemovalPolicy.DESTROY)
+        self.role = self._build_scheduler_role()
+        self.schedules: dict[tuple[str, str], scheduler.Schedule] = {}
+        for window in config.maintenance_windows:
+            self.schedules[(window.name, "start")] = self._build_schedule(window, "start", window.start)
+            self.schedules[(window.name, "end")] = self._build_schedule(window, "end", window.end)
+
+    def _build_dead_letter_queue(self) -> sqs.Queue:
+        queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(constants.DLQ_RETENTION_DAYS),
+        )
+        acknowledge(
+            queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself the dead-letter queue of the maintenance schedules (EventBridge Scheduler "
+            "DeadLetterConfig, which cdk-nag does not see); it is alarmed on depth.",
+        )
+        return queue
+
+    def _build_scheduler_role(self) -> iam.Role:
+        """The role the schedules deliver with, assumable only by Scheduler for this account's group."""
+        role = iam.Role(
+            self,
+            "SchedulerRole",
+            description="singleton-flags maintenance schedules: invoke the maintenance function, dead-letter",
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com",
+                conditions={
+                    "StringEquals": {
+                        "aws:SourceAccount": Aws.ACCOUNT_ID,
+                        "aws:SourceArn": self.group.schedule_group_arn,
+                    }
+                },
+            ),
+        )
+        # LambdaInvoke grants lambda:InvokeFunction on the function and its qualified ARNs (<arn>:*).
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "'<function arn>:*' are the versions and aliases of the maintenance function only (CDK's "
+            "grantInvoke); the schedules invoke nothing else.",
+            finding=f"Resource::<{logical_id(self._function.node.default_child)}.Arn>:*",
+        )
+        return role
+
+    def _build_schedule(self, window: MaintenanceWindow, action: str, cron: str) -> scheduler.Schedule:
+        schedule = scheduler.Schedule(
+            self,
+            f"{window.name}-{action}",
+            description=f"{action} of maintenance window {window.name}. {window.description}".strip()[:512],
+            schedule_group=self.group,
+            schedule=scheduler.ScheduleExpression.expression(cron, TimeZone.of(window.timezone)),
+            time_window=scheduler.TimeWindow.off(),
+            target=targets.LambdaInvoke(
+                self._function,
+                role=self.role,
+                input=scheduler.ScheduleTargetInput.from_object(schedule_payload(window.name, action)),
+                dead_letter_queue=self.dead_letter_queue,
+                retry_attempts=constants.SCHEDULE_RETRY_ATTEMPTS,
+                max_event_age=Duration.seconds(constants.SCHEDULE_MAX_EVENT_AGE_SECONDS),
+            ),
+        )
+        schedule.node.add_dependency(self.group)  # the schedule names its group by a literal, not a Ref
+        return schedule

@@ -1,0 +1,219 @@
+"""Alarms and the dashboard: what an operator needs to see that the flags are served and changed as meant.
+
+The functions emit EMF metrics in namespace ``SingletonFlags`` with the dimension ``service`` (plus ``reason``
+on Reads and ``code`` on Refusals); API Gateway, Lambda and SQS metrics are AWS's own.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import (
+    Aws,
+    Duration,
+    Fn,
+    aws_apigateway as apigw,
+    aws_cloudwatch as cw,
+    aws_cloudwatch_actions as cw_actions,
+    aws_iam as iam,
+    aws_kms as kms,
+    aws_lambda as lambda_,
+    aws_sns as sns,
+    aws_sns_subscriptions as subscriptions,
+    aws_sqs as sqs,
+)
+from constructs import Construct
+
+from infra import constants
+from infra.config import FlagsConfig
+
+ONE_MINUTE = Duration.minutes(1)
+FIVE_MINUTES = Duration.minutes(5)
+
+
+def flags_metric(metric_name: str, period: Duration = ONE_MINUTE, **dimensions: str) -> cw.Metric:
+    """A metric the functions emit (EMF): always dimensioned by service, plus ``dimensions``."""
+    return cw.Metric(
+        namespace=constants.METRICS_NAMESPACE,
+        metric_name=metric_name,
+        dimensions_map={constants.DIMENSION_SERVICE: constants.SERVICE_NAME, **dimensions},
+        statistic=cw.Stats.SUM,
+        period=period,
+    )
+
+
+def reads(reason: str, period: Duration = ONE_MINUTE) -> cw.Metric:
+    """Reads served with ``reason`` (STATIC, CACHED, STALE, DEFAULT)."""
+    return flags_metric(constants.METRIC_READS, period, **{constants.DIMENSION_REASON: reason})
+
+
+class Monitoring(Construct):
+    """Alarms (5xx, function errors and throttles, DLQ depth, DEFAULT and sustained STALE reads), an optional
+    SNS topic as their action, and one dashboard."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: FlagsConfig,
+        stage: apigw.Stage,
+        functions: dict[str, lambda_.IFunction],
+        dead_letter_queue: sqs.IQueue,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._stage = stage
+        self._functions = functions
+        self._dead_letter_queue = dead_letter_queue
+        self.topic = self._build_topic() if config.alarm_email else None
+        self.alarms: dict[str, cw.Alarm] = {}
+        self._build_api_alarms()
+        self._build_function_alarms()
+        self._build_dead_letter_alarm()
+        self._build_read_alarms()
+        self.dashboard = self._build_dashboard()
+
+    # -------------------------------------------------------------------------------------------- alarms
+
+    def _build_topic(self) -> sns.Topic:
+        # CloudWatch cannot publish to a topic encrypted with the AWS-managed aws/sns key: a customer
+        # managed key whose policy lets CloudWatch use it is required.
+        key = kms.Key(self, "AlarmTopicKey", description="singleton-flags alarm topic", enable_key_rotation=True)
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],  # in a key policy, "*" is this key
+            )
+        )
+        topic = sns.Topic(self, "AlarmTopic", display_name="singleton-flags alarms", master_key=key, enforce_ssl=True)
+        topic.add_subscription(subscriptions.EmailSubscription(self._config.alarm_email))
+        return topic
+
+    def _alarm(
+        self,
+        construct_id: str,
+        metric: cw.IMetric,
+        description: str,
+        *,
+        evaluation_periods: int = 1,
+        datapoints_to_alarm: int = 1,
+    ) -> cw.Alarm:
+        """Alarm when the metric is above zero in ``datapoints_to_alarm`` of ``evaluation_periods`` periods."""
+        alarm = cw.Alarm(
+            self,
+            construct_id,
+            metric=metric,
+            threshold=0,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=evaluation_periods,
+            datapoints_to_alarm=datapoints_to_alarm,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            alarm_description=description,
+        )
+        if self.topic is not None:
+            alarm.add_alarm_action(cw_actions.SnsAction(self.topic))
+        self.alarms[construct_id] = alarm
+        return alarm
+
+    def _build_api_alarms(self) -> None:
+        self._alarm(
+            "Api5xx",
+            self._stage.metric_server_error(period=FIVE_MINUTES, statistic=cw.Stats.SUM),
+            "The flags API answered 5xx: a function failed or timed out (input never causes a 5xx).",
+        )
+
+    def _build_function_alarms(self) -> None:
+        for name, function in self._functions.items():
+            title = name.capitalize()
+            self._alarm(
+                f"{title}Errors",
+                function.metric_errors(period=FIVE_MINUTES, statistic=cw.Stats.SUM),
+                f"The {name} function raised (unhandled error or timeout).",
+            )
+            self._alarm(
+                f"{title}Throttles",
+                function.metric_throttles(period=FIVE_MINUTES, statistic=cw.Stats.SUM),
+                f"The {name} function was throttled (account or reserved concurrency exhausted).",
+            )
+
+    def _build_dead_letter_alarm(self) -> None:
+        self._alarm(
+            "MaintenanceDeadLetters",
+            self._dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM
+            ),
+            "A maintenance window start or end could not be delivered: see the dead-letter queue. A missed end "
+            "still expires at the window's stored deadline.",
+        )
+
+    def _build_read_alarms(self) -> None:
+        self._alarm(
+            "DefaultReads",
+            reads("DEFAULT"),
+            "Readers were served the declared fallbacks (DEFAULT): the settings item is missing or DynamoDB has "
+            "been unreachable for longer than max_stale.",
+        )
+        self._alarm(
+            "StaleReadsSustained",
+            reads("STALE"),
+            f"Readers were served STALE values in {constants.STALE_ALARM_DATAPOINTS} of the last "
+            f"{constants.STALE_ALARM_PERIODS} minutes: cache refreshes keep failing.",
+            evaluation_periods=constants.STALE_ALARM_PERIODS,
+            datapoints_to_alarm=constants.STALE_ALARM_DATAPOINTS,
+        )
+
+    # -------------------------------------------------------------------------------------------- dashboard
+
+    def _graph(self, title: str, metrics: list[cw.IMetric], width: int = 8) -> cw.GraphWidget:
+        return cw.GraphWidget(title=title, left=metrics, width=width, height=6)
+
+    def _build_dashboard(self) -> cw.Dashboard:
+        refusals = cw.MathExpression(
+            expression=(
+                f"SEARCH('{{{constants.METRICS_NAMESPACE},{constants.DIMENSION_SERVICE},{constants.DIMENSION_CODE}}} "
+                f"MetricName=\"{constants.METRIC_REFUSALS}\"', 'Sum', 300)"
+            ),
+            label="Refusals by code",
+            period=FIVE_MINUTES,
+        )
+        dashboard = cw.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=Fn.join("-", [constants.stack_name(self._config.stage), Aws.REGION]),
+        )
+        dashboard.add_widgets(
+            self._graph("Reads by reason",
+                        [reads(reason, FIVE_MINUTES).with_(label=reason) for reason in constants.READ_REASONS]),
+            self._graph("Cache refreshes", self._counts(constants.METRIC_CACHE_REFRESHES, constants.METRIC_CACHE_REFRESH_FAILURES)),
+            self._graph("Changes and conflicts", self._counts(constants.METRIC_CHANGES_APPLIED, constants.METRIC_WRITE_CONFLICTS,
+                                                       constants.METRIC_WRITE_RETRIES)),
+        )
+        dashboard.add_widgets(
+            self._graph("Refusals by error code", [refusals]),
+            self._graph(
+                "Maintenance windows",
+                [*self._counts(constants.METRIC_WINDOW_STARTS, constants.METRIC_WINDOW_ENDS, constants.METRIC_WINDOW_SKIPS),
+                 self._dead_letter_queue.metric_approximate_number_of_messages_visible(
+                     period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Undelivered (DLQ)")],
+            ),
+            self._graph(
+                "API latency",
+                [self._stage.metric_latency(period=FIVE_MINUTES, statistic=cw.Stats.p(50), label="p50"),
+                 self._stage.metric_latency(period=FIVE_MINUTES, statistic=cw.Stats.p(99), label="p99")],
+            ),
+        )
+        dashboard.add_widgets(
+            self._graph(
+                "API errors",
+                [self._stage.metric_client_error(period=FIVE_MINUTES, statistic=cw.Stats.SUM, label="4xx"),
+                 self._stage.metric_server_error(period=FIVE_MINUTES, statistic=cw.Stats.SUM, label="5xx")],
+                width=12,
+            ),
+            cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms.values()), width=12, height=6),
+        )
+        return dashboard
+
+    @staticmethod
+    def _counts(*metric_names: str) -> list[cw.IMetric]:
+        return [flags_metric(name, FIVE_MINUTES).with_(label=name) for name in metric_names]

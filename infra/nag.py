@@ -1,0 +1,21 @@
+"""cdk-nag acknowledgments. Each one is made next to the resource that trips the rule, scoped to that resource
+(and, for granular rules, to the one finding), and carries its reason."""
+
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, CfnElement, Stack, Validations
+from constructs import IConstruct
+
+PACK = "AwsSolutions"
+
+
+def acknowledge(scope: IConstruct, rule: str, reason: str, *, finding: str | None = None) -> None:
+    """Acknowledge ``rule`` (e.g. ``AwsSolutions-IAM5``), or only its ``finding`` (``Resource::*``), on ``scope``."""
+    rule_id = f"{rule}[{finding}]" if finding else rule
+    Validations.of(scope).acknowledge(Acknowledgment(id=f"{PACK}::{rule_id}", reason=reason))
+
+
+def logical_id(element: CfnElement) -> str:
+    """The logical id as cdk-nag prints it inside a finding (``<LogicalId>`` / ``<LogicalId.Arn>``)."""
+    stack = Stack.of(element)
+    return stack.resolve(stack.get_logical_id(element))

@@ -1,0 +1,64 @@
+"""Synthesizes the CDK app in-process, once per session per configuration (a synth costs ~20 s).
+
+The `npx cdk synth` run with the pinned CLI starts in the background with the first synth and is awaited by
+its own test, so the two overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from infra_support import (
+    JSII_QUIET,
+    CliSynth,
+    Synth,
+    cdk_json_context,
+    cli_environment,
+    synthesize,
+    variant_context,
+    variant_declarations,
+)
+
+from infra.constants import REPO_ROOT
+
+for _name, _value in JSII_QUIET.items():
+    os.environ.setdefault(_name, _value)
+
+
+@pytest.fixture(scope="session")
+def cli_synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliSynth]:
+    """`npx cdk synth --quiet` with the pinned CLI, started now and awaited by whoever asks for the result."""
+    if shutil.which("npx") is None or not (REPO_ROOT / "node_modules" / ".bin" / "cdk").exists():
+        pytest.fail("the pinned CDK CLI is not installed: run `make install` (npm ci)")
+    outdir = tmp_path_factory.mktemp("cdk-cli-out")
+    command = ["npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices", "--output", str(outdir)]
+    if shutil.which("unshare") and subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode == 0:
+        command = ["unshare", "--net", *command]  # a private network namespace: provably offline
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=cli_environment(), text=True, start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    yield CliSynth(process=process, outdir=outdir)
+    if process.poll() is None:  # its test did not run: stop the CLI and the app it started (its own group)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory, cli_synth: CliSynth) -> Synth:
+    return synthesize(cdk_json_context(), tmp_path_factory.mktemp("synth-cdk-json"))
+
+
+@pytest.fixture(scope="session")
+def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(variant_context(), tmp_path_factory.mktemp("synth-variant"), variant_declarations())
+
+
+@pytest.fixture(scope="session", params=["cdk.json", "variant"])
+def any_synth(request: pytest.FixtureRequest) -> Synth:
+    """Both synthesized apps, for checks that hold for every configuration."""
+    return request.getfixturevalue("synth" if request.param == "cdk.json" else "variant")
+

@@ -1,0 +1,161 @@
+"""The REST API as synthesized: routes, AWS_IAM everywhere, throttling, access logs, policies, outputs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import template_tools as tt
+from infra_support import Synth
+
+from flags.routes import HANDLERS, ROUTES
+
+pytestmark = pytest.mark.infra
+
+WRITE_ROUTES = {("PATCH", "/flags"), ("GET", "/flags/history"), ("POST", "/flags/revert")}
+
+
+def resource_paths(synth: Synth) -> dict[str, str]:
+    """Logical id of each AWS::ApiGateway::Resource -> its full path (the root is '/')."""
+    raw = synth.resources("AWS::ApiGateway::Resource")
+    (api_id, _), = synth.resources("AWS::ApiGateway::RestApi").items()
+
+    def path(lid: str) -> str:
+        parent = raw[lid]["Properties"]["ParentId"]
+        prefix = "" if parent == {"Fn::GetAtt": [api_id, "RootResourceId"]} else path(parent["Ref"])
+        return f"{prefix}/{raw[lid]['Properties']['PathPart']}"
+
+    return {lid: path(lid) for lid in raw}
+
+
+def methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
+    paths = resource_paths(synth)
+    found = {}
+    for method in synth.resources("AWS::ApiGateway::Method").values():
+        properties = method["Properties"]
+        found[(properties["HttpMethod"], paths[properties["ResourceId"]["Ref"]])] = properties
+    return found
+
+
+def integrated_function(synth: Synth, properties: dict[str, Any]) -> str:
+    """The handler of the Lambda function a proxy integration calls."""
+    uri = tt.render(properties["Integration"]["Uri"])
+    (function_id,) = [lid for lid in synth.resources("AWS::Lambda::Function") if f"<{lid}.Arn>" in uri]
+    return synth.template["Resources"][function_id]["Properties"]["Handler"]
+
+
+def test_every_route_and_only_the_routes(synth: Synth) -> None:
+    found = methods(synth)
+    assert set(found) == {(route.method, route.path) for route in ROUTES}
+    for route in ROUTES:
+        properties = found[(route.method, route.path)]
+        assert properties["Integration"]["Type"] == "AWS_PROXY"
+        assert properties["Integration"]["IntegrationHttpMethod"] == "POST"
+        assert integrated_function(synth, properties) == HANDLERS[route.function]
+
+
+def test_every_method_is_iam_authorised(any_synth: Synth) -> None:
+    all_methods = any_synth.resources("AWS::ApiGateway::Method")
+    assert all_methods
+    for lid, method in all_methods.items():
+        if method["Properties"]["HttpMethod"] == "OPTIONS":
+            continue
+        assert method["Properties"]["AuthorizationType"] == "AWS_IAM", lid
+
+
+def test_path_parameters_are_required_and_validated(synth: Synth) -> None:
+    properties = methods(synth)[("GET", "/flags/{name}")]
+    assert properties["RequestParameters"] == {"method.request.path.name": True}
+    validator = synth.template["Resources"][properties["RequestValidatorId"]["Ref"]]["Properties"]
+    assert validator["ValidateRequestParameters"] is True
+
+
+def test_lambda_permissions_are_per_method_without_test_invoke(synth: Synth) -> None:
+    permissions = synth.resources("AWS::Lambda::Permission").values()
+    source_arns = [tt.render(p["Properties"]["SourceArn"]) for p in permissions]
+    assert len(source_arns) == len(ROUTES)
+    assert not [arn for arn in source_arns if "/test-invoke-stage/" in arn]
+    (stage_id, _), = synth.resources("AWS::ApiGateway::Stage").items()
+    for route in ROUTES:
+        path = route.path.replace("{name}", "*")
+        assert any(arn.endswith(f"/<{stage_id}>/{route.method}{path}") for arn in source_arns), route
+
+
+def test_stage_throttling_tracing_and_access_logs(any_synth: Synth) -> None:
+    _, stage = any_synth.one("AWS::ApiGateway::Stage")
+    properties = stage["Properties"]
+    config = any_synth.config
+    assert properties["StageName"] == config.stage
+    assert properties["TracingEnabled"] is True
+    settings = {(s["HttpMethod"], s["ResourcePath"]): s for s in properties["MethodSettings"]}
+    read, write = config.api_throttling.read, config.api_throttling.write
+    default = settings.pop(("*", "/*"))
+    assert (default["ThrottlingRateLimit"], default["ThrottlingBurstLimit"]) == (read.rate_limit, read.burst_limit)
+    expected = {(method, path.replace("/", "~1")) for method, path in WRITE_ROUTES}
+    assert set(settings) == {(method, "/" + path) for method, path in expected}
+    for setting in settings.values():
+        assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (write.rate_limit,
+                                                                                    write.burst_limit)
+    access = properties["AccessLogSetting"]
+    log_group = any_synth.template["Resources"][tt.referenced_id(access["DestinationArn"])]
+    assert log_group["Properties"]["RetentionInDays"] == config.log_retention_days
+    fields = json.loads(access["Format"])
+    assert fields["userArn"] == "$context.identity.userArn"
+    assert {"requestId", "status", "resourcePath", "httpMethod", "responseLatency"} <= set(fields)
+
+
+def test_api_is_regional_and_gateway_errors_follow_the_contract(synth: Synth) -> None:
+    _, api = synth.one("AWS::ApiGateway::RestApi")
+    assert api["Properties"]["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
+    responses = {r["Properties"]["ResponseType"]: r["Properties"]
+                 for r in synth.resources("AWS::ApiGateway::GatewayResponse").values()}
+    assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX"}
+    for response in responses.values():
+        template = response["ResponseTemplates"]["application/json"]
+        rendered = template.replace("$context.error.messageString", '"denied"').replace(
+            "$context.error.responseType", "ACCESS_DENIED")
+        assert json.loads(rendered) == {"error": {"code": "ACCESS_DENIED", "message": "denied"}}
+
+
+def managed_policy(synth: Synth, output: str) -> list[dict[str, Any]]:
+    policy_id = tt.referenced_id(synth.template["Outputs"][output]["Value"])
+    return synth.template["Resources"][policy_id]["Properties"]["PolicyDocument"]["Statement"]
+
+
+def invoke_arns(synth: Synth, statement: dict[str, Any]) -> set[str]:
+    (api_id, _), = synth.resources("AWS::ApiGateway::RestApi").items()
+    (stage_id, _), = synth.resources("AWS::ApiGateway::Stage").items()
+    assert statement["Action"] == "execute-api:Invoke"
+    prefix = f"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{api_id}>/<{stage_id}>/"
+    rendered = [tt.render(resource) for resource in tt.as_list(statement["Resource"])]
+    assert all(arn.startswith(prefix) for arn in rendered), rendered
+    return {arn.removeprefix(prefix) for arn in rendered}
+
+
+def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> None:
+    allow, deny = managed_policy(synth, "ReaderPolicyArn")
+    assert allow["Effect"] == "Allow"
+    assert invoke_arns(synth, allow) == {"GET/flags", "GET/flags/*"}
+    assert deny["Effect"] == "Deny"
+    assert invoke_arns(synth, deny) == {"GET/flags/history"}
+
+
+def test_admin_policy_allows_every_route(synth: Synth) -> None:
+    (allow,) = managed_policy(synth, "AdminPolicyArn")
+    assert allow["Effect"] == "Allow"
+    assert invoke_arns(synth, allow) == {
+        "GET/flags", "GET/flags/*", "PATCH/flags", "GET/flags/history", "POST/flags/revert"
+    }
+
+
+def test_outputs(synth: Synth) -> None:
+    outputs = synth.template["Outputs"]
+    assert {"ApiUrl", "TableName", "ReaderPolicyArn", "AdminPolicyArn"} <= set(outputs)
+    table_id, _ = synth.one("AWS::DynamoDB::GlobalTable")
+    assert outputs["TableName"]["Value"] == {"Ref": table_id}
+    (api_id, _), = synth.resources("AWS::ApiGateway::RestApi").items()
+    (stage_id, _), = synth.resources("AWS::ApiGateway::Stage").items()
+    assert tt.render(outputs["ApiUrl"]["Value"]) == (
+        f"https://<{api_id}>.execute-api.<AWS::Region>.<AWS::URLSuffix>/<{stage_id}>/"
+    )

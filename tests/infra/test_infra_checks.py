@@ -1,0 +1,126 @@
+"""Whole-template checks: cdk-nag (AwsSolutions), cfn-lint, no wildcard action, and `npx cdk synth` itself."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+import template_tools as tt
+from infra_support import CliSynth, Synth
+
+pytestmark = pytest.mark.infra
+
+STACK = "SingletonFlags"
+# What cdk-nag reports and the stack acknowledges, each next to its resource with its reason (infra/*.py).
+# (rule id as reported, construct path below the stack with the stage name as {stage})
+ACKNOWLEDGED = {
+    ("AwsSolutions-IAM5[Resource::*]", "Functions/ReadRole/DefaultPolicy/Resource"),
+    ("AwsSolutions-IAM5[Resource::*]", "Functions/WriteRole/DefaultPolicy/Resource"),
+    ("AwsSolutions-IAM5[Resource::*]", "Functions/MaintenanceRole/DefaultPolicy/Resource"),
+    ("AwsSolutions-L1", "Functions/ReadFunction/Resource"),
+    ("AwsSolutions-L1", "Functions/WriteFunction/Resource"),
+    ("AwsSolutions-L1", "Functions/MaintenanceFunction/Resource"),
+    ("AwsSolutions-APIG2", "Api/RestApi/Resource"),
+    ("AwsSolutions-APIG3", "Api/RestApi/DeploymentStage.{stage}/Resource"),
+    ("AwsSolutions-APIG6", "Api/RestApi/DeploymentStage.{stage}/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/{name}/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/PATCH/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/history/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/revert/POST/Resource"),
+    ("AwsSolutions-IAM5[Resource::<execute-api>/GET/flags/*]", "Api/ReaderPolicy/Resource"),
+    ("AwsSolutions-IAM5[Resource::<execute-api>/GET/flags/*]", "Api/AdminPolicy/Resource"),
+    ("AwsSolutions-SQS3", "Maintenance/DeadLetterQueue/Resource"),
+    ("AwsSolutions-IAM5[Resource::<MaintenanceFunction.Arn>:*]", "Maintenance/SchedulerRole/DefaultPolicy/Resource"),
+}
+# cfn-lint findings CDK itself causes, each with why it stands; everything else fails the test.
+CFN_LINT_EXCLUSIONS = {
+    "W3005": "lambda.Function adds DependsOn on its role (and default policy) although its Role property already "
+             "references the role with GetAtt: redundant, harmless, and not ours to remove",
+}
+CFN_LINT_REGIONS = ["us-east-1", "eu-west-1"]
+
+
+def nag_report(synth: Synth) -> dict[str, Any]:
+    (report,) = [r for r in synth.validation_report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    return report
+
+
+def short_rule(rule: str) -> str:
+    """Logical ids and the execute-api ARN prefix abbreviated, so the expectation reads like the finding."""
+    rule = re.sub(r"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<\w+>/<\w+>", "<execute-api>",
+                  rule)
+    return re.sub(r"<Functions(\w+?)Function[0-9A-F]{8}\.Arn>", r"<\1Function.Arn>", rule)
+
+
+def test_cdk_nag_has_no_unacknowledged_finding(any_synth: Synth) -> None:
+    report = nag_report(any_synth)
+    assert report["violations"] == []
+    assert report["conclusion"] == "success"
+
+
+def test_cdk_nag_acknowledgments_are_the_known_ones_each_scoped_and_reasoned(any_synth: Synth) -> None:
+    acknowledged = set()
+    for finding in nag_report(any_synth)["suppressedViolations"]:
+        (construct,) = finding["violatingConstructs"]
+        path = construct["constructPath"]
+        # made on the resource's own construct (or its owner, e.g. the role of a DefaultPolicy), never the stack
+        assert path.startswith(finding["acknowledgedAt"] + "/"), finding["acknowledgedAt"]
+        assert finding["acknowledgedAt"].count("/") >= 2, finding["acknowledgedAt"]
+        assert len(finding["reason"]) > 60, finding["reason"]
+        relative = path.removeprefix(f"{STACK}/").replace(f"DeploymentStage.{any_synth.config.stage}/",
+                                                          "DeploymentStage.{stage}/")
+        acknowledged.add((short_rule(finding["ruleName"]), relative))
+    assert acknowledged == ACKNOWLEDGED
+
+
+def is_key_administration(synth: Synth, holder: str, statement: dict[str, Any]) -> bool:
+    """KMS's default key policy: the account (root) administers the key through IAM, kms:* on this key."""
+    return (synth.template["Resources"][holder]["Type"] == "AWS::KMS::Key"
+            and statement["Action"] == "kms:*" and statement["Resource"] == "*"
+            and tt.render(statement["Principal"]["AWS"]) == "arn:<AWS::Partition>:iam::<AWS::AccountId>:root")
+
+
+def test_no_wildcard_action_is_granted_anywhere(any_synth: Synth) -> None:
+    # Deny statements may name every action (the SSL-only queue and topic policies deny sqs:* / sns:* over
+    # plain HTTP): they only take rights away. No Allow anywhere names a wildcard action.
+    statements = [(holder, s) for holder, s in tt.all_statements(any_synth.template) if s["Effect"] == "Allow"]
+    assert statements
+    for holder, statement in statements:
+        if is_key_administration(any_synth, holder, statement):
+            continue
+        assert "NotAction" not in statement, holder
+        for action in tt.as_list(statement["Action"]):
+            assert action != "*" and not action.endswith(":*"), (holder, action)
+            if action.startswith("dynamodb:"):
+                assert statement["Resource"] != "*", holder
+
+
+def test_cfn_lint_is_clean_but_for_cdks_own_findings(any_synth: Synth, tmp_path: Any) -> None:
+    from cfnlint.api import ManualArgs, lint
+
+    template = json.dumps(any_synth.template)
+    matches = lint(template, config=ManualArgs(regions=CFN_LINT_REGIONS))
+    unexpected = [f"{m.rule.id} {'/'.join(map(str, m.path))}: {m.message}" for m in matches
+                  if m.rule.id not in CFN_LINT_EXCLUSIONS]
+    assert unexpected == []
+    for match in matches:  # the excluded rule only where CDK causes it: DependsOn of a Lambda function
+        resource = any_synth.template["Resources"][match.path[1]]
+        assert (resource["Type"], match.path[2]) == ("AWS::Lambda::Function", "DependsOn"), match.path
+
+
+def test_npx_cdk_synth_with_the_pinned_cli(cli_synth: CliSynth, synth: Synth) -> None:
+    # Given the pinned CLI synthesizes cdk.json's app (offline, in the background since the session began)
+    returncode, output = cli_synth.wait()
+    assert returncode == 0, output[-4000:]
+    cli_template = json.loads((cli_synth.outdir / f"{STACK}.template.json").read_text())
+
+    # Then it deploys exactly what the tests asserted (the CLI only adds its version-reporting resource)
+    resources = {lid: r for lid, r in cli_template["Resources"].items() if r["Type"] != "AWS::CDK::Metadata"}
+    assert resources == synth.template["Resources"]
+    assert cli_template["Outputs"] == synth.template["Outputs"]
+    assert cli_template["Parameters"] == synth.template["Parameters"]
+    report = json.loads((cli_synth.outdir / "validation-report.json").read_text())
+    assert [r["conclusion"] for r in report["pluginReports"]] == ["success"]

@@ -1,0 +1,154 @@
+"""The three functions as synthesized: runtime, layer, logging, environment, and each role's exact rights."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import template_tools as tt
+from infra_support import Synth
+
+from flags.routes import HANDLERS
+from infra.constants import POWERTOOLS_VERSION, REPO_ROOT
+
+pytestmark = pytest.mark.infra
+
+LEADING_KEYS = {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP"]}}
+# Stated here on purpose (not imported from infra): least privilege is what these tests pin down.
+TABLE_ACTIONS = {
+    "read": {"dynamodb:GetItem"},
+    "write": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"},
+    "maintenance": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"},
+}
+LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
+XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+MEMORY = {"read": 256, "write": 512, "maintenance": 256}
+TIMEOUT = {"read": 5, "write": 10, "maintenance": 30}
+
+
+def function(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
+    return tt.function_by_handler(synth.template, HANDLERS[name])
+
+
+def role_of(synth: Synth, name: str) -> str:
+    _, resource = function(synth, name)
+    return tt.referenced_id(resource["Properties"]["Role"])
+
+
+# ---------------------------------------------------------------------------------------------- Powertools pin
+
+
+def test_powertools_version_is_the_tested_one() -> None:
+    # requirements.txt pins what the tests run with, and the stack deploys the layer of that same version
+    pins = re.findall(r"^aws-lambda-powertools(?:\[[^\]]*\])?==([\w.]+)\s*$",
+                      (REPO_ROOT / "requirements.txt").read_text(), re.MULTILINE)
+    assert pins == [POWERTOOLS_VERSION]
+    assert importlib.metadata.version("aws-lambda-powertools") == POWERTOOLS_VERSION
+
+
+def test_layer_is_the_pinned_public_powertools_layer(synth: Synth) -> None:
+    parameters = synth.template["Parameters"]
+    path = f"/aws/service/powertools/python/arm64/python3.13/{POWERTOOLS_VERSION}"
+    (parameter_id,) = [pid for pid, p in parameters.items() if p.get("Default") == path]
+    assert parameters[parameter_id]["Type"] == "AWS::SSM::Parameter::Value<String>"
+    for name in HANDLERS:
+        _, resource = function(synth, name)
+        assert resource["Properties"]["Layers"] == [{"Ref": parameter_id}]
+
+
+# ---------------------------------------------------------------------------------------------- functions
+
+
+@pytest.mark.parametrize("name", sorted(HANDLERS))
+def test_function_runtime_and_settings(synth: Synth, name: str) -> None:
+    _, resource = function(synth, name)
+    properties = resource["Properties"]
+    assert properties["Runtime"] == "python3.13"
+    assert properties["Architectures"] == ["arm64"]
+    assert properties["Handler"] == HANDLERS[name]
+    assert properties["TracingConfig"] == {"Mode": "Active"}
+    assert properties["MemorySize"] == MEMORY[name]
+    assert properties["Timeout"] == TIMEOUT[name]
+    logging = properties["LoggingConfig"]
+    assert (logging["LogFormat"], logging["ApplicationLogLevel"], logging["SystemLogLevel"]) == ("JSON", "INFO", "WARN")
+    log_group = synth.template["Resources"][tt.referenced_id(logging["LogGroup"])]
+    assert log_group["Type"] == "AWS::Logs::LogGroup"
+    assert log_group["Properties"]["RetentionInDays"] == synth.config.log_retention_days
+
+
+@pytest.mark.parametrize("name", sorted(HANDLERS))
+def test_function_environment(synth: Synth, name: str) -> None:
+    _, resource = function(synth, name)
+    environment = resource["Properties"]["Environment"]["Variables"]
+    table_id, _ = synth.one("AWS::DynamoDB::GlobalTable")
+    expected = {
+        "TABLE_NAME": {"Ref": table_id},
+        "POWERTOOLS_PARAMETERS_MAX_AGE": "5",
+        "FLAGS_MAX_STALE_SECONDS": "300",
+        "FLAGS_AUDIT_RETENTION_DAYS": "365",
+        "POWERTOOLS_SERVICE_NAME": "singleton-flags",
+        "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags",
+    }
+    if name == "maintenance":
+        expected["MAINTENANCE_WINDOWS"] = json.dumps({"weekly-patching": {"duration_seconds": 3600}},
+                                                     separators=(",", ":"))
+    assert environment == expected
+
+
+def test_maintenance_windows_env_follows_the_config(variant: Synth) -> None:
+    _, resource = function(variant, "maintenance")
+    windows = json.loads(resource["Properties"]["Environment"]["Variables"]["MAINTENANCE_WINDOWS"])
+    assert windows == {"weekly-patching": {"duration_seconds": 3600}, "nightly-reindex": {"duration_seconds": 6300}}
+
+
+def test_code_asset_is_functions_without_litter(synth: Synth) -> None:
+    # The three functions share one asset: functions/ as it is, declarations.json included, no caches/tests
+    keys = {function(synth, name)[1]["Properties"]["Code"]["S3Key"] for name in HANDLERS}
+    (key,) = keys
+    asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
+    files = {path.relative_to(asset).as_posix() for path in asset.rglob("*") if path.is_file()}
+    assert "flags/declarations.json" in files
+    assert "flags/routes.py" in files
+    for handler in HANDLERS.values():
+        module = handler.rsplit(".", 1)[0].replace(".", "/") + ".py"
+        if (REPO_ROOT / "functions" / module).exists():
+            assert module in files
+    assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc") or "/tests/" in f or "conftest" in f]
+    assert not [f for f in files if Path(f).parts[0] in {"boto3", "botocore", "aws_lambda_powertools"}]
+
+
+# ---------------------------------------------------------------------------------------------- roles
+
+
+@pytest.mark.parametrize("name", sorted(HANDLERS))
+def test_each_function_has_its_own_role_with_exactly_what_it_uses(synth: Synth, name: str) -> None:
+    role_id = role_of(synth, name)
+    role = synth.template["Resources"][role_id]
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
+        {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
+    ]
+    statements = tt.role_statements(synth.template, role_id)  # also refuses any attached managed policy
+    assert all(statement["Effect"] == "Allow" for statement in statements)
+    assert tt.actions(statements) == TABLE_ACTIONS[name] | LOG_ACTIONS | XRAY_ACTIONS
+
+    table_id, _ = synth.one("AWS::DynamoDB::GlobalTable")
+    (table_statement,) = [s for s in statements if any(a.startswith("dynamodb:") for a in tt.as_list(s["Action"]))]
+    assert set(tt.as_list(table_statement["Action"])) == TABLE_ACTIONS[name]
+    assert table_statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}  # the table only: no index, no *
+    assert table_statement["Condition"] == LEADING_KEYS
+
+    _, resource = function(synth, name)
+    log_group_id = tt.referenced_id(resource["Properties"]["LoggingConfig"]["LogGroup"])
+    (log_statement,) = [s for s in statements if any(a.startswith("logs:") for a in tt.as_list(s["Action"]))]
+    assert log_statement["Resource"] == {"Fn::GetAtt": [log_group_id, "Arn"]}  # its own log group only
+
+    (xray_statement,) = [s for s in statements if any(a.startswith("xray:") for a in tt.as_list(s["Action"]))]
+    assert xray_statement["Resource"] == "*"  # X-Ray has no resource-level permissions
+
+
+def test_roles_are_not_shared(synth: Synth) -> None:
+    assert len({role_of(synth, name) for name in HANDLERS}) == len(HANDLERS)

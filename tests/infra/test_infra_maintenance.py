@@ -1,0 +1,95 @@
+"""Maintenance windows as synthesized: a start/end schedule pair per configured window, delivered reliably."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import template_tools as tt
+from infra_support import Synth
+
+from flags.routes import HANDLERS
+from infra.config import schedule_payload
+
+pytestmark = pytest.mark.infra
+
+EXPECTED = {
+    "cdk.json": {
+        ("weekly-patching", "start"): ("cron(0 3 ? * SUN *)", "Europe/Paris"),
+        ("weekly-patching", "end"): ("cron(0 4 ? * SUN *)", "Europe/Paris"),
+    },
+    "variant": {
+        ("weekly-patching", "start"): ("cron(0 3 ? * SUN *)", "Europe/Paris"),
+        ("weekly-patching", "end"): ("cron(0 4 ? * SUN *)", "Europe/Paris"),
+        ("nightly-reindex", "start"): ("cron(30 23 * * ? *)", "America/New_York"),
+        ("nightly-reindex", "end"): ("cron(15 1 * * ? *)", "America/New_York"),
+    },
+}
+
+
+def schedules(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
+    """Schedules keyed by the payload they deliver."""
+    found = {}
+    for schedule in synth.resources("AWS::Scheduler::Schedule").values():
+        payload = json.loads(schedule["Properties"]["Target"]["Input"])
+        key = (payload["window"], payload["action"])
+        assert key not in found, f"two schedules deliver {payload}"
+        found[key] = schedule["Properties"]
+    return found
+
+
+@pytest.mark.parametrize("which", ["cdk.json", "variant"])
+def test_a_schedule_pair_per_window(which: str, request: pytest.FixtureRequest) -> None:
+    synth: Synth = request.getfixturevalue("synth" if which == "cdk.json" else "variant")
+    found = schedules(synth)
+    assert set(found) == set(EXPECTED[which])
+    (group_id, group), = synth.resources("AWS::Scheduler::ScheduleGroup").items()
+    assert group["DeletionPolicy"] == "Delete"  # a retained group's fixed name would block a re-created stack
+    maintenance_id, _ = tt.function_by_handler(synth.template, HANDLERS["maintenance"])
+    queue_id, _ = synth.one("AWS::SQS::Queue")
+    for lid, schedule in synth.resources("AWS::Scheduler::Schedule").items():
+        assert group_id in schedule["DependsOn"], lid
+    for (window, action), properties in found.items():
+        expression, timezone = EXPECTED[which][(window, action)]
+        assert properties["ScheduleExpression"] == expression
+        assert properties["ScheduleExpressionTimezone"] == timezone
+        assert properties["FlexibleTimeWindow"] == {"Mode": "OFF"}
+        assert properties["State"] == "ENABLED"
+        assert properties["GroupName"] == group["Properties"]["Name"]
+        target = properties["Target"]
+        assert json.loads(target["Input"]) == schedule_payload(window, action)
+        assert target["Arn"] == {"Fn::GetAtt": [maintenance_id, "Arn"]}
+        assert target["RetryPolicy"] == {"MaximumRetryAttempts": 3, "MaximumEventAgeInSeconds": 3600}
+        assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [queue_id, "Arn"]}}
+
+
+def test_dead_letter_queue_is_encrypted_ssl_only_and_kept_14_days(synth: Synth) -> None:
+    queue_id, queue = synth.one("AWS::SQS::Queue")
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+    _, policy = synth.one("AWS::SQS::QueuePolicy")
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Deny"
+    assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert policy["Properties"]["Queues"] == [{"Ref": queue_id}]
+
+
+def test_scheduler_role_invokes_only_the_maintenance_function(synth: Synth) -> None:
+    (role_id,) = {tt.referenced_id(p["Target"]["RoleArn"]) for p in schedules(synth).values()}
+    role = synth.template["Resources"][role_id]["Properties"]
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    (group_id, _), = synth.resources("AWS::Scheduler::ScheduleGroup").items()
+    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"},
+                                                   "aws:SourceArn": {"Fn::GetAtt": [group_id, "Arn"]}}}
+    statements = tt.role_statements(synth.template, role_id)
+    assert tt.actions(statements) == {"lambda:InvokeFunction", "sqs:SendMessage"}
+    maintenance_id, _ = tt.function_by_handler(synth.template, HANDLERS["maintenance"])
+    queue_id, _ = synth.one("AWS::SQS::Queue")
+    for statement in statements:
+        rendered = {tt.render(resource) for resource in tt.as_list(statement["Resource"])}
+        if statement["Action"] == "lambda:InvokeFunction":
+            assert rendered == {f"<{maintenance_id}.Arn>", f"<{maintenance_id}.Arn>:*"}
+        else:
+            assert rendered == {f"<{queue_id}.Arn>"}

@@ -1,0 +1,123 @@
+"""Alarms, the optional SNS topic and the dashboard, as synthesized."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import template_tools as tt
+from infra_support import Synth
+
+from flags.routes import HANDLERS
+
+pytestmark = pytest.mark.infra
+
+SERVICE = {"Name": "service", "Value": "singleton-flags"}
+
+
+def alarms(synth: Synth) -> list[dict[str, Any]]:
+    return [alarm["Properties"] for alarm in synth.resources("AWS::CloudWatch::Alarm").values()]
+
+
+def dimensions(alarm: dict[str, Any]) -> list[dict[str, Any]]:
+    return sorted(alarm.get("Dimensions", []), key=lambda d: d["Name"])
+
+
+def find(synth: Synth, namespace: str, metric: str, **dimension_values: Any) -> dict[str, Any]:
+    """The one alarm on ``namespace/metric`` whose dimensions include ``dimension_values``."""
+    found = [
+        alarm for alarm in alarms(synth)
+        if alarm["Namespace"] == namespace and alarm["MetricName"] == metric
+        and all({"Name": k, "Value": v} in alarm.get("Dimensions", []) for k, v in dimension_values.items())
+    ]
+    assert len(found) == 1, f"{namespace}/{metric} {dimension_values}: {len(found)} alarms"
+    return found[0]
+
+
+def assert_above_zero(alarm: dict[str, Any], *, statistic: str = "Sum", evaluation: int = 1, datapoints: int = 1,
+                      period: int = 300) -> None:
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["Threshold"] == 0
+    assert alarm["Statistic"] == statistic
+    assert alarm["Period"] == period
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (evaluation, datapoints)
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert alarm["AlarmDescription"]
+
+
+def test_default_reads_alarm_on_the_first_fallback(synth: Synth) -> None:
+    alarm = find(synth, "SingletonFlags", "Reads", reason="DEFAULT")
+    assert dimensions(alarm) == [{"Name": "reason", "Value": "DEFAULT"}, SERVICE]
+    assert_above_zero(alarm, period=60)
+
+
+def test_stale_reads_alarm_when_sustained(synth: Synth) -> None:
+    alarm = find(synth, "SingletonFlags", "Reads", reason="STALE")
+    assert dimensions(alarm) == [{"Name": "reason", "Value": "STALE"}, SERVICE]
+    assert_above_zero(alarm, period=60, evaluation=10, datapoints=5)
+
+
+def test_api_5xx_alarm(synth: Synth) -> None:
+    (stage_id, _), = synth.resources("AWS::ApiGateway::Stage").items()
+    alarm = find(synth, "AWS/ApiGateway", "5XXError")
+    assert dimensions(alarm) == [{"Name": "ApiName", "Value": f"singleton-flags-{synth.config.stage}"},
+                                 {"Name": "Stage", "Value": {"Ref": stage_id}}]
+    assert_above_zero(alarm)
+
+
+@pytest.mark.parametrize("metric", ["Errors", "Throttles"])
+@pytest.mark.parametrize("name", sorted(HANDLERS))
+def test_function_alarms(synth: Synth, name: str, metric: str) -> None:
+    function_id, _ = tt.function_by_handler(synth.template, HANDLERS[name])
+    alarm = find(synth, "AWS/Lambda", metric, FunctionName={"Ref": function_id})
+    assert_above_zero(alarm)
+
+
+def test_dead_letter_queue_alarm(synth: Synth) -> None:
+    queue_id, _ = synth.one("AWS::SQS::Queue")
+    alarm = find(synth, "AWS/SQS", "ApproximateNumberOfMessagesVisible",
+                 QueueName={"Fn::GetAtt": [queue_id, "QueueName"]})
+    assert_above_zero(alarm, statistic="Maximum")
+
+
+def test_no_topic_without_alarm_email(synth: Synth) -> None:
+    assert synth.config.alarm_email == ""
+    assert not synth.resources("AWS::SNS::Topic")
+    assert all(not alarm.get("AlarmActions") for alarm in alarms(synth))
+
+
+def test_alarm_email_adds_an_encrypted_topic_as_every_alarm_action(variant: Synth) -> None:
+    topic_id, topic = variant.one("AWS::SNS::Topic")
+    key_id, key = variant.one("AWS::KMS::Key")
+    assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert key["Properties"]["EnableKeyRotation"] is True
+    cloudwatch = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
+                  if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert [sorted(tt.as_list(s["Action"])) for s in cloudwatch] == [["kms:Decrypt", "kms:GenerateDataKey"]]
+    (subscription,) = variant.resources("AWS::SNS::Subscription").values()
+    assert subscription["Properties"]["Protocol"] == "email"
+    assert subscription["Properties"]["Endpoint"] == "ops@example.com"
+    assert subscription["Properties"]["TopicArn"] == {"Ref": topic_id}
+    _, topic_policy = variant.one("AWS::SNS::TopicPolicy")
+    (deny,) = topic_policy["Properties"]["PolicyDocument"]["Statement"]
+    assert (deny["Effect"], deny["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
+    for alarm in alarms(variant):
+        assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+
+
+def test_dashboard_shows_reads_refreshes_conflicts_changes_windows_latency(synth: Synth) -> None:
+    _, dashboard = synth.one("AWS::CloudWatch::Dashboard")
+    body = json.loads(tt.render(dashboard["Properties"]["DashboardBody"]))
+    titles = {widget["properties"].get("title") for widget in body["widgets"]}
+    assert {"Reads by reason", "Cache refreshes", "Changes and conflicts", "Maintenance windows",
+            "API latency", "Refusals by error code", "Alarms"} <= titles
+    metrics = [line for widget in body["widgets"] for line in widget["properties"].get("metrics", [])]
+    flags_metrics = {line[1] for line in metrics if line[0] == "SingletonFlags"}
+    assert flags_metrics >= {"Reads", "CacheRefreshes", "CacheRefreshFailures", "WriteConflicts", "WriteRetries",
+                             "ChangesApplied", "WindowStarts", "WindowEnds", "WindowSkips"}
+    reasons = {line[line.index("reason") + 1] for line in metrics if line[:2] == ["SingletonFlags", "Reads"]}
+    assert reasons == {"STATIC", "CACHED", "STALE", "DEFAULT"}
+    latency = [line for line in metrics if "Latency" in line]
+    assert {line[-1]["stat"] for line in latency} == {"p50", "p99"}
+    assert any("SEARCH(" in json.dumps(line) and "Refusals" in json.dumps(line) for line in metrics)
