@@ -222,6 +222,25 @@ class TestBackOff:
         assert windows == [1.0, 2.0, 4.0, 4.0]
         failing.assert_no_pending_responses()
 
+    @pytest.mark.xfail(
+        strict=True,
+        reason="BUG functions/flags/reader.py:84: _retry_at = now + delay uses the time the failed call STARTED; "
+        "a call that spent its 1 s read timeout has used up the first window, so the next request calls again",
+    )
+    def test_the_window_starts_when_the_failed_call_returns(
+        self, ddb: Any, failing: Stubber, stale_reader: FlagReader, clock: Clock
+    ) -> None:
+        # Given a call that takes 1 s to fail (the read client's read timeout on a black-holed endpoint)
+        ddb.meta.events.register("before-parameter-build.dynamodb.GetItem", lambda **_: clock.advance(1.0))
+        fail_with(failing, "RequestTimeout", 500, times=2)
+        stale_reader.read()
+        fetches = stale_reader.provider.fetches
+        # When the next request arrives 10 ms after the failure was known (well within the 1 s window)
+        clock.advance(0.01)
+        stale_reader.read()
+        # Then it does not call DynamoDB
+        assert stale_reader.provider.fetches == fetches
+
     def test_failures_log_once_per_attempt_not_per_request(
         self, failing: Stubber, stale_reader: FlagReader, clock: Clock, stdout: Output
     ) -> None:
