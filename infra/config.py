@@ -38,7 +38,10 @@ MAX_WINDOW = timedelta(hours=24)
 
 _WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
 _TOP_FIELDS = {"stage", "cache_max_age_seconds", "max_stale_seconds", "audit_retention_days", "log_retention_days",
-               "api_throttling", "alarm_email", "maintenance_windows"}
+               "api_throttling", "alarm_email", "maintenance_windows", "system_log_level"}
+# Lambda's platform (START/END/REPORT) log level. WARN keeps those lines out of the bill; INFO brings them back.
+SYSTEM_LOG_LEVELS = ("DEBUG", "INFO", "WARN")
+DEFAULT_SYSTEM_LOG_LEVEL = "WARN"
 
 
 class ConfigError(ValueError):
@@ -81,6 +84,7 @@ class FlagsConfig:
     api_throttling: ApiThrottling
     alarm_email: str
     maintenance_windows: tuple[MaintenanceWindow, ...]
+    system_log_level: str = DEFAULT_SYSTEM_LOG_LEVEL
 
     def window(self, name: str) -> MaintenanceWindow:
         for window in self.maintenance_windows:
@@ -394,6 +398,10 @@ def parse_config(raw: Any) -> FlagsConfig:
     if log_retention not in LOG_RETENTION_DAYS:
         raise ConfigError(f"{path}.log_retention_days", f"must be one of CloudWatch's {list(LOG_RETENTION_DAYS)}, "
                                                         f"got {log_retention}")
+    system_log_level = _string(raw.get("system_log_level", DEFAULT_SYSTEM_LOG_LEVEL), f"{path}.system_log_level")
+    if system_log_level not in SYSTEM_LOG_LEVELS:
+        raise ConfigError(f"{path}.system_log_level", f"must be one of {list(SYSTEM_LOG_LEVELS)}, "
+                                                      f"got {system_log_level!r}")
     alarm_email = _string(raw.get("alarm_email", ""), f"{path}.alarm_email")
     if alarm_email and not EMAIL_PATTERN.match(alarm_email):
         raise ConfigError(f"{path}.alarm_email", f"must be an email address or empty, got {alarm_email!r}")
@@ -408,6 +416,7 @@ def parse_config(raw: Any) -> FlagsConfig:
         api_throttling=_throttling(_require(raw, "api_throttling", path), f"{path}.api_throttling"),
         alarm_email=alarm_email,
         maintenance_windows=_windows(raw.get("maintenance_windows", []), f"{path}.maintenance_windows"),
+        system_log_level=system_log_level,
     )
 
 

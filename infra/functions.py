@@ -144,7 +144,7 @@ class Functions(Construct):
             log_group=logs_group,
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
-            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            system_log_level_v2=lambda_.SystemLogLevel[self._config.system_log_level],
         )
         acknowledge(
             function,

@@ -2,7 +2,8 @@
 
 ``cdk.json`` is the app exactly as the repository configures it (what `cdk deploy` ships); the variant
 changes what cdk.json cannot show at once: an alarm email (SNS topic), a second window given by an explicit
-end cron, other throttling and stage, and one more declared flag (the seed must pick it up).
+end cron, other throttling and stage, platform log lines back on, and one more declared flag (the seed must
+pick it up).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def variant_context() -> dict[str, Any]:
     settings = context["singleton-flags"]
     settings["stage"] = "staging"
     settings["alarm_email"] = "ops@example.com"
+    settings["system_log_level"] = "INFO"
     settings["api_throttling"] = {"read": {"rate_limit": 50, "burst_limit": 100},
                                   "write": {"rate_limit": 2, "burst_limit": 4}}
     settings["maintenance_windows"] = [*settings["maintenance_windows"], NIGHTLY_WINDOW]

@@ -66,6 +66,7 @@ def test_shipped_cdk_json_is_valid_and_typed() -> None:
     assert (config.api_throttling.read.rate_limit, config.api_throttling.read.burst_limit) == (200, 400)
     assert (config.api_throttling.write.rate_limit, config.api_throttling.write.burst_limit) == (5, 10)
     assert config.alarm_email == ""
+    assert config.system_log_level == "WARN"  # the default: START/END/REPORT lines are not billed
     (window,) = config.maintenance_windows
     assert window == MaintenanceWindow(
         name="weekly-patching",
@@ -97,6 +98,10 @@ def test_config_module_does_not_import_cdk() -> None:
 
     code = "import sys, infra.config; sys.exit(1 if any(m.startswith('aws_cdk') for m in sys.modules) else 0)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT).returncode == 0
+
+
+def test_system_log_level_can_bring_platform_lines_back() -> None:
+    assert parse_config(settings(system_log_level="INFO")).system_log_level == "INFO"
 
 
 def test_context_given_as_json_text_is_accepted() -> None:
@@ -247,6 +252,7 @@ def test_windows_must_be_a_list() -> None:
         ({"log_retention_days": 0}, "log_retention_days", "between"),
         ({"alarm_email": "not-an-email"}, "alarm_email", "email"),
         ({"alarm_email": None}, "alarm_email", "string"),
+        ({"system_log_level": "ERROR"}, "system_log_level", "one of ['DEBUG', 'INFO', 'WARN']"),
     ],
 )
 def test_bad_setting_is_refused_naming_its_key(changes: dict[str, Any], key: str, fragment: str) -> None:

@@ -105,6 +105,13 @@ def test_maintenance_windows_env_follows_the_config(variant: Synth) -> None:
     assert windows == {"weekly-patching": {"duration_seconds": 3600}, "nightly-reindex": {"duration_seconds": 6300}}
 
 
+def test_system_log_level_follows_the_config(variant: Synth) -> None:
+    # Given system_log_level INFO (START/END/REPORT lines wanted) / Then every function logs them
+    for name in HANDLERS:
+        _, resource = function(variant, name)
+        assert resource["Properties"]["LoggingConfig"]["SystemLogLevel"] == "INFO"
+
+
 def test_code_asset_is_functions_without_litter(synth: Synth) -> None:
     # The three functions share one asset: functions/ as it is, declarations.json included, no caches/tests
     keys = {function(synth, name)[1]["Properties"]["Code"]["S3Key"] for name in HANDLERS}
