@@ -84,7 +84,9 @@ def seed_table(client: Any, table: str, declarations: Declarations) -> None:
     client.update_item(**seed_update_params(table, declarations))
 
 
-def _write_retrying_conflicts(store: FlagStore, values: dict[str, Any], actor: str, result: RunResult) -> tuple[Any, int]:
+def _write_retrying_conflicts(
+    store: FlagStore, values: dict[str, Any], actor: str, result: RunResult
+) -> tuple[Any, int]:
     attempts = 0
     for _ in range(MAX_REQUESTS_PER_WRITE):
         try:

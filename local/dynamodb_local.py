@@ -136,9 +136,7 @@ def create_table(client: Any, name: str) -> None:
         BillingMode="PAY_PER_REQUEST",
     )
     client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 50})
-    client.update_time_to_live(
-        TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTR}
-    )
+    client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTR})
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -241,7 +239,9 @@ def start(*, startup_timeout: float = STARTUP_TIMEOUT_SECONDS, port: int | None 
 
 
 @contextmanager
-def running_dynamodb_local(*, startup_timeout: float = STARTUP_TIMEOUT_SECONDS, port_attempts: int = 3) -> Iterator[str]:
+def running_dynamodb_local(
+    *, startup_timeout: float = STARTUP_TIMEOUT_SECONDS, port_attempts: int = 3
+) -> Iterator[str]:
     """Yield the endpoint URL of a fresh in-memory DynamoDB Local; stop it when the block ends, however.
 
     A port that another process grabbed between our probe and the JVM's bind makes the JVM exit: retried on

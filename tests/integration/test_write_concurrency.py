@@ -31,6 +31,7 @@ from flags.store import FlagStore, audit_record
 from tests.conftest import FakeLambdaContext, rest_event
 from tests.integration.conftest import read_singleton, read_trail
 
+
 def initial_state(client: Any, table: str, declarations: Declarations) -> tuple[int, dict[str, Any]]:
     snapshot = Snapshot.from_item(read_singleton(client, table), declarations, fetched_at=0)
     assert snapshot.found and not snapshot.fallen_back
@@ -71,15 +72,21 @@ def assert_nothing_lost(
     raw_by_version = {int(item["version"]["N"]): item for item in raw_trail}
     for record in trail:
         for name, change in record["changes"].items():
-            assert change["old"] == state[name], f"v{record['version']} {name}: old {change['old']!r} != {state[name]!r}"
+            assert change["old"] == state[name], (
+                f"v{record['version']} {name}: old {change['old']!r} != {state[name]!r}"
+            )
             assert change["new"] != change["old"]
             state[name] = change["new"]
-        stored_state = {name: decode_plain(value) for name, value in raw_by_version[record["version"]]["state"]["M"].items()}
+        stored_state = {
+            name: decode_plain(value) for name, value in raw_by_version[record["version"]]["state"]["M"].items()
+        }
         assert stored_state == state, f"v{record['version']}: audit state differs from the replay"
         states_after[record["version"]] = dict(state)
 
     # 3. every acknowledged value held right after its version; the last ones still hold where untouched
-    last_touch = {name: max((r["version"] for r in trail if name in r["changes"]), default=initial_version) for name in state}
+    last_touch = {
+        name: max((r["version"] for r in trail if name in r["changes"]), default=initial_version) for name in state
+    }
     checked_last_values = 0
     for ack in result.acks:
         for name, value in ack.values.items():
@@ -209,7 +216,10 @@ def test_conflict_that_exhausts_retries_is_409_with_retry_after(
     # Then 409 WRITE_CONFLICT with Retry-After, and nothing written
     assert response["statusCode"] == 409
     assert json.loads(response["body"])["error"]["code"] == "WRITE_CONFLICT"
-    headers = {**response.get("headers", {}), **{k: v[-1] for k, v in (response.get("multiValueHeaders") or {}).items()}}
+    headers = {
+        **response.get("headers", {}),
+        **{k: v[-1] for k, v in (response.get("multiValueHeaders") or {}).items()},
+    }
     assert int(headers["Retry-After"]) >= 1
     assert read_singleton(ddb_local, flags_table) == item_before
     assert read_trail(ddb_local, flags_table) == trail_before
@@ -221,7 +231,9 @@ def test_the_proof_catches_a_lost_update(
     # Given a small concurrent run that passes the proof
     initial_version, initial_values = initial_state(ddb_local, flags_table, declarations)
     result = run_writers(client_factory, flags_table, declarations=declarations, writers=4, changes=3)
-    assert_nothing_lost(result, ddb_local, flags_table, declarations, initial_version, initial_values, writers=4, changes=3)
+    assert_nothing_lost(
+        result, ddb_local, flags_table, declarations, initial_version, initial_values, writers=4, changes=3
+    )
 
     # When the last write is overwritten the way a read-modify-PutItem race does (value regresses, version kept)
     item = read_singleton(ddb_local, flags_table)

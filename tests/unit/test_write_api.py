@@ -451,7 +451,15 @@ def test_history_refuses_a_bad_limit(api: WriteApi, limit: str) -> None:
 
 @pytest.mark.parametrize(
     "cursor",
-    ["not-a-cursor", "e30", encode_cursor(1).replace("e", "!"), "eyJ2IjotMX0", "eyJ2IjoiMSJ9", "eyJ2Ijp0cnVlfQ", "x" * 201],
+    [
+        "not-a-cursor",
+        "e30",
+        encode_cursor(1).replace("e", "!"),
+        "eyJ2IjotMX0",
+        "eyJ2IjoiMSJ9",
+        "eyJ2Ijp0cnVlfQ",
+        "x" * 201,
+    ],
     ids=["garbage", "empty-object", "bad-base64", "negative", "string-version", "bool-version", "too-long"],
 )
 def test_history_refuses_a_bad_cursor(api: WriteApi, cursor: str) -> None:
@@ -500,8 +508,11 @@ def test_revert_with_a_stale_if_match_is_412(api: WriteApi) -> None:
 
 @pytest.mark.parametrize(
     ("method", "path", "status", "code"),
-    [("PUT", "/flags", 405, "METHOD_NOT_ALLOWED"), ("DELETE", "/flags/history", 405, "METHOD_NOT_ALLOWED"),
-     ("POST", "/nowhere", 404, "NOT_FOUND")],
+    [
+        ("PUT", "/flags", 405, "METHOD_NOT_ALLOWED"),
+        ("DELETE", "/flags/history", 405, "METHOD_NOT_ALLOWED"),
+        ("POST", "/nowhere", 404, "NOT_FOUND"),
+    ],
 )
 def test_an_unsupported_route_is_405_or_404(api: WriteApi, method: str, path: str, status: int, code: str) -> None:
     before = api.state()
@@ -541,7 +552,11 @@ def test_patch_sets_only_the_changed_attributes(api: WriteApi) -> None:
     assert len(calls) == 1
     update, put = calls[0]["TransactItems"][0]["Update"], calls[0]["TransactItems"][1]["Put"]
     assert set_attributes(update) == {
-        "signup_enabled", "api_rate_limit_per_minute", VERSION_ATTR, "updated_at", UPDATED_BY_ATTR,
+        "signup_enabled",
+        "api_rate_limit_per_minute",
+        VERSION_ATTR,
+        "updated_at",
+        UPDATED_BY_ATTR,
     }
     assert "REMOVE" not in update["UpdateExpression"]
     assert update["ConditionExpression"] == "#version = :current"
