@@ -1,0 +1,106 @@
+"""The write function end to end on DynamoDB Local: AWS's engine checks every expression moto might let pass.
+
+The store and reader are built with ``flags.aws.dynamodb_client`` while ``AWS_ENDPOINT_URL_DYNAMODB`` points at
+DynamoDB Local, so this also proves that the functions' clients follow botocore's endpoint variable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from flags.declarations import Declarations
+from flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
+from flags.provider import SingletonProvider
+from flags.reader import FlagReader
+from flags.store import FlagStore, Ownership
+from tests.conftest import FakeLambdaContext, rest_event
+from tests.integration.conftest import read_singleton, read_trail
+
+Call = Callable[..., tuple[int, dict[str, Any], dict[str, str]]]
+
+
+@pytest.fixture
+def call(local_endpoint: str, flags_table: str, monkeypatch: pytest.MonkeyPatch) -> Call:
+    """Invoke the write function (store and reader on a client resolved from the environment)."""
+    import write_api.handler as module
+
+    client = dynamodb_client(WRITE_CLIENT_CONFIG)
+    assert client.meta.endpoint_url == local_endpoint
+    monkeypatch.setattr(module, "STORE", FlagStore(client, flags_table, module.DECLARATIONS))
+    provider = SingletonProvider(client=client, table_name=flags_table, declarations=module.DECLARATIONS)
+    monkeypatch.setattr(module, "READER", FlagReader(provider, module.DECLARATIONS))
+
+    def invoke(method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, **query: str):
+        event = rest_event(method, path, body=body, headers=headers)
+        if query:
+            event["queryStringParameters"] = query
+            event["multiValueQueryStringParameters"] = {key: [value] for key, value in query.items()}
+        response = module.handler(event, FakeLambdaContext())
+        single = {name: values[-1] for name, values in (response.get("multiValueHeaders") or {}).items()}
+        return response["statusCode"], json.loads(response["body"]), {**(response.get("headers") or {}), **single}
+
+    return invoke
+
+
+def patch(call: Call, flags: dict[str, Any], **headers: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+    return call("PATCH", "/flags", {"flags": flags, "reason": "integration"}, headers or None)
+
+
+def test_patch_if_match_and_no_op_on_the_real_engine(call: Call, ddb_local: Any, flags_table: str) -> None:
+    status, body, headers = patch(call, {"signup_enabled": False, "api_rate_limit_per_minute": 1200})
+    assert (status, body["version"], headers["ETag"]) == (200, 1, '"1"')
+    status, body, _ = patch(call, {"signup_enabled": False})
+    assert (status, body["applied"], body["version"]) == (200, False, 1)
+    status, body, headers = patch(call, {"trace_sample_rate": 0.5}, **{"If-Match": '"0"'})
+    assert (status, body["error"]["current_version"], headers["ETag"]) == (412, 1, '"1"')
+    status, body, _ = patch(call, {"trace_sample_rate": 0.5}, **{"If-Match": '"1"'})
+    assert (status, body["version"], body["flags"]["trace_sample_rate"]) == (200, 2, 0.5)
+    assert read_singleton(ddb_local, flags_table)[VERSION_ATTR] == {"N": "2"}
+    assert len(read_trail(ddb_local, flags_table)) == 2
+
+
+def test_history_pages_and_revert_on_the_real_engine(call: Call) -> None:
+    for rate in range(701, 706):  # versions 1..5
+        patch(call, {"api_rate_limit_per_minute": rate})
+    versions, cursor = [], None
+    while True:
+        status, body, _ = call("GET", "/flags/history", limit="2", **({"cursor": cursor} if cursor else {}))
+        assert status == 200
+        versions += [record["version"] for record in body["records"]]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert versions == [5, 4, 3, 2, 1]
+    status, body, _ = call("POST", "/flags/revert", {"version": 2, "reason": "back to 702"})
+    assert (status, body["version"], body["flags"]["api_rate_limit_per_minute"]) == (200, 6, 702)
+    _, body, _ = call("GET", "/flags/history", limit="1")
+    assert (body["records"][0]["kind"], body["records"][0]["reverted_to"]) == ("revert", 2)
+
+
+def test_a_manual_switch_removes_the_windows_ownership_on_the_real_engine(
+    call: Call, ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    FlagStore(ddb_local, flags_table, declarations).change(
+        {"maintenance_mode": True}, actor="scheduler", reason="window", ownership=Ownership("nightly", 2_000_000_000)
+    )
+    status, _, _ = patch(call, {"maintenance_mode": False})
+    item = read_singleton(ddb_local, flags_table)
+    assert status == 200 and item["maintenance_mode"] == {"BOOL": False}
+    assert MAINTENANCE_OWNER_ATTR not in item and MAINTENANCE_DEADLINE_ATTR not in item
+
+
+def test_a_write_after_the_singleton_was_deleted_continues_the_versions(
+    call: Call, ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    patch(call, {"signup_enabled": False})
+    patch(call, {"ai_search_enabled": True})
+    ddb_local.delete_item(TableName=flags_table, Key=singleton_key())
+    status, body, headers = patch(call, {"search_ranking": "hybrid"})
+    assert (status, body["version"], headers["ETag"]) == (200, 3, '"3"'), body
+    assert body["flags"] == {**declarations.initials(), "search_ranking": "hybrid"}
+    assert [int(record["version"]["N"]) for record in read_trail(ddb_local, flags_table)] == [1, 2, 3]
