@@ -1,0 +1,161 @@
+"""What the local runner answers: the deployed routes (through the functions) plus three local-only routes.
+
+- every route of ``flags.routes.ROUTES``: a REST proxy event to the function the stack maps it to;
+- ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
+  (``infra.config.schedule_payload``), delivered to the maintenance function; never deployed;
+- ``GET /openapi.json`` and ``GET /docs`` (Swagger UI).
+
+A path no route knows answers 404; a known path under another method 405 with ``Allow`` (the same answers
+and codes as ``flags.http.no_route_response``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+
+from flags.http import error_body, json_response, no_route_response
+from flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route
+from infra.config import ACTIONS, FlagsConfig, schedule_payload
+from local.functions import Functions
+from local.gateway import Caller, HttpResponse, RouteMatch, http_response, match_route, proxy_event
+
+OPENAPI = "openapi"
+DOCS = "docs"
+SCHEDULER = "scheduler"
+SCHEDULER_PATH = "/_scheduler/{window}/{action}"
+LOCAL_ROUTES: tuple[Route, ...] = (
+    Route("GET", "/openapi.json", OPENAPI),
+    Route("GET", "/docs", DOCS),
+    Route("POST", SCHEDULER_PATH, SCHEDULER),
+)
+SWAGGER_UI_VERSION = "5"  # swagger-ui-dist major version, from unpkg (the browser needs internet for /docs)
+
+SWAGGER_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>singleton-flags (local)</title>
+  <link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@{version}/swagger-ui.css">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="https://unpkg.com/swagger-ui-dist@{version}/swagger-ui-bundle.js" crossorigin></script>
+  <script>
+    window.ui = SwaggerUIBundle({{url: "/openapi.json", dom_id: "#swagger-ui", tryItOutEnabled: true}});
+  </script>
+</body>
+</html>
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    raw_path: str
+    query: str
+    headers: Sequence[tuple[str, str]]
+    body: bytes
+    client_ip: str = "127.0.0.1"
+
+
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> HttpResponse:
+    payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8")
+    return HttpResponse(status, [("Content-Type", "application/json"), *(headers or {}).items()], payload)
+
+
+def _from_powertools(response: Response) -> HttpResponse:
+    headers: list[tuple[str, str]] = []
+    for name, value in response.headers.items():
+        headers.extend((name, item) for item in (value if isinstance(value, list) else [value]))
+    body = response.body if isinstance(response.body, bytes) else str(response.body or "").encode("utf-8")
+    return HttpResponse(response.status_code, headers, body)
+
+
+def _error(status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None) -> HttpResponse:
+    return _from_powertools(json_response(status, error_body(code, message), headers))
+
+
+class LocalApi:
+    def __init__(
+        self,
+        functions: Functions,
+        config: FlagsConfig,
+        openapi_document: dict[str, Any],
+        *,
+        caller: Caller | None = None,
+    ) -> None:
+        self._functions = functions
+        self._config = config
+        self._openapi = json.dumps(openapi_document, indent=2).encode("utf-8")
+        self._caller = caller or Caller()
+
+    def handle(self, request: Request) -> HttpResponse:
+        found = match_route((*ROUTES, *LOCAL_ROUTES), request.method, request.raw_path)
+        if not isinstance(found, RouteMatch):
+            return self._no_route(request)
+        if found.route.function == OPENAPI:
+            return HttpResponse(200, [("Content-Type", "application/json")], self._openapi)
+        if found.route.function == DOCS:
+            page = SWAGGER_PAGE.format(version=SWAGGER_UI_VERSION).encode("utf-8")
+            return HttpResponse(200, [("Content-Type", "text/html; charset=utf-8")], page)
+        if found.route.function == SCHEDULER:
+            return self._schedule(found.path_parameters["window"], found.path_parameters["action"])
+        return self._proxy(request, found)
+
+    @staticmethod
+    def _no_route(request: Request) -> HttpResponse:
+        local = match_route(LOCAL_ROUTES, request.method, request.raw_path)
+        if isinstance(local, list) and local:  # a local-only path under another method
+            methods = ", ".join(local)
+            message = f"{request.method} is not supported on {request.raw_path}; use {methods}"
+            return _error(HTTPStatus.METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", message, {"Allow": methods})
+        return _from_powertools(no_route_response(request.method, request.raw_path))
+
+    def _proxy(self, request: Request, match: RouteMatch) -> HttpResponse:
+        request_id = str(uuid.uuid4())
+        event = proxy_event(
+            method=request.method,
+            raw_path=request.raw_path,
+            query=request.query,
+            headers=request.headers,
+            body=request.body,
+            match=match,
+            stage=self._config.stage,
+            caller=Caller(self._caller.name, request.client_ip),
+            request_id=request_id,
+        )
+        try:
+            response = http_response(self._functions.invoke(match.route.function, event, request_id))
+        except Exception as exc:  # noqa: BLE001 - a Lambda error (or a malformed proxy answer) is API Gateway's 502
+            return self._function_error(match.route.function, exc)
+        return HttpResponse(response.status, [*response.headers, ("x-amzn-RequestId", request_id)], response.body)
+
+    def _schedule(self, window: str, action: str) -> HttpResponse:
+        names = [known.name for known in self._config.maintenance_windows]
+        if window not in names or action not in ACTIONS:
+            return _error(
+                HTTPStatus.NOT_FOUND,
+                "WINDOW_NOT_FOUND",
+                f"no schedule {window}/{action}: windows in cdk.json are {names or 'none'}, actions {list(ACTIONS)}",
+            )
+        payload = schedule_payload(window, action)
+        try:
+            result = self._functions.invoke(MAINTENANCE_FUNCTION, payload)
+        except Exception as exc:  # noqa: BLE001 - the scheduler would retry, then dead-letter; we report it
+            return self._function_error(MAINTENANCE_FUNCTION, exc)
+        return _json(200, {"delivered": payload, "result": result})
+
+    @staticmethod
+    def _function_error(function: str, exc: Exception) -> HttpResponse:
+        print(f"[{function} function] invocation failed:", file=sys.stderr)
+        traceback.print_exception(exc, file=sys.stderr)
+        return _error(HTTPStatus.BAD_GATEWAY, "FUNCTION_ERROR", f"the {function} function failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,139 @@
+"""The runner's DynamoDB: embedded in memory (moto), or the one ``AWS_ENDPOINT_URL_DYNAMODB`` names.
+
+Embedded: moto's ``mock_aws`` in this process. moto's HTTP server mode (``ThreadedMotoServer``) needs Flask
+(``moto[server]``), which the project does not install; in process, every boto3 client the functions create
+is answered by moto at botocore's ``before-send`` hook: botocore still serialises each request and parses
+each answer as it would over the wire, only the socket is skipped. moto's conditional writes are not atomic
+under concurrency, so the runner serialises invocations (``local.functions``).
+
+Either way the table is created if absent (as the stack creates it: PK/SK strings, on demand, TTL on
+``expires_at``) and seeded with ``flags.seed.seed_update_params``, the very parameters the stack's custom
+resource sends (``if_not_exists``: seeding an existing table changes no live value).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ReadTimeoutError,
+)
+
+from flags.declarations import Declarations
+from flags.seed import seed_update_params
+from local.dynamodb_local import create_table
+
+ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
+# A dead endpoint must fail the start within seconds, not after botocore's default 60 s and retries.
+PROBE_CONFIG = Config(connect_timeout=1.0, read_timeout=3.0, retries={"total_max_attempts": 1, "mode": "standard"})
+_UNREACHABLE = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError)
+
+
+class BackendError(RuntimeError):
+    """DynamoDB cannot be used; the message is the one line the runner prints."""
+
+
+def is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class EmbeddedDynamoDB:
+    """moto in this process, for as long as the runner lives."""
+
+    label = "embedded in-memory DynamoDB (moto)"
+
+    def __init__(self) -> None:
+        from moto import mock_aws
+
+        self._mock = mock_aws()
+
+    def start(self) -> None:
+        self._mock.start()
+
+    def stop(self) -> None:
+        self._mock.stop()
+
+
+class ExternalDynamoDB:
+    """The DynamoDB the user named; nothing to start or stop."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.label = f"DynamoDB at {endpoint}"
+
+    def start(self) -> None:
+        if is_loopback(self.endpoint) and boto3.Session().get_credentials() is None:
+            # DynamoDB Local accepts any credentials but botocore will not sign without some.
+            os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
+            os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
+
+    def stop(self) -> None:
+        pass
+
+
+def choose_backend(env: dict[str, str] | os._Environ[str]) -> EmbeddedDynamoDB | ExternalDynamoDB:
+    endpoint = env.get(ENDPOINT_ENV, "").strip()
+    return ExternalDynamoDB(endpoint) if endpoint else EmbeddedDynamoDB()
+
+
+@contextmanager
+def _translated(label: str, operation: str) -> Iterator[None]:
+    """botocore's failures of ``operation`` -> one BackendError line."""
+    try:
+        yield
+    except _UNREACHABLE as exc:
+        raise BackendError(
+            f"cannot reach {label} ({type(exc).__name__}); start it, or unset {ENDPOINT_ENV} for the embedded one"
+        ) from exc
+    except NoCredentialsError as exc:
+        raise BackendError(f"no AWS credentials to call {label}: set a profile or AWS_ACCESS_KEY_ID") from exc
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        raise BackendError(f"{label} refused {operation}: {error.get('Code')}: {error.get('Message')}") from exc
+    except BotoCoreError as exc:
+        raise BackendError(f"{label} failed on {operation}: {exc}") from exc
+
+
+def _table_exists(client: Any, table_name: str) -> bool:
+    try:
+        client.describe_table(TableName=table_name)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return False
+        raise
+    return True
+
+
+def prepare_table(table_name: str, sort_key: str, declarations: Declarations, label: str) -> bool:
+    """Create the table if absent, then seed it; True when it was created."""
+    try:
+        client = boto3.client("dynamodb", config=PROBE_CONFIG)
+    except ValueError as exc:  # e.g. an endpoint URL botocore cannot parse
+        raise BackendError(f"cannot use {label}: {exc}") from exc
+    with _translated(label, "DescribeTable"):
+        exists = _table_exists(client, table_name)
+    if not exists:
+        with _translated(label, "CreateTable"):
+            create_table(client, table_name)
+    with _translated(label, "UpdateItem (seed)"):
+        client.update_item(**seed_update_params(table_name, declarations, sort_key))
+    return not exists

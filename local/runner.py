@@ -1,0 +1,173 @@
+"""``python -m local``: the whole API on http://127.0.0.1:3000 over an embedded (or the named) DynamoDB.
+
+Start-up, in order, each failure one line on stderr and exit status 1 (no traceback):
+cdk.json and the declarations -> the functions' environment -> the port (bound before anything slow) ->
+DynamoDB (table created if absent, then seeded) -> the three functions' cold starts -> the banner.
+Ctrl-C (or SIGTERM) stops it and exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from contextlib import ExitStack
+from typing import Any
+
+import local.paths  # noqa: F401 - first: puts functions/ on sys.path
+
+from flags.declarations import Declarations, load_declarations  # noqa: E402
+from flags.errors import DeclarationError  # noqa: E402
+from flags.routes import HANDLERS, WRITE_FUNCTION  # noqa: E402
+from flags.settings import Settings, SettingsError  # noqa: E402
+from infra.config import ConfigError, FlagsConfig, load_config, windows_env  # noqa: E402
+from infra.constants import METRICS_NAMESPACE, SERVICE_NAME  # noqa: E402
+from local.api import LocalApi  # noqa: E402
+from local.backend import BackendError, choose_backend, prepare_table  # noqa: E402
+from local.functions import Functions, load_handler  # noqa: E402
+from local.openapi import build_document  # noqa: E402
+from local.server import LOOPBACK, LocalServer  # noqa: E402
+
+DEFAULT_PORT = 3000
+DEFAULT_TABLE = "singleton-flags-local"
+DEFAULT_REGION = "us-east-1"
+LOCAL_ACTOR = "local-admin"
+PREFIX = "singleton-flags local:"
+
+
+class StartupError(RuntimeError):
+    """The runner cannot start; the message is the one line it prints."""
+
+
+def parse_port(raw: str | None) -> int:
+    value = (raw or "").strip() or str(DEFAULT_PORT)
+    if not value.isdigit() or not 0 <= int(value) <= 65535:
+        raise StartupError(f"PORT must be a port number (0-65535; 0 picks a free one), got {raw!r}")
+    return int(value)
+
+
+def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """What the stack puts in the functions' environment (infra/functions.py), with local values.
+
+    The user's own TABLE_NAME, cache age, region... win; the windows always come from cdk.json, as deployed.
+    """
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+    defaults = {
+        "TABLE_NAME": DEFAULT_TABLE,
+        "FLAGS_LOCAL_ACTOR": LOCAL_ACTOR,
+        "POWERTOOLS_PARAMETERS_MAX_AGE": str(config.cache_max_age_seconds),
+        "FLAGS_MAX_STALE_SECONDS": str(config.max_stale_seconds),
+        "FLAGS_AUDIT_RETENTION_DAYS": str(config.audit_retention_days),
+        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+        "POWERTOOLS_METRICS_DISABLED": "1",  # no EMF blobs in a terminal
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
+    }
+    resolved = {key: env.get(key) or value for key, value in defaults.items()}
+    resolved["MAINTENANCE_WINDOWS"] = windows_env(config)
+    resolved["POWERTOOLS_TRACE_DISABLED"] = "1"  # no X-Ray daemon here
+    return resolved
+
+
+def _load() -> tuple[FlagsConfig, Declarations]:
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        raise StartupError(f"broken configuration in cdk.json: {exc}") from exc
+    try:
+        declarations = load_declarations()
+    except DeclarationError as exc:
+        raise StartupError(f"broken flag declarations: {exc}") from exc
+    return config, declarations
+
+
+def _bind(port: int) -> LocalServer:
+    try:
+        return LocalServer(port)
+    except OSError as exc:
+        if exc.errno in (98, 48):  # EADDRINUSE on Linux, macOS
+            raise StartupError(f"port {port} on {LOOPBACK} is already in use: stop what holds it or set PORT") from exc
+        raise StartupError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror or exc}") from exc
+
+
+def _cold_starts() -> Functions:
+    handlers = {}
+    for name, target in HANDLERS.items():
+        try:
+            handlers[name] = load_handler(target)
+        except Exception as exc:  # noqa: BLE001 - a cold start that raises, whatever it raises, is one line
+            raise StartupError(f"the {name} function ({target}) failed its cold start: {type(exc).__name__}: {exc}") from exc
+    return Functions(handlers, name_prefix=f"{SERVICE_NAME}-local")
+
+
+def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_label: str, table: str) -> str:
+    flag = next((spec for spec in declarations.values() if spec.type == "bool"), None)
+    change = f'{{"{flag.name}": {str(not flag.initial).lower()}}}' if flag else "{}"
+    windows = [window.name for window in config.maintenance_windows]
+    lines = [
+        "singleton-flags: local runner",
+        f"  API         {url}  (caller: {LOCAL_ACTOR}, stage {config.stage})",
+        f"  Swagger UI  {url}/docs",
+        f"  OpenAPI     {url}/openapi.json",
+        f"  DynamoDB    {backend_label}, table {table}",
+    ]
+    if windows:
+        lines.append(f"  Schedules   POST {url}/_scheduler/{{{'|'.join(windows)}}}/{{start|end}}")
+    lines += [
+        "Try:",
+        f"  curl -i {url}/flags",
+        f"  curl -i -X PATCH {url}/flags -H 'Content-Type: application/json' "
+        f"-d '{{\"flags\": {change}, \"reason\": \"trying the local runner\"}}'",
+        f"  curl -s {url}/flags/history",
+        "Ctrl-C stops it.",
+    ]
+    return "\n".join(lines)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def run() -> None:
+    port = parse_port(os.environ.get("PORT"))
+    config, declarations = _load()
+    os.environ.update(function_environment(config, os.environ))
+    try:
+        settings = Settings.from_env(os.environ)
+    except SettingsError as exc:
+        raise StartupError(f"bad function environment: {exc}") from exc
+    with ExitStack() as stack:
+        server = _bind(port)
+        stack.callback(server.server_close)
+        backend = choose_backend(os.environ)
+        backend.start()
+        stack.callback(backend.stop)
+        try:
+            created = prepare_table(settings.table_name, settings.item_sort_key, declarations, backend.label)
+        except BackendError as exc:
+            raise StartupError(str(exc)) from exc
+        functions = _cold_starts()
+        write_app = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]].app
+        document = build_document(write_app, list(declarations), server_url=server.url, stage=config.stage)
+        server.api = LocalApi(functions, config, document)
+        state = "created and seeded" if created else "seeded (existing values kept)"
+        print(banner(server.url, config, declarations, backend.label, f"{settings.table_name} ({state})"), flush=True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            server.serve_forever(poll_interval=0.2)
+        except KeyboardInterrupt:
+            print("\nsingleton-flags: local runner stopped", flush=True)
+
+
+def main() -> int:
+    try:
+        run()
+    except StartupError as exc:
+        print(f"{PREFIX} {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0

@@ -1,0 +1,102 @@
+"""The HTTP side of the local runner: stdlib ThreadingHTTPServer on loopback, moving bytes to ``LocalApi``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from local.api import LocalApi, Request
+from local.gateway import HttpResponse
+
+LOOPBACK = "127.0.0.1"
+MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+class BodyTooLarge(ValueError):
+    pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: every answer carries Content-Length
+    server_version = "singleton-flags-local"
+    api: LocalApi  # set on the subclass made by make_server
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks, total = [], 0
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(chunks)
+                total += size
+                if total > MAX_BODY_BYTES:
+                    raise BodyTooLarge(total)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            raise BodyTooLarge(length)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _dispatch(self) -> None:
+        started = time.monotonic()
+        try:
+            body = self._read_body()
+        except (BodyTooLarge, ValueError):
+            self.close_connection = True
+            self._send(HttpResponse(int(HTTPStatus.REQUEST_ENTITY_TOO_LARGE), [("Content-Type", "application/json")],
+                                    b'{"error":{"code":"REQUEST_TOO_LARGE","message":"request body over 10 MB"}}'))
+            return
+        target = urlsplit(self.path)
+        request = Request(
+            method=self.command,
+            raw_path=target.path or "/",
+            query=target.query,
+            headers=list(self.headers.items()),
+            body=body,
+            client_ip=self.client_address[0],
+        )
+        response = self.server.api.handle(request)  # type: ignore[attr-defined]
+        self._send(response)
+        elapsed_ms = (time.monotonic() - started) * 1000
+        sys.stderr.write(f"{self.command} {self.path} -> {response.status} ({elapsed_ms:.1f} ms)\n")
+
+    def _send(self, response: HttpResponse) -> None:
+        self.send_response(response.status)
+        no_body = self.command == "HEAD" or response.status in (204, 304) or response.status < 200
+        for name, value in response.headers:
+            if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                self.send_header(name, value)
+        if not no_body or self.command == "HEAD":
+            self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        if not no_body:
+            self.wfile.write(response.body)
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass  # _dispatch writes one line per request, with its duration
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's signature
+        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+for _method in METHODS:
+    setattr(_Handler, f"do_{_method}", _Handler._dispatch)
+
+
+class LocalServer(ThreadingHTTPServer):
+    daemon_threads = True  # Ctrl-C does not wait for keep-alive connections
+
+    def __init__(self, port: int, api: LocalApi | None = None) -> None:
+        self.api = api  # set once the functions are loaded, before serving
+        super().__init__((LOOPBACK, port), _Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.server_address[1]}"

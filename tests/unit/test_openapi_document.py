@@ -1,0 +1,111 @@
+"""The one OpenAPI document (local/openapi.py) and the route table must agree, and the document must be valid.
+
+The fuzz tier (tests/e2e/test_fuzz_api.py) then holds every real answer to this document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import schemathesis
+
+from flags.declarations import Declarations
+from flags.errors import FlagsError
+from flags.routes import READ_FUNCTION, ROUTES
+from local.openapi import OPERATION_ERRORS, RESPONSE_NAMES, build_document, error_codes, operations
+
+
+@pytest.fixture
+def document(declarations: Declarations) -> dict[str, Any]:
+    from write_api.handler import app  # module scope needs TABLE_NAME and a region: set by aws_env
+
+    return build_document(app, list(declarations), server_url="http://127.0.0.1:3000")
+
+
+def _operation(document: dict[str, Any], method: str, path: str) -> dict[str, Any]:
+    return document["paths"][path][method.lower()]
+
+
+def _resolve(document: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        *_, section, name = node["$ref"].split("/")
+        node = document["components"][section][name]
+    return node
+
+
+def test_the_document_has_exactly_the_operations_of_the_route_table(document):
+    # Then: nothing missing, nothing extra (the runner's /_scheduler, /openapi.json, /docs are not deployed)
+    assert operations(document) == {(route.method, route.path) for route in ROUTES}
+
+
+def test_the_document_is_a_valid_openapi_3_1_document(document):
+    schema = schemathesis.openapi.from_dict(document)
+    schema.validate()  # raises on a document that breaks the OpenAPI meta-schema
+    assert document["openapi"].startswith("3.1")
+
+
+def test_each_operation_documents_the_statuses_its_function_answers(document):
+    for route in ROUTES:
+        responses = _operation(document, route.method, route.path)["responses"]
+        expected = {"200", "304"} if route.function == READ_FUNCTION else {"200"}
+        expected |= {str(status) for status in OPERATION_ERRORS[(route.method, route.path)]}  # every route listed
+        assert set(responses) == expected, f"{route.method} {route.path}"
+        assert "422" not in responses  # Powertools' default is mapped to 400 by the write function
+
+
+def test_every_error_answer_is_the_error_contract_with_the_codes_of_its_status(document):
+    codes = error_codes()
+    for status, name in RESPONSE_NAMES.items():
+        schema = document["components"]["responses"][name]["content"]["application/json"]["schema"]
+        error = schema["properties"]["error"]
+        assert schema["required"] == ["error"] and error["required"] == ["code", "message"]
+        assert error["properties"]["code"]["enum"] == codes[status]
+
+
+def test_the_error_codes_come_from_the_domain_errors():
+    codes = error_codes()
+    pending = [FlagsError]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        assert cls.code in codes[int(cls.status)], cls.__name__
+    assert "NOT_FOUND" in codes[404] and codes[405] == ["METHOD_NOT_ALLOWED"]
+
+
+def test_the_flag_values_schema_is_the_declarations(document, declarations):
+    values = document["components"]["schemas"]["FlagValues"]
+    assert set(values["properties"]) == set(values["required"]) == set(declarations)
+    changes = document["components"]["schemas"]["FlagChanges"]
+    float_flags = [spec for spec in declarations.values() if spec.type == "float" and spec.minimum is not None]
+    for spec in float_flags:  # pydantic's ge/le on a float|int union are turned into JSON Schema bounds
+        assert changes["properties"][spec.name]["minimum"] == spec.minimum
+        assert "ge" not in changes["properties"][spec.name]
+
+
+def test_read_routes_are_described_without_the_read_function(document, declarations):
+    flags = _operation(document, "GET", "/flags")
+    one = _operation(document, "GET", "/flags/{name}")
+    assert flags["tags"] == one["tags"] == [READ_FUNCTION]
+    assert _resolve(document, flags["responses"]["200"]["content"]["application/json"]["schema"])["required"] == [
+        "flags", "version", "reason", "fetched_at"
+    ]
+    name = _resolve(document, one["parameters"][0])
+    assert name["in"] == "path" and name["schema"]["examples"] == list(declarations)
+    for operation in (flags, one):
+        assert "ETag" in operation["responses"]["200"]["headers"]
+        assert _resolve(document, operation["parameters"][-1])["name"] == "If-None-Match"
+
+
+def test_writes_take_if_match_and_answer_an_etag(document):
+    for method, path in (("PATCH", "/flags"), ("POST", "/flags/revert")):
+        operation = _operation(document, method, path)
+        assert [_resolve(document, p)["name"] for p in operation["parameters"]] == ["If-Match"]
+        assert "ETag" in operation["responses"]["200"]["headers"]
+        assert operation["requestBody"]["required"] is True
+
+
+def test_the_local_runner_is_the_first_server_and_the_deployed_api_the_second(document):
+    assert document["servers"][0]["url"] == "http://127.0.0.1:3000"
+    assert "execute-api" in document["servers"][1]["url"]
+    assert document["components"]["securitySchemes"]["sigv4"]["x-amazon-apigateway-authtype"] == "awsSigv4"
