@@ -9,6 +9,7 @@ from fnmatch import fnmatchcase
 
 from aws_cdk import aws_apigateway as apigw, aws_iam as iam, aws_lambda as lambda_
 from constructs import Construct
+from flags.http import allowed_methods
 from flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
 
 from infra import constants
@@ -83,6 +84,7 @@ class Api(Construct):
         self.rest_api = self._build_rest_api()
         self._acknowledge_stage()
         self._build_routes()
+        self._build_no_route_answers()
         self._build_gateway_responses()
         self.reader_policy = self._build_policy(
             constants.READER_POLICY_ID,
@@ -173,6 +175,56 @@ class Api(Construct):
             "API Gateway validates the required path parameters (PathValidator). Bodies are validated by the "
             "write function against the flag declarations, answering in the API's error contract; an API Gateway "
             "model would duplicate those rules and answer in another shape.",
+        )
+
+    def _build_no_route_answers(self) -> None:
+        """405 (with Allow) for a method a route path does not serve, 404 for a path the API does not have.
+
+        API Gateway picks the most specific method, so an IAM-authorised ANY method with a MOCK integration on
+        each route path answers only the methods no route claims, and a root ``{proxy+}`` answers only paths
+        no resource matches. Without them, API Gateway answers 403 MISSING_AUTHENTICATION_TOKEN for both.
+        """
+        for path in sorted({route.path for route in ROUTES}):
+            allowed = allowed_methods(path)
+            self._add_mock(
+                self.rest_api.root.resource_for_path(path),
+                405,
+                "METHOD_NOT_ALLOWED",
+                f"this method is not supported on {path}; use {', '.join(allowed)}",
+                allow=", ".join(allowed),
+            )
+        for resource in (self.rest_api.root, self.rest_api.root.add_resource("{proxy+}")):
+            self._add_mock(resource, 404, "NOT_FOUND", "no such route")
+
+    def _add_mock(self, resource: apigw.IResource, status: int, code: str, message: str, allow: str = "") -> None:
+        body = json.dumps({"error": {"code": code, "message": message}})
+        headers = {"method.response.header.Allow": f"'{allow}'"} if allow else {}
+        method = resource.add_method(
+            "ANY",
+            apigw.MockIntegration(
+                request_templates={"application/json": '{"statusCode": 200}'},
+                passthrough_behavior=apigw.PassthroughBehavior.WHEN_NO_MATCH,
+                integration_responses=[
+                    apigw.IntegrationResponse(
+                        status_code=str(status),
+                        response_templates={"application/json": body},
+                        response_parameters=headers or None,
+                    )
+                ],
+            ),
+            authorization_type=apigw.AuthorizationType.IAM,
+            method_responses=[
+                apigw.MethodResponse(
+                    status_code=str(status),
+                    response_parameters={key: True for key in headers} or None,
+                )
+            ],
+        )
+        acknowledge(
+            method,
+            "AwsSolutions-COG4",
+            "Callers are AWS principals authorised by IAM (AWS_IAM, SigV4); this MOCK method only answers "
+            "405/404 for requests no route serves.",
         )
 
     def _build_gateway_responses(self) -> None:

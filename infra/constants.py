@@ -48,6 +48,7 @@ TIMEOUT_SECONDS = {"read": 5, "write": 10, "maintenance": 30}
 # Scheduler delivery of maintenance windows
 SCHEDULE_RETRY_ATTEMPTS = 3
 SCHEDULE_MAX_EVENT_AGE_SECONDS = 3600
+SCHEDULE_MIN_EVENT_AGE_SECONDS = 60  # EventBridge Scheduler's lower bound
 DLQ_RETENTION_DAYS = 14
 
 # Metrics the functions emit (EMF). Every metric carries the dimension `service`; Reads adds `reason`,

@@ -22,6 +22,19 @@ from infra.config import FlagsConfig, MaintenanceWindow, schedule_payload
 from infra.nag import acknowledge, logical_id
 
 
+def max_event_age_seconds(window: MaintenanceWindow, action: str) -> int:
+    """How long Scheduler may keep retrying a delivery.
+
+    A start retried after its own window is over would switch maintenance on again for a whole duration
+    (the payload carries no scheduled time), so a start gives up after half its window (at least the
+    Scheduler minimum of 60 s). A late end is harmless (it only ends what its window still owns).
+    """
+    if action == "start":
+        half = window.duration_seconds // 2
+        return max(constants.SCHEDULE_MIN_EVENT_AGE_SECONDS, min(constants.SCHEDULE_MAX_EVENT_AGE_SECONDS, half))
+    return constants.SCHEDULE_MAX_EVENT_AGE_SECONDS
+
+
 class Maintenance(Construct):
     """Schedule group, dead-letter queue and two schedules (start, end) per window."""
 
@@ -100,7 +113,7 @@ class Maintenance(Construct):
                 input=scheduler.ScheduleTargetInput.from_object(schedule_payload(window.name, action)),
                 dead_letter_queue=self.dead_letter_queue,
                 retry_attempts=constants.SCHEDULE_RETRY_ATTEMPTS,
-                max_event_age=Duration.seconds(constants.SCHEDULE_MAX_EVENT_AGE_SECONDS),
+                max_event_age=Duration.seconds(max_event_age_seconds(window, action)),
             ),
         )
         schedule.node.add_dependency(self.group)  # the schedule names its group by a literal, not a Ref

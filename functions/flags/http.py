@@ -62,9 +62,21 @@ def _matches(template: str, path: str) -> bool:
     )
 
 
+def _static_segments(template: str) -> int:
+    return sum(not segment.startswith("{") for segment in template.strip("/").split("/"))
+
+
 def allowed_methods(path: str) -> list[str]:
-    """Methods the API serves on ``path`` (any function), from the one route table."""
-    return sorted({route.method for route in ROUTES if _matches(route.path, path)})
+    """Methods the API serves on ``path`` (any function), from the one route table.
+
+    As in API Gateway, the most specific resource wins: /flags/revert is the static resource (POST), not a
+    flag name under /flags/{name}.
+    """
+    matching = [route for route in ROUTES if _matches(route.path, path)]
+    if not matching:
+        return []
+    most_specific = max(_static_segments(route.path) for route in matching)
+    return sorted({route.method for route in matching if _static_segments(route.path) == most_specific})
 
 
 def no_route_response(method: str, path: str) -> Response:

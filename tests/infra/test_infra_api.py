@@ -34,7 +34,9 @@ def methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
     found = {}
     for method in synth.resources("AWS::ApiGateway::Method").values():
         properties = method["Properties"]
-        found[(properties["HttpMethod"], paths[properties["ResourceId"]["Ref"]])] = properties
+        resource = properties["ResourceId"]
+        path = paths[resource["Ref"]] if "Ref" in resource else "/"  # the root is a GetAtt of the RestApi
+        found[(properties["HttpMethod"], path)] = properties
     return found
 
 
@@ -46,7 +48,7 @@ def integrated_function(synth: Synth, properties: dict[str, Any]) -> str:
 
 
 def test_every_route_and_only_the_routes(synth: Synth) -> None:
-    found = methods(synth)
+    found = {key: properties for key, properties in methods(synth).items() if key[0] != "ANY"}
     assert set(found) == {(route.method, route.path) for route in ROUTES}
     for route in ROUTES:
         properties = found[(route.method, route.path)]
@@ -159,3 +161,23 @@ def test_outputs(synth: Synth) -> None:
     assert tt.render(outputs["ApiUrl"]["Value"]) == (
         f"https://<{api_id}>.execute-api.<AWS::Region>.<AWS::URLSuffix>/<{stage_id}>/"
     )
+
+
+def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth) -> None:
+    # Given the synthesized API / Then each route path has an IAM-authorised MOCK ANY answering 405 + Allow
+    mocks = {path: properties for (method, path), properties in methods(synth).items() if method == "ANY"}
+    expected_allow = {"/flags": "GET, PATCH", "/flags/{name}": "GET", "/flags/history": "GET", "/flags/revert": "POST"}
+    assert set(mocks) == {*expected_allow, "/", "/{proxy+}"}
+    for path, properties in mocks.items():
+        assert properties["AuthorizationType"] == "AWS_IAM", path
+        integration = properties["Integration"]
+        assert integration["Type"] == "MOCK", path
+        (response,) = integration["IntegrationResponses"]
+        body = json.loads(response["ResponseTemplates"]["application/json"])
+        if path in expected_allow:
+            assert response["StatusCode"] == "405"
+            assert body["error"]["code"] == "METHOD_NOT_ALLOWED"
+            assert response["ResponseParameters"] == {"method.response.header.Allow": f"'{expected_allow[path]}'"}
+        else:  # the root and the greedy proxy: paths no resource matches
+            assert response["StatusCode"] == "404"
+            assert body["error"]["code"] == "NOT_FOUND"
