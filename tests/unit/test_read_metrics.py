@@ -148,7 +148,11 @@ class TestReadCounter:
         for _ in range(7):
             counter.record("CACHED")
         counter.record("STATIC", refreshed=True)
-        assert emitted == [(READS, 7, {"reason": "CACHED"}), (READS, 1, {"reason": "STATIC"}), (CACHE_REFRESHES, 1, None)]
+        assert emitted == [
+            (READS, 7, {"reason": "CACHED"}),
+            (READS, 1, {"reason": "STATIC"}),
+            (CACHE_REFRESHES, 1, None),
+        ]
         emitted.clear()
         counter.record("CACHED")
         assert emitted == []

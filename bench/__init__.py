@@ -1,0 +1,1 @@
+"""Benchmarks that print their figures (not tests): ``python -m bench`` runs them all."""

@@ -1,0 +1,32 @@
+"""Run every bench, or the ones named: ``python -m bench [read_path] [write_path]``.
+
+Each bench is a module of this package with a ``main()`` that prints its figures. A bench that cannot run
+here (say, no Java for DynamoDB Local) prints why and the others still run; the exit status is always 0
+(a bench reports, it does not judge).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+import traceback
+
+BENCHES = ["read_path", "write_path"]
+
+
+def main(names: list[str]) -> int:
+    for name in names or BENCHES:
+        print(f"== bench.{name}", flush=True)
+        started = time.perf_counter()
+        try:
+            importlib.import_module(f"bench.{name}").main()
+        except Exception:  # noqa: BLE001 - report and go on with the next bench
+            traceback.print_exc(limit=3)
+            print(f"bench.{name} did not complete")
+        print(f"== bench.{name}: {time.perf_counter() - started:.1f} s\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
