@@ -38,9 +38,9 @@ NO_ROUTE_CODES = {HTTPStatus.NOT_FOUND: "NOT_FOUND", HTTPStatus.METHOD_NOT_ALLOW
 OPERATION_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("GET", "/flags"): (),
     ("GET", "/flags/{name}"): (404,),
-    ("PATCH", "/flags"): (400, 409, 412, 413, 503),
+    ("PATCH", "/flags"): (400, 409, 412, 413, 415, 503),
     ("GET", "/flags/history"): (400, 503),
-    ("POST", "/flags/revert"): (400, 404, 409, 412, 413, 503),
+    ("POST", "/flags/revert"): (400, 404, 409, 412, 413, 415, 503),
 }
 WRITE_DEFAULT_ERRORS = (400, 503)
 SUMMARIES: dict[tuple[str, str], str] = {
@@ -57,6 +57,7 @@ RESPONSE_NAMES = {
     409: "Conflict",
     412: "PreconditionFailed",
     413: "ItemTooLarge",
+    415: "UnsupportedMediaType",  # a body that is not application/json
     503: "StoreUnavailable",
 }
 ERROR_DETAILS: dict[int, dict[str, Any]] = {  # the details the errors of a status carry (flags.errors)
@@ -99,7 +100,7 @@ def _error_schema(status: int, codes: list[str]) -> dict[str, Any]:
                 "type": "object",
                 "required": ["code", "message"],
                 "properties": {
-                    "code": {"type": "string", "enum": codes},
+                    "code": {"type": "string", "enum": codes} if codes else {"type": "string"},
                     "message": {"type": "string"},
                     **ERROR_DETAILS.get(status, {}),
                 },

@@ -13,7 +13,6 @@ from local.gateway import HttpResponse
 
 LOOPBACK = "127.0.0.1"
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
-METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 class BodyTooLarge(ValueError):
@@ -79,15 +78,17 @@ class _Handler(BaseHTTPRequestHandler):
         if not no_body:
             self.wfile.write(response.body)
 
+    def __getattr__(self, name: str) -> object:
+        # BaseHTTPRequestHandler looks up do_<METHOD>: every method goes to the route table (404/405 there)
+        if name.startswith("do_"):
+            return self._dispatch
+        raise AttributeError(name)
+
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         pass  # _dispatch writes one line per request, with its duration
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's signature
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
-
-
-for _method in METHODS:
-    setattr(_Handler, f"do_{_method}", _Handler._dispatch)
 
 
 class LocalServer(ThreadingHTTPServer):
