@@ -1,0 +1,25 @@
+"""e2e tier: the local runner driven over HTTP. Every test here is marked ``e2e``; helpers are in e2e_support."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from e2e_support import Runner, start_runner
+
+_HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
+    """One runner over the embedded DynamoDB for the functional e2e tests (the fuzz has its own)."""
+    started = start_runner(tmp_path_factory.mktemp("runner") / "runner.log")
+    yield started
+    started.stop()

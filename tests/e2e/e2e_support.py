@@ -1,0 +1,149 @@
+"""Helpers of the e2e tier (fixtures live in conftest.py; tests import these by name).
+
+The runner is ``python -m local`` as a subprocess on a free port. Its output goes to a file (a pipe nobody
+reads would fill up and block it); a test that fails shows it. The cache age is 1 s here (cdk.json says 5)
+so that a write is seen by the read function quickly; tests poll for it (``eventually``) as a client would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from local.dynamodb_local import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_SECONDS = 60.0
+STOP_TIMEOUT_SECONDS = 15.0
+
+
+def ci_forbids_skipping() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def runner_env(port: int, **overrides: str | None) -> dict[str, str]:
+    """A clean environment: fake credentials, no endpoint unless given, the test's port and cache age."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("AWS_", "POWERTOOLS_", "FLAGS_")) and key not in ("TABLE_NAME", "PORT")
+    }
+    env.update(
+        {
+            "PORT": str(port),
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "POWERTOOLS_PARAMETERS_MAX_AGE": "1",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: Mapping[str, str]
+    body: Any  # parsed JSON (text for another content type), None when empty
+
+    def header(self, name: str) -> str | None:
+        return next((value for key, value in self.headers.items() if key.lower() == name.lower()), None)
+
+
+def call(method: str, url: str, body: Any = None, headers: Mapping[str, str] | None = None, timeout: float = 10) -> Answer:
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    request = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
+    if data is not None and not request.has_header("Content-type"):
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status, answer_headers, raw = response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        status, answer_headers, raw = error.code, dict(error.headers), error.read()
+    is_json = "json" in answer_headers.get("Content-Type", "")
+    return Answer(status, answer_headers, (json.loads(raw) if is_json else raw.decode()) if raw else None)
+
+
+@dataclass
+class Runner:
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def get(self, path: str, headers: Mapping[str, str] | None = None) -> Answer:
+        return call("GET", self.url + path, headers=headers)
+
+    def send(self, method: str, path: str, body: Any = None, headers: Mapping[str, str] | None = None) -> Answer:
+        return call(method, self.url + path, body, headers)
+
+    def stop(self, sig: int = signal.SIGINT) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def launch(log: Path, env: Mapping[str, str], cwd: Path = REPO_ROOT) -> subprocess.Popen[bytes]:
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-m", "local"],
+            cwd=cwd,
+            env={**env, "PYTHONPATH": str(REPO_ROOT)},
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def start_runner(log: Path, **overrides: str | None) -> Runner:
+    """Start the runner on a free port and return once it answers; fail with its output otherwise."""
+    port = free_port()
+    process = launch(log, runner_env(port, **overrides))
+    runner = Runner(process, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the local runner exited with {process.returncode}:\n{runner.output()}", pytrace=False)
+        try:
+            if runner.get("/openapi.json").status == 200:
+                return runner
+        except OSError:
+            time.sleep(0.1)
+    runner.stop()
+    pytest.fail(f"the local runner did not answer within {STARTUP_TIMEOUT_SECONDS:.0f} s:\n{runner.output()}")
+
+
+def eventually(probe: Callable[[], Any], accept: Callable[[Any], bool], timeout: float = 5.0) -> Any:
+    """Poll ``probe`` until ``accept`` says yes (the read function's cache is 1 s old at most)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if accept(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.2)

@@ -1,0 +1,180 @@
+"""The API through the local runner over HTTP: reads, writes, caching headers, history, revert, a window.
+
+Tests share one runner (its state moves on): each reads the version it starts from instead of assuming one,
+and only the window test touches ``maintenance_mode``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from flags.declarations import load_declarations
+from infra.config import load_config
+
+from e2e_support import Answer, Runner, eventually
+
+DECLARED = list(load_declarations())
+WRITE_API_CONTENT_TYPE_BUG = (
+    "BUG functions/write_api/handler.py: a body that is not JSON is answered outside the error contract: "
+    "'Content-Type: text/plain' gets Powertools' own 415 {statusCode, detail}, and 'multipart/form-data' "
+    "without a boundary raises ValueError in Powertools' body parsing (API Gateway answers 502). "
+    "When fixed, drop this marker and KNOWN_BAD_CONTENT_TYPES in test_fuzz_api.py."
+)
+WINDOW = load_config().maintenance_windows[0].name
+
+
+def current(runner: Runner) -> Answer:
+    answer = runner.get("/flags")
+    assert answer.status == 200, answer.body
+    return answer
+
+
+def patch(runner: Runner, flags: dict, reason: str = "e2e", if_match: str | None = None) -> Answer:
+    headers = {"If-Match": if_match} if if_match else {}
+    return runner.send("PATCH", "/flags", {"flags": flags, "reason": reason}, headers)
+
+
+def test_get_flags_serves_every_declared_flag_with_its_version_as_etag(runner):
+    # When
+    answer = current(runner)
+    # Then
+    assert list(answer.body["flags"]) == DECLARED
+    assert answer.body["reason"] in ("STATIC", "CACHED")
+    assert answer.header("ETag") == f'"{answer.body["version"]}"'
+    assert answer.header("Cache-Control") == "no-cache"
+    assert answer.header("x-amzn-RequestId")
+
+
+def test_get_one_flag_and_an_unknown_flag_is_404(runner):
+    one = runner.get("/flags/search_ranking")
+    unknown = runner.get("/flags/no_such_flag")
+    assert one.status == 200 and one.body["name"] == "search_ranking"
+    assert one.body["value"] in ("classic", "semantic", "hybrid")
+    assert unknown.status == 404 and unknown.body["error"]["code"] == "FLAG_NOT_FOUND"
+
+
+def test_if_none_match_with_the_current_etag_is_304(runner):
+    # Given
+    etag = current(runner).header("ETag")
+    # When
+    answer = runner.get("/flags", {"If-None-Match": etag})
+    # Then
+    assert answer.status == 304 and answer.body is None
+    assert answer.header("ETag") == etag
+
+
+def test_a_conditional_write_bumps_the_version_and_readers_see_it(runner):
+    # Given
+    before = current(runner)
+    wanted = before.body["flags"]["api_rate_limit_per_minute"] + 1
+    # When
+    answer = patch(runner, {"api_rate_limit_per_minute": wanted}, if_match=before.header("ETag"))
+    # Then
+    assert answer.status == 200, answer.body
+    assert answer.body["applied"] is True and answer.body["version"] == before.body["version"] + 1
+    assert answer.header("ETag") == f'"{before.body["version"] + 1}"'
+    seen = eventually(lambda: current(runner), lambda a: a.body["version"] == answer.body["version"])
+    assert seen.body["flags"]["api_rate_limit_per_minute"] == wanted
+
+
+def test_a_stale_if_match_is_412_with_the_current_version(runner):
+    # Given: a version that is not the current one any more
+    stale = current(runner).body["version"]
+    assert patch(runner, {"ai_search_enabled": not current(runner).body["flags"]["ai_search_enabled"]}).status == 200
+    # When
+    answer = patch(runner, {"signup_enabled": False}, if_match=f'"{stale}"')
+    # Then
+    assert answer.status == 412
+    assert answer.body["error"]["code"] == "PRECONDITION_FAILED"
+    assert answer.body["error"]["current_version"] > stale
+    assert answer.header("ETag") == f'"{answer.body["error"]["current_version"]}"'
+
+
+def test_history_lists_changes_newest_first_with_the_local_actor(runner):
+    # Given
+    patch(runner, {"search_ranking": "hybrid"}, reason="history e2e")
+    patch(runner, {"search_ranking": "semantic"}, reason="history e2e, second")
+    # When
+    answer = runner.get("/flags/history?limit=2")
+    # Then
+    assert answer.status == 200
+    first, second = answer.body["records"]
+    assert first["version"] == second["version"] + 1
+    assert (first["reason"], first["actor"]) == ("history e2e, second", "local-admin")
+    assert first["changes"] == {"search_ranking": {"old": "hybrid", "new": "semantic"}}
+    assert answer.body["next_cursor"]
+    older = runner.get(f"/flags/history?limit=2&cursor={answer.body['next_cursor']}")
+    assert older.status == 200 and older.body["records"][0]["version"] == second["version"] - 1
+
+
+def test_revert_restores_an_earlier_versions_values_as_a_new_version(runner):
+    # Given
+    start = patch(runner, {"trace_sample_rate": 0.25}, reason="before revert").body
+    changed = patch(runner, {"trace_sample_rate": 0.75, "search_ranking": "classic"}, reason="to be undone").body
+    # When
+    answer = runner.send("POST", "/flags/revert", {"version": start["version"], "reason": "undo e2e"})
+    # Then
+    assert answer.status == 200, answer.body
+    assert answer.body["version"] == changed["version"] + 1
+    assert answer.body["flags"] == start["flags"]
+    record = runner.get("/flags/history?limit=1").body["records"][0]
+    assert (record["kind"], record["reverted_to"]) == ("revert", start["version"])
+    assert runner.send("POST", "/flags/revert", {"version": 10**9, "reason": "x"}).status == 404
+
+
+def test_a_scheduled_window_switches_maintenance_on_then_off(runner):
+    # When: the schedule's start is delivered
+    started = runner.send("POST", f"/_scheduler/{WINDOW}/start")
+    # Then
+    assert started.status == 200, started.body
+    assert started.body["delivered"] == {"action": "start", "window": WINDOW}
+    assert started.body["result"]["status"] == "started"
+    on = eventually(lambda: current(runner), lambda a: a.body["flags"]["maintenance_mode"] is True)
+    assert on.body["flags"]["maintenance_mode"] is True
+    assert runner.get("/flags/history?limit=1").body["records"][0]["actor"] == f"scheduler:{WINDOW}"
+    # When: a duplicate delivery, then the end
+    assert runner.send("POST", f"/_scheduler/{WINDOW}/start").body["result"]["status"] == "duplicate"
+    ended = runner.send("POST", f"/_scheduler/{WINDOW}/end")
+    # Then
+    assert ended.status == 200 and ended.body["result"]["status"] == "ended"
+    off = eventually(lambda: current(runner), lambda a: a.body["flags"]["maintenance_mode"] is False)
+    assert off.body["flags"]["maintenance_mode"] is False
+
+
+def test_the_scheduler_route_refuses_unknown_windows(runner):
+    assert runner.send("POST", "/_scheduler/not-a-window/start").status == 404
+    assert runner.send("GET", f"/_scheduler/{WINDOW}/start").status == 405
+
+
+def test_wrong_method_is_405_with_allow_and_unknown_path_404(runner):
+    wrong = runner.send("DELETE", "/flags")
+    unknown = runner.get("/nowhere")
+    assert wrong.status == 405 and wrong.header("Allow") == "GET, PATCH"
+    assert wrong.body["error"]["code"] == "METHOD_NOT_ALLOWED"
+    assert unknown.status == 404 and unknown.body["error"]["code"] == "NOT_FOUND"
+
+
+def test_bad_input_is_400_naming_the_problem(runner):
+    malformed = runner.send("PATCH", "/flags", b'{"flags": ')
+    wrong_type = patch(runner, {"signup_enabled": "yes"})
+    unknown_flag = patch(runner, {"no_such_flag": True})
+    assert malformed.status == wrong_type.status == unknown_flag.status == 400
+    assert wrong_type.body["error"]["flag"] == "signup_enabled"
+    assert unknown_flag.body["error"]["code"] == "UNKNOWN_FLAG"
+
+
+@pytest.mark.xfail(strict=True, reason=WRITE_API_CONTENT_TYPE_BUG)
+@pytest.mark.parametrize("content_type", ["text/plain", "multipart/form-data"])
+def test_a_body_that_is_not_json_is_refused_with_the_error_contract(runner, content_type):
+    body = b'{"flags": {"signup_enabled": true}, "reason": "content type"}'
+    answer = runner.send("PATCH", "/flags", body, {"Content-Type": content_type})
+    assert answer.status in (400, 415)
+    assert {"code", "message"} <= set(answer.body["error"])
+
+
+def test_the_openapi_document_and_swagger_ui_are_served(runner):
+    document = runner.get("/openapi.json").body
+    assert document["servers"][0]["url"] == runner.url
+    assert {"/flags", "/flags/{name}", "/flags/history", "/flags/revert"} == set(document["paths"])
+    page = runner.get("/docs")
+    assert page.status == 200 and page.header("Content-Type").startswith("text/html")
