@@ -53,6 +53,9 @@ STOP_TIMEOUT_SECONDS = 5.0
 # DynamoDB Local keeps a database per access key + region unless -sharedDb: with it, every client sees the
 # same tables whatever fake credentials it carries.
 JAVA_OPTIONS = ("-inMemory", "-sharedDb", "-disableTelemetry")
+# Its start-up banner ends with this line, printed just before Jetty binds the port; a failed bind follows.
+BANNER_END = "CorsParams:"
+BIND_FAILED = "Failed to bind"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -62,6 +65,10 @@ class DynamoDBLocalUnavailable(RuntimeError):
 
 class DynamoDBLocalFailed(RuntimeError):
     """DynamoDB Local was found but did not start answering in time (its output is in the message)."""
+
+
+class PortTaken(DynamoDBLocalFailed):
+    """Another process bound the port between our probe and the JVM's bind (the JVM stays up: it is stopped)."""
 
 
 def emulator_dir() -> Path:
@@ -190,11 +197,11 @@ class DynamoDBLocal:
                 pass
 
 
-def _answers(endpoint: str) -> bool:
+def _answers(probe: Any) -> bool:
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        local_client(endpoint, timeout=0.5, attempts=1).list_tables(Limit=1)
+        probe.list_tables(Limit=1)
         return True
     except (BotoCoreError, ClientError):
         return False
@@ -222,12 +229,17 @@ def start(*, startup_timeout: float = STARTUP_TIMEOUT_SECONDS, port: int | None 
     atexit.register(server.stop)
     deadline = time.monotonic() + startup_timeout
     try:
+        probe = local_client(server.endpoint, timeout=0.5, attempts=1)
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise DynamoDBLocalFailed(
                     f"DynamoDB Local exited with {process.returncode} before answering:\n{server.output()}"
                 )
-            if _answers(server.endpoint):
+            log_text = server.output(limit=100_000)
+            if BIND_FAILED in log_text:
+                raise PortTaken(f"port {port} was taken before DynamoDB Local could bind it")
+            # The banner first: an answer before it would come from whoever else holds the port.
+            if BANNER_END in log_text and _answers(probe) and BIND_FAILED not in server.output(limit=100_000):
                 return server
             time.sleep(0.1)
         raise DynamoDBLocalFailed(
@@ -244,15 +256,15 @@ def running_dynamodb_local(
 ) -> Iterator[str]:
     """Yield the endpoint URL of a fresh in-memory DynamoDB Local; stop it when the block ends, however.
 
-    A port that another process grabbed between our probe and the JVM's bind makes the JVM exit: retried on
-    another port, ``port_attempts`` times.
+    A port that another process grabbed between our probe and the JVM's bind is retried on another port,
+    ``port_attempts`` times.
     """
     for attempt in range(1, port_attempts + 1):
         try:
             server = start(startup_timeout=startup_timeout)
             break
-        except DynamoDBLocalFailed as exc:
-            if attempt == port_attempts or "exited" not in str(exc):
+        except PortTaken:
+            if attempt == port_attempts:
                 raise
     try:
         yield server.endpoint
