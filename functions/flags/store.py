@@ -331,6 +331,10 @@ class FlagStore:
             for index, attr in enumerate(owner_removes):
                 names[f"#r{index}"] = attr
             expression += " REMOVE " + ", ".join(f"#r{index}" for index in range(len(owner_removes)))
+        if owner_sets or owner_removes:  # the trail says which window gained or lost maintenance
+            new_owner = owner_sets.get(MAINTENANCE_OWNER_ATTR, {}).get("S")
+            ownership = {"old": current.snapshot.maintenance_owner, "new": new_owner}
+            extra_audit = {**(extra_audit or {}), "maintenance_owner": ownership}
         audit = self._audit_item(next_version, now, actor, reason, kind, diff, new_raw, extra_audit)
         update = {
             "TableName": self._table,
@@ -450,7 +454,7 @@ def audit_record(item: Mapping[str, Any]) -> dict[str, Any]:
             for name, value in item["new"]["M"].items()
         },
     }
-    for key in ("reverted_to", "window"):
+    for key in ("reverted_to", "window", "maintenance_owner"):
         if key in item:
             record[key] = decode_plain(item[key])
     return record

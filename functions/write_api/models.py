@@ -72,6 +72,9 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         changes: dict[str, dict[str, Any]]
         reverted_to: int | None = None
         window: str | None = None
+        maintenance_owner: dict[str, str | None] | None = Field(
+            None, description="Who held maintenance before and after ({old, new} window names; null = manual)."
+        )
 
     class History(BaseModel):
         records: list[AuditRecord]
