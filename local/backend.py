@@ -13,12 +13,10 @@ resource sends (``if_not_exists``: seeding an existing table changes no live val
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
@@ -33,6 +31,7 @@ from botocore.exceptions import (
 )
 
 from flags.declarations import Declarations
+from flagctl.client import is_loopback
 from flags.seed import seed_update_params
 from local.dynamodb_local import create_table
 
@@ -44,16 +43,6 @@ _UNREACHABLE = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, 
 
 class BackendError(RuntimeError):
     """DynamoDB cannot be used; the message is the one line the runner prints."""
-
-
-def is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class EmbeddedDynamoDB:

@@ -109,6 +109,20 @@ class Runner:
         return self.process.returncode
 
 
+def run_module(module: str, *args: str, env: Mapping[str, str] | None = None, cwd: Path = REPO_ROOT,
+               timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` to completion, output captured (the repository on PYTHONPATH)."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env={**(env if env is not None else runner_env(0)), "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def launch(log: Path, env: Mapping[str, str], cwd: Path = REPO_ROOT) -> subprocess.Popen[bytes]:
     with log.open("wb") as sink:
         return subprocess.Popen(

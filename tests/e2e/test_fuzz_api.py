@@ -12,13 +12,11 @@ serves. (schemathesis' lazy ``from_fixture`` loader does not work with pytest 9:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 import schemathesis
-from e2e_support import REPO_ROOT, Runner, runner_env, start_runner
+from e2e_support import Runner, run_module, start_runner
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -49,15 +47,8 @@ def fuzz_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
 
 
 def generated_document() -> dict:
-    printed = subprocess.run(
-        [sys.executable, "-m", "local.openapi"],
-        cwd=REPO_ROOT,
-        env={**runner_env(0), "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    printed = run_module("local.openapi")
+    assert printed.returncode == 0, printed.stderr
     return json.loads(printed.stdout)
 
 

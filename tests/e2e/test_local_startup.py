@@ -5,10 +5,9 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import sys
 import time
 
-from e2e_support import REPO_ROOT, runner_env, start_runner
+from e2e_support import REPO_ROOT, run_module, runner_env, start_runner
 
 from local.dynamodb_local import free_port
 
@@ -17,15 +16,7 @@ FAILURE_TIMEOUT_SECONDS = 30
 
 def run_failing(env: dict[str, str], cwd=REPO_ROOT) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
-    finished = subprocess.run(
-        [sys.executable, "-m", "local"],
-        cwd=cwd,
-        env={**env, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=FAILURE_TIMEOUT_SECONDS,
-        check=False,
-    )
+    finished = run_module("local", env=env, cwd=cwd, timeout=FAILURE_TIMEOUT_SECONDS)
     return finished, time.monotonic() - started
 
 

@@ -1,0 +1,202 @@
+"""``python -m flagctl``: read and change the flags, for people (tables) and scripts (``--json``, exit codes).
+
+    python -m flagctl [--url URL | --stack-output-file cdk-outputs.json] [--json] COMMAND
+      get [NAME]                                   every flag, or one
+      set NAME=VALUE ... --reason TEXT [--if-match VERSION]
+      history [--limit N] [--cursor C]
+      revert VERSION --reason TEXT [--if-match VERSION]
+
+VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
+Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
+5 server or network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from flagctl.client import DEFAULT_URL, Answer, FlagctlError, FlagsClient, Transport, url_from_stack_outputs
+
+OK, BAD_INPUT, CONFLICT, AUTH, SERVER = 0, 2, 3, 4, 5
+
+
+def exit_code(status: int) -> int:
+    if status < 400:
+        return OK
+    if status in (401, 403):
+        return AUTH
+    if status in (409, 412):
+        return CONFLICT
+    if status == 429 or status >= 500:
+        return SERVER
+    return BAD_INPUT
+
+
+def parse_value(text: str) -> Any:
+    """JSON when the text is JSON (true, 12, 0.5, "x", null), else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for item in items:
+        name, sign, raw = item.partition("=")
+        name = name.strip()
+        if not sign or not name:
+            raise FlagctlError(f"expected NAME=VALUE, got {item!r}", BAD_INPUT, "USAGE")
+        if name in changes:
+            raise FlagctlError(f"flag {name!r} is given twice", BAD_INPUT, "USAGE")
+        changes[name] = parse_value(raw)
+    return changes
+
+
+def parse_version(text: str) -> int:
+    """A version as the API writes it: 7, or the ETag form "7"."""
+    digits = text.strip().strip('"')
+    if not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"a version is a non-negative integer, got {text!r}")
+    return int(digits)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flagctl",
+        description="Read and change singleton-flags through its API (the local runner, or a deployed stack).",
+        epilog="Exit codes: 0 ok, 2 bad input, 3 conflict (409/412), 4 auth (401/403), 5 server or network.",
+    )
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--url", help=f"the API's base URL (default {DEFAULT_URL}; non-loopback URLs are SigV4-signed)")
+    target.add_argument("--stack-output-file", type=Path, metavar="FILE", help="cdk deploy --outputs-file JSON")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    get = commands.add_parser("get", help="every flag, or one")
+    get.add_argument("name", nargs="?")
+
+    change = commands.add_parser("set", help="change flags: NAME=VALUE ... --reason TEXT")
+    change.add_argument("assignments", nargs="+", metavar="NAME=VALUE")
+    change.add_argument("--reason", required=True, help="why (goes into the audit trail)")
+    change.add_argument("--if-match", type=parse_version, metavar="VERSION", help="only if still at VERSION (else 412)")
+
+    history = commands.add_parser("history", help="audit records, newest first")
+    history.add_argument("--limit", type=int, help="records per page (1-100, API default 20)")
+    history.add_argument("--cursor", help="the next-page cursor a previous page printed")
+
+    revert = commands.add_parser("revert", help="restore the values of VERSION as a new version")
+    revert.add_argument("version", type=parse_version)
+    revert.add_argument("--reason", required=True)
+    revert.add_argument("--if-match", type=parse_version, metavar="VERSION")
+    return parser
+
+
+# -- tables ----------------------------------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in (headers, *rows)]
+    return "\n".join(lines)
+
+
+def _state_line(body: dict[str, Any]) -> str:
+    version = body.get("version")
+    line = f"version {version if version is not None else '-'} · {body.get('reason')}"
+    if body.get("fetched_at"):
+        line += f" · fetched {body['fetched_at']}"
+    if body.get("maintenance_ended_by"):
+        line += f" · maintenance ended by its {body['maintenance_ended_by']}"
+    return line
+
+
+def render_flags(body: dict[str, Any]) -> str:
+    rows = [(name, _show(value)) for name, value in body["flags"].items()]
+    return table(("FLAG", "VALUE"), rows) + "\n" + _state_line(body)
+
+
+def render_flag(body: dict[str, Any]) -> str:
+    return f"{body['name']} = {_show(body['value'])}\n{_state_line(body)}"
+
+
+def render_change(body: dict[str, Any]) -> str:
+    if not body.get("applied"):
+        return f"no change: the flags already hold these values (version {body.get('version')})"
+    rows = [(name, _show(change.get("old")), _show(change.get("new"))) for name, change in body["changed"].items()]
+    return table(("FLAG", "OLD", "NEW"), rows) + f"\nnow at version {body['version']}"
+
+
+def render_history(body: dict[str, Any]) -> str:
+    rows = []
+    for record in body["records"]:
+        changes = "; ".join(f"{name} {_show(c.get('old'))} -> {_show(c.get('new'))}" for name, c in record["changes"].items())
+        kind = record["kind"] + (f" to {record['reverted_to']}" if record.get("reverted_to") is not None else "")
+        rows.append((str(record["version"]), record["at"], record["actor"], kind, record["reason"], changes))
+    text = table(("VERSION", "AT", "ACTOR", "KIND", "REASON", "CHANGES"), rows) if rows else "no audit records"
+    if body.get("next_cursor"):
+        text += f"\nolder records: --cursor {body['next_cursor']}"
+    return text
+
+
+# -- main ------------------------------------------------------------------------------------------------
+
+
+def _error_text(answer: Answer) -> str:
+    error = (answer.body or {}).get("error") if isinstance(answer.body, dict) else None
+    if not isinstance(error, dict):
+        return f"HTTP {answer.status}: {answer.body if answer.body is not None else 'no body'}"
+    details = {key: value for key, value in error.items() if key not in ("code", "message")}
+    extra = f" ({', '.join(f'{key}={value}' for key, value in details.items())})" if details else ""
+    return f"HTTP {answer.status} {error.get('code')}: {error.get('message')}{extra}"
+
+
+def _client(args: argparse.Namespace, transport: Transport | None) -> FlagsClient:
+    url = url_from_stack_outputs(args.stack_output_file) if args.stack_output_file else (args.url or DEFAULT_URL)
+    return FlagsClient(url, transport=transport) if transport else FlagsClient(url)
+
+
+def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
+    if args.command == "get" and args.name:
+        return client.flag(args.name), render_flag
+    if args.command == "get":
+        return client.flags(), render_flags
+    if args.command == "set":
+        return client.change(parse_assignments(args.assignments), args.reason, args.if_match), render_change
+    if args.command == "history":
+        return client.history(args.limit, args.cursor), render_history
+    return client.revert(args.version, args.reason, args.if_match), render_change
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    transport: Transport | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    out, err = out or sys.stdout, err or sys.stderr
+    args = build_parser().parse_args(argv)  # usage errors exit 2 (argparse)
+    try:
+        answer, render = _call(args, _client(args, transport))
+    except FlagctlError as exc:
+        if args.json:
+            print(json.dumps({"error": {"code": exc.code, "message": str(exc)}}), file=err)
+        else:
+            print(f"flagctl: {exc}", file=err)
+        return exc.exit_code
+    code = exit_code(answer.status)
+    if code != OK:
+        print(json.dumps(answer.body) if args.json else f"flagctl: {_error_text(answer)}", file=err)
+        return code
+    print(json.dumps(answer.body, indent=2, ensure_ascii=False) if args.json else render(answer.body), file=out)
+    return OK

@@ -1,0 +1,189 @@
+"""HTTP to the flags API: the local runner as is, a deployed API signed with SigV4 (service ``execute-api``).
+
+Standard library for HTTP (urllib); botocore, already a dependency, for credentials and signing: the default
+credential chain (environment, profile, SSO, container or instance role) and the region of the API's host
+(``<id>.execute-api.<region>.amazonaws.com``), else AWS_REGION / AWS_DEFAULT_REGION / the profile's.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+DEFAULT_URL = "http://127.0.0.1:3000"
+SERVICE = "execute-api"
+STACK_OUTPUT_API_URL = "ApiUrl"  # infra.constants.OUTPUT_API_URL (a unit test holds them equal)
+TIMEOUT_SECONDS = 15.0
+_EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
+
+
+class FlagctlError(Exception):
+    """A problem on this side (bad target, no credentials, network); carries its exit code."""
+
+    def __init__(self, message: str, exit_code: int, code: str) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: Mapping[str, str]
+    body: Any  # parsed JSON; None when empty
+
+    def header(self, name: str) -> str | None:
+        return next((value for key, value in self.headers.items() if key.lower() == name.lower()), None)
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes | None
+
+
+Transport = Callable[[Outgoing], Answer]
+
+
+def is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_from_stack_outputs(path: Path) -> str:
+    """The API URL in a ``cdk deploy --outputs-file`` document: the ``ApiUrl`` output of its one stack."""
+    try:
+        outputs = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise FlagctlError(f"cannot read stack outputs from {path}: {exc}", 2, "BAD_INPUT") from exc
+    found = {
+        f"{stack}.{key}": value
+        for stack, values in (outputs.items() if isinstance(outputs, dict) else [])
+        if isinstance(values, dict)
+        for key, value in values.items()
+        if isinstance(value, str) and (key == STACK_OUTPUT_API_URL or key.startswith(STACK_OUTPUT_API_URL))
+    }
+    if len(found) != 1:
+        names = ", ".join(sorted(found)) or "none"
+        raise FlagctlError(f"{path} must hold exactly one {STACK_OUTPUT_API_URL} output (found: {names}); use --url", 2, "BAD_INPUT")
+    return next(iter(found.values()))
+
+
+def region_for(url: str, default_region: str | None) -> str:
+    match = _EXECUTE_API_HOST.match(urlsplit(url).hostname or "")
+    if match:
+        return match.group("region")
+    if default_region:
+        return default_region
+    raise FlagctlError(f"cannot tell the AWS region of {url}: set AWS_REGION", 2, "BAD_INPUT")
+
+
+def sign(outgoing: Outgoing, credentials: Any, region: str, service: str = SERVICE) -> Outgoing:
+    """The same request with SigV4 headers (Authorization, X-Amz-Date, X-Amz-Security-Token if any)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    request = AWSRequest(method=outgoing.method, url=outgoing.url, data=outgoing.body or b"", headers=dict(outgoing.headers))
+    SigV4Auth(credentials, service, region).add_auth(request)
+    return Outgoing(outgoing.method, outgoing.url, dict(request.headers.items()), outgoing.body)
+
+
+def default_signer(url: str) -> Callable[[Outgoing], Outgoing]:
+    """A signer using botocore's default credential chain and region."""
+    import botocore.session
+
+    session = botocore.session.Session()
+    region = region_for(url, session.get_config_variable("region"))
+    credentials = session.get_credentials()
+    if credentials is None:
+        raise FlagctlError(f"no AWS credentials to sign requests to {url} (environment, profile, SSO or role)", 4, "NO_CREDENTIALS")
+    frozen = credentials.get_frozen_credentials()
+    return lambda outgoing: sign(outgoing, frozen, region)
+
+
+def urllib_transport(outgoing: Outgoing, timeout: float = TIMEOUT_SECONDS) -> Answer:
+    request = urllib.request.Request(outgoing.url, data=outgoing.body, headers=outgoing.headers, method=outgoing.method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) URLs only
+            status, headers, raw = response.status, dict(response.headers.items()), response.read()
+    except urllib.error.HTTPError as error:
+        status, headers, raw = error.code, dict(error.headers.items()), error.read()
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise FlagctlError(f"cannot reach {outgoing.url}: {reason}", 5, "NETWORK_ERROR") from exc
+    try:
+        body = json.loads(raw) if raw else None
+    except ValueError:
+        body = {"error": {"code": "NOT_JSON", "message": raw[:300].decode("utf-8", errors="replace")}}
+    return Answer(status, headers, body)
+
+
+@dataclass
+class FlagsClient:
+    base_url: str
+    transport: Transport = urllib_transport
+    signer: Callable[[Outgoing], Outgoing] | None = None  # default: botocore's chain, for non-loopback URLs
+
+    def __post_init__(self) -> None:
+        scheme = urlsplit(self.base_url).scheme
+        if scheme not in ("http", "https") or not urlsplit(self.base_url).hostname:
+            raise FlagctlError(f"not an http(s) URL: {self.base_url!r}", 2, "BAD_INPUT")
+        self.base_url = self.base_url.rstrip("/")
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Answer:
+        url = self.base_url + path
+        wanted = {key: value for key, value in (query or {}).items() if value is not None}
+        if wanted:
+            url += "?" + urlencode(wanted)
+        payload = None if body is None else json.dumps(body).encode("utf-8")
+        all_headers = {"Accept": "application/json", **(headers or {})}
+        if payload is not None:
+            all_headers["Content-Type"] = "application/json"
+        outgoing = Outgoing(method, url, all_headers, payload)
+        if not is_loopback(self.base_url):
+            if self.signer is None:
+                self.signer = default_signer(self.base_url)
+            outgoing = self.signer(outgoing)
+        return self.transport(outgoing)
+
+    def flags(self) -> Answer:
+        return self.request("GET", "/flags")
+
+    def flag(self, name: str) -> Answer:
+        return self.request("GET", "/flags/" + quote(name, safe=""))
+
+    def change(self, flags: Mapping[str, Any], reason: str, if_match: int | None = None) -> Answer:
+        return self.request("PATCH", "/flags", body={"flags": dict(flags), "reason": reason}, headers=_if_match(if_match))
+
+    def history(self, limit: int | None = None, cursor: str | None = None) -> Answer:
+        return self.request("GET", "/flags/history", query={"limit": limit, "cursor": cursor})
+
+    def revert(self, version: int, reason: str, if_match: int | None = None) -> Answer:
+        return self.request("POST", "/flags/revert", body={"version": version, "reason": reason}, headers=_if_match(if_match))
+
+
+def _if_match(version: int | None) -> dict[str, str]:
+    return {} if version is None else {"If-Match": f'"{version}"'}

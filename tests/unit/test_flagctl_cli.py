@@ -1,0 +1,269 @@
+"""flagctl without a network: argument parsing, values, exit codes, output, targets and SigV4 signing.
+
+A fake transport records the request flagctl would send and answers a canned response.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+from typing import Any
+
+import botocore.auth
+import pytest
+from botocore.credentials import Credentials
+
+from flagctl.cli import AUTH, BAD_INPUT, CONFLICT, OK, SERVER, exit_code, main, parse_assignments, parse_value
+from flagctl.client import (
+    STACK_OUTPUT_API_URL,
+    Answer,
+    FlagctlError,
+    FlagsClient,
+    Outgoing,
+    region_for,
+    sign,
+    url_from_stack_outputs,
+)
+
+FLAGS_BODY = {
+    "flags": {"signup_enabled": True, "search_ranking": "classic", "api_rate_limit_per_minute": 600},
+    "version": 7,
+    "reason": "CACHED",
+    "fetched_at": "2026-01-01T00:00:00.000+00:00",
+}
+
+
+class FakeTransport:
+    def __init__(self, status: int = 200, body: Any = None, headers: dict[str, str] | None = None) -> None:
+        self.sent: list[Outgoing] = []
+        self.answer = Answer(status, headers or {}, FLAGS_BODY if body is None else body)
+
+    def __call__(self, outgoing: Outgoing) -> Answer:
+        self.sent.append(outgoing)
+        return self.answer
+
+
+def run(argv: list[str], transport: FakeTransport) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, transport=transport, out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def frozen_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda: datetime.datetime(2015, 8, 30, 12, 36, 0))
+
+
+# -- values and arguments --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("true", True), ("false", False), ("12", 12), ("0.5", 0.5), ('"x"', "x"), ('"12"', "12"), ("null", None),
+     ("semantic", "semantic"), ("", ""), ("two words", "two words")],
+)
+def test_a_value_is_json_when_it_parses_as_json_else_text(text, value):
+    assert parse_value(text) == value and type(parse_value(text)) is type(value)
+
+
+def test_assignments_split_at_the_first_equals_sign():
+    assert parse_assignments(["a=1", "b=x=y", "c= true"]) == {"a": 1, "b": "x=y", "c": True}
+
+
+@pytest.mark.parametrize("items", [["novalue"], ["=1"], ["a=1", "a=2"]])
+def test_a_bad_assignment_is_bad_input(items):
+    with pytest.raises(FlagctlError) as caught:
+        parse_assignments(items)
+    assert caught.value.exit_code == BAD_INPUT
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["set", "a=1"], ["revert", "3"], ["revert", "x", "--reason", "r"], ["set", "a=1", "--reason", "r", "--if-match", "v2"],
+     ["--url", "http://x", "--stack-output-file", "f", "get"], ["frobnicate"]],
+)
+def test_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(argv, transport=FakeTransport())
+    assert caught.value.code == 2
+
+
+# -- exit codes ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(200, OK), (304, OK), (400, BAD_INPUT), (404, BAD_INPUT), (405, BAD_INPUT), (413, BAD_INPUT), (415, BAD_INPUT),
+     (409, CONFLICT), (412, CONFLICT), (401, AUTH), (403, AUTH), (429, SERVER), (500, SERVER), (502, SERVER),
+     (503, SERVER)],
+)
+def test_http_status_maps_to_an_exit_code_scripts_can_use(status, code):
+    assert exit_code(status) == code
+
+
+def test_a_refusal_prints_the_error_on_stderr_and_exits_with_its_code():
+    # Given
+    error = {"error": {"code": "PRECONDITION_FAILED", "message": "at version 9", "current_version": 9}}
+    # When
+    code, out, err = run(["set", "signup_enabled=false", "--reason", "r", "--if-match", "7"], FakeTransport(412, error))
+    # Then
+    assert code == CONFLICT and out == ""
+    assert err.strip() == "flagctl: HTTP 412 PRECONDITION_FAILED: at version 9 (current_version=9)"
+
+
+def test_with_json_a_refusal_is_the_apis_json_on_stderr():
+    error = {"error": {"code": "FLAG_NOT_FOUND", "message": "no flag named 'x'"}}
+    code, out, err = run(["--json", "get", "x"], FakeTransport(404, error))
+    assert code == BAD_INPUT and out == "" and json.loads(err) == error
+
+
+def test_a_network_failure_is_exit_5(monkeypatch):
+    def unreachable(outgoing: Outgoing) -> Answer:
+        raise FlagctlError(f"cannot reach {outgoing.url}: refused", SERVER, "NETWORK_ERROR")
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["get"], transport=unreachable, out=out, err=err) == SERVER
+    assert err.getvalue().startswith("flagctl: cannot reach http://127.0.0.1:3000/flags")
+
+
+# -- requests and output ---------------------------------------------------------------------------------
+
+
+def test_set_sends_one_patch_with_typed_values_reason_and_if_match():
+    # Given
+    transport = FakeTransport(200, {"applied": True, "version": 8, "changed": {"signup_enabled": {"old": True, "new": False}}})
+    # When
+    code, out, _ = run(["set", "signup_enabled=false", "search_ranking=hybrid", "--reason", "why", "--if-match", '"7"'], transport)
+    # Then
+    (sent,) = transport.sent
+    assert (sent.method, sent.url) == ("PATCH", "http://127.0.0.1:3000/flags")
+    assert json.loads(sent.body) == {"flags": {"signup_enabled": False, "search_ranking": "hybrid"}, "reason": "why"}
+    assert sent.headers["If-Match"] == '"7"' and sent.headers["Content-Type"] == "application/json"
+    assert "Authorization" not in sent.headers  # loopback: never signed
+    assert code == OK
+    assert out.splitlines() == ["FLAG            OLD   NEW", "signup_enabled  true  false", "now at version 8"]
+
+
+def test_get_prints_a_table_for_people_and_the_json_for_scripts():
+    code, out, _ = run(["get"], FakeTransport())
+    assert code == OK
+    assert out.splitlines()[:2] == ["FLAG                       VALUE", "signup_enabled             true"]
+    assert "version 7 · CACHED" in out
+    code, out, _ = run(["--json", "get"], FakeTransport())
+    assert json.loads(out) == FLAGS_BODY
+
+
+def test_get_one_flag_quotes_its_name_in_the_path():
+    transport = FakeTransport(200, {"name": "a/b", "value": 1, "version": 1, "reason": "STATIC", "fetched_at": None})
+    run(["--url", "http://localhost:9000/", "get", "a/b"], transport)
+    assert transport.sent[0].url == "http://localhost:9000/flags/a%2Fb"
+
+
+def test_history_passes_limit_and_cursor_and_prints_the_next_cursor():
+    record = {"version": 3, "kind": "revert", "actor": "arn:aws:iam::1:user/me", "reason": "undo", "at": "T",
+              "changes": {"maintenance_mode": {"old": True, "new": False}}, "reverted_to": 1}
+    transport = FakeTransport(200, {"records": [record], "next_cursor": "abc"})
+    code, out, _ = run(["history", "--limit", "1", "--cursor", "xyz"], transport)
+    assert transport.sent[0].url == "http://127.0.0.1:3000/flags/history?limit=1&cursor=xyz"
+    assert code == OK and "revert to 1" in out and "maintenance_mode true -> false" in out
+    assert out.splitlines()[-1] == "older records: --cursor abc"
+
+
+def test_revert_posts_the_version_and_reason():
+    transport = FakeTransport(200, {"applied": False, "version": 5, "changed": {}})
+    code, out, _ = run(["revert", "3", "--reason", "back"], transport)
+    assert json.loads(transport.sent[0].body) == {"version": 3, "reason": "back"}
+    assert code == OK and out.startswith("no change")
+
+
+# -- targets ---------------------------------------------------------------------------------------------
+
+
+def test_the_stack_output_names_the_api_url(tmp_path):
+    # Given: what `cdk deploy --outputs-file` writes
+    outputs = tmp_path / "cdk-outputs.json"
+    outputs.write_text(json.dumps({"singleton-flags-prod": {STACK_OUTPUT_API_URL: "https://a1.execute-api.eu-west-1.amazonaws.com/prod/", "TableName": "t"}}))
+    # Then
+    assert url_from_stack_outputs(outputs) == "https://a1.execute-api.eu-west-1.amazonaws.com/prod/"
+
+
+@pytest.mark.parametrize("document", ["{}", "not json", json.dumps({"a": {"ApiUrl": "u1"}, "b": {"ApiUrl": "u2"}})])
+def test_stack_outputs_without_exactly_one_api_url_are_bad_input(tmp_path, document):
+    outputs = tmp_path / "cdk-outputs.json"
+    outputs.write_text(document)
+    with pytest.raises(FlagctlError) as caught:
+        url_from_stack_outputs(outputs)
+    assert caught.value.exit_code == BAD_INPUT
+
+
+def test_the_output_name_is_the_stacks():
+    from infra.constants import OUTPUT_API_URL
+
+    assert STACK_OUTPUT_API_URL == OUTPUT_API_URL
+
+
+@pytest.mark.parametrize(
+    ("url", "default", "region"),
+    [("https://a1b2c3.execute-api.eu-west-3.amazonaws.com/prod", "us-east-1", "eu-west-3"),
+     ("https://a1.execute-api.cn-north-1.amazonaws.com.cn/prod", None, "cn-north-1"),
+     ("https://flags.example.com/", "ap-south-1", "ap-south-1")],
+)
+def test_the_signing_region_is_the_apis_own_else_the_configured_one(url, default, region):
+    assert region_for(url, default) == region
+
+
+def test_a_custom_domain_without_a_region_is_bad_input():
+    with pytest.raises(FlagctlError):
+        region_for("https://flags.example.com/", None)
+
+
+def test_a_url_that_is_not_http_is_bad_input():
+    with pytest.raises(FlagctlError):
+        FlagsClient("ftp://example.com")
+
+
+# -- SigV4 -----------------------------------------------------------------------------------------------
+
+
+def test_signing_matches_aws_sigv4_test_suite_get_vanilla(frozen_time):
+    # Given: the request, credentials and time of AWS's published SigV4 test vector "get-vanilla"
+    credentials = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    # When
+    signed = sign(Outgoing("GET", "https://example.amazonaws.com/", {}, None), credentials, "us-east-1", service="service")
+    # Then
+    assert signed.headers["X-Amz-Date"] == "20150830T123600Z"
+    assert signed.headers["Authorization"] == (
+        "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+        "SignedHeaders=host;x-amz-date, "
+        "Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"
+    )
+
+
+def test_a_deployed_api_is_called_signed_for_execute_api_with_the_default_credentials(frozen_time, monkeypatch):
+    # Given: the default chain finds the environment's credentials (set by aws_env), no instance metadata
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    transport = FakeTransport(200, {"applied": True, "version": 2, "changed": {}})
+    url = "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod/"
+    # When
+    code, _, _ = run(["--url", url, "set", "signup_enabled=true", "--reason", "r"], transport)
+    # Then
+    (sent,) = transport.sent
+    assert code == OK and sent.url == "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod/flags"
+    authorization = sent.headers["Authorization"]
+    assert authorization.startswith(
+        "AWS4-HMAC-SHA256 Credential=testing/20150830/eu-west-1/execute-api/aws4_request, "
+        "SignedHeaders=accept;content-type;host;x-amz-date;x-amz-security-token, Signature="
+    )
+    assert len(authorization.rsplit("Signature=", 1)[1]) == 64
+    assert sent.headers["X-Amz-Security-Token"] == "testing" and sent.headers["X-Amz-Date"] == "20150830T123600Z"
+
+
+def test_without_credentials_a_deployed_call_is_an_auth_failure(monkeypatch):
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    transport = FakeTransport()
+    code, _, err = run(["--url", "https://a1.execute-api.eu-west-1.amazonaws.com/prod", "get"], transport)
+    assert code == AUTH and transport.sent == []
+    assert "no AWS credentials" in err
