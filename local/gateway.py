@@ -1,7 +1,7 @@
 """The local stand-in for API Gateway (REST API, Lambda proxy integration): HTTP request <-> proxy event.
 
-Pure functions, no sockets: ``match_route`` picks the route the deployed API would pick (a static segment
-beats a ``{parameter}``, as API Gateway resolves resources), ``proxy_event`` builds the event Lambda would
+Pure functions, no sockets: ``match_route`` picks the route the deployed API would pick (the most specific
+resource, then the method; ``flags.http.allowed_methods`` agrees), ``proxy_event`` builds the event Lambda would
 receive, and ``http_response`` turns a proxy result back into status, headers and body. The server in
 ``local.server`` only moves bytes.
 """
@@ -55,19 +55,26 @@ def _bind(template: str, raw_path: str) -> dict[str, str] | None:
     return parameters
 
 
-def _specificity(route: Route) -> tuple[int, ...]:
-    """API Gateway prefers a static segment to a parameter at the first place they differ."""
-    return tuple(0 if part.startswith("{") else 1 for part in _segments(route.path))
+def _specificity(template: str) -> tuple[int, ...]:
+    """API Gateway prefers a static segment to a parameter at the first place two resources differ."""
+    return tuple(0 if part.startswith("{") else 1 for part in _segments(template))
 
 
 def match_route(routes: Iterable[Route], method: str, raw_path: str) -> RouteMatch | list[str]:
-    """The route serving ``method raw_path``, or the sorted methods the path allows (empty: unknown path)."""
-    on_path = [(route, params) for route in routes if (params := _bind(route.path, raw_path)) is not None]
-    served = [(route, params) for route, params in on_path if route.method == method]
-    if served:
-        route, params = max(served, key=lambda pair: _specificity(pair[0]))
-        return RouteMatch(route, params)
-    return sorted({route.method for route, _ in on_path})
+    """The route serving ``method raw_path``, or the sorted methods the path allows (empty: unknown path).
+
+    As API Gateway does, the most specific resource matching the path is chosen first, then the method on
+    it: ``GET /flags/revert`` is the ``/flags/revert`` resource (POST only, so 405), not a flag name.
+    """
+    bound = [(route, params) for route in routes if (params := _bind(route.path, raw_path)) is not None]
+    if not bound:
+        return []
+    resource = max((route.path for route, _ in bound), key=_specificity)
+    on_resource = [(route, params) for route, params in bound if route.path == resource]
+    for route, params in on_resource:
+        if route.method == method:
+            return RouteMatch(route, params)
+    return sorted({route.method for route, _ in on_resource})
 
 
 def _multi(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:

@@ -159,6 +159,9 @@ def run() -> None:
         try:
             server.serve_forever(poll_interval=0.2)
         except KeyboardInterrupt:
+            # `make run` under Ctrl-C or `timeout` may deliver a second signal: the stop is already under way
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             print("\nsingleton-flags: local runner stopped", flush=True)
 
 

@@ -148,8 +148,10 @@ def test_the_scheduler_route_refuses_unknown_windows(runner):
 
 def test_wrong_method_is_405_with_allow_and_unknown_path_404(runner):
     wrong = runner.send("DELETE", "/flags")
+    static = runner.get("/flags/revert")  # the /flags/revert resource, not a flag named "revert"
     unknown = runner.get("/nowhere")
     assert wrong.status == 405 and wrong.header("Allow") == "GET, PATCH"
+    assert static.status == 405 and static.header("Allow") == "POST"
     assert wrong.body["error"]["code"] == "METHOD_NOT_ALLOWED"
     assert unknown.status == 404 and unknown.body["error"]["code"] == "NOT_FOUND"
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from flags.http import allowed_methods
 from flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION
 from infra.config import load_config, schedule_payload
 from local.api import LocalApi, Request
@@ -63,7 +64,6 @@ def request(method: str, target: str, body: bytes = b"", headers: list[tuple[str
         ("GET", "/flags", "/flags", READ_FUNCTION, {}),
         ("GET", "/flags/signup_enabled", "/flags/{name}", READ_FUNCTION, {"name": "signup_enabled"}),
         ("GET", "/flags/history", "/flags/history", WRITE_FUNCTION, {}),  # a static segment beats {name}
-        ("GET", "/flags/revert", "/flags/{name}", READ_FUNCTION, {"name": "revert"}),  # no GET on /flags/revert
         ("PATCH", "/flags", "/flags", WRITE_FUNCTION, {}),
         ("POST", "/flags/revert", "/flags/revert", WRITE_FUNCTION, {}),
         ("GET", "/flags/a%20b%2Fc", "/flags/{name}", READ_FUNCTION, {"name": "a b/c"}),
@@ -82,7 +82,8 @@ def test_a_request_goes_to_the_route_api_gateway_would_pick(method, path, templa
     [
         ("DELETE", "/flags", ["GET", "PATCH"]),
         ("POST", "/flags/history", ["GET"]),
-        ("PUT", "/flags/revert", ["GET", "POST"]),
+        ("GET", "/flags/revert", ["POST"]),  # the static resource wins, then the method: not a flag name
+        ("PUT", "/flags/revert", ["POST"]),
         ("GET", "/nope", []),
         ("GET", "/flags/a/b", []),
         ("DELETE", "/flags/", ["GET", "PATCH"]),  # a trailing slash names the same resource
@@ -90,6 +91,14 @@ def test_a_request_goes_to_the_route_api_gateway_would_pick(method, path, templa
 )
 def test_no_route_says_which_methods_the_path_allows(method, path, allowed):
     assert match_route(ROUTES, method, path) == allowed
+    assert allowed_methods(path) == allowed  # the functions' own 404/405 agree with the runner's
+
+
+def test_every_route_of_the_table_is_reachable():
+    for route in ROUTES:
+        concrete = route.path.replace("{name}", "signup_enabled")
+        found = match_route(ROUTES, route.method, concrete)
+        assert isinstance(found, RouteMatch) and found.route == route
 
 
 # -- the proxy event ----------------------------------------------------------------------------------
