@@ -80,16 +80,17 @@ class FlagReader:
             snapshot: Snapshot = self.provider.get(self._sort_key, max_age=self._max_age)
         except GetParameterError as exc:
             self._failures += 1
+            failed_at = self._clock()  # the window starts when the call gave up, not when it started
             delay = min(self._backoff_max, self._backoff_base * 2 ** (self._failures - 1))
-            self._retry_at = now + delay * (0.5 + self._jitter() / 2)
-            state = self._degraded(now)
+            self._retry_at = failed_at + delay * (0.5 + self._jitter() / 2)
+            state = self._degraded(failed_at)
             logger.warning(
                 "cannot read the flags item, serving degraded values",
                 reason=state.reason,
                 version=state.version,
                 error=str(exc),
                 consecutive_failures=self._failures,
-                retry_in_seconds=round(self._retry_at - now, 3),
+                retry_in_seconds=round(self._retry_at - failed_at, 3),
             )
             self._counter.record(state.reason, refresh_failed=True)
             return state

@@ -2,7 +2,7 @@
 
 Only ``TABLE_NAME`` is required; everything else has a default. The library below never reads
 ``os.environ`` itself: handlers build a ``Settings`` and pass what each part needs. The cache age is
-Powertools' own ``POWERTOOLS_PARAMETERS_MAX_AGE`` (read by Powertools' BaseProvider).
+Powertools' own ``POWERTOOLS_PARAMETERS_MAX_AGE``, validated here and passed explicitly as ``max_age``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from flags.keys import SINGLETON_SK
 
 MAX_STALE_LIMIT_SECONDS = 3600
+MAX_AGE_LIMIT_SECONDS = 3600
 DEFAULT_MAX_AGE_SECONDS = 5  # Powertools' own default, restated for the docs
 
 
@@ -37,6 +38,7 @@ def _int_env(env: Mapping[str, str], key: str, default: int, low: int, high: int
 class Settings:
     table_name: str
     item_sort_key: str = SINGLETON_SK
+    max_age_seconds: int = DEFAULT_MAX_AGE_SECONDS
     max_stale_seconds: int = 300
     audit_retention_days: int = 365
     local_actor: str | None = None  # the local runner's fixed identity; never set in a deployed function
@@ -52,6 +54,8 @@ class Settings:
         return cls(
             table_name=table_name,
             item_sort_key=sort_key,
+            # Powertools parses this itself on every get(), outside its error handling: validate it once here
+            max_age_seconds=_int_env(env, "POWERTOOLS_PARAMETERS_MAX_AGE", DEFAULT_MAX_AGE_SECONDS, 0, MAX_AGE_LIMIT_SECONDS),
             max_stale_seconds=_int_env(env, "FLAGS_MAX_STALE_SECONDS", 300, 0, MAX_STALE_LIMIT_SECONDS),
             audit_retention_days=_int_env(env, "FLAGS_AUDIT_RETENTION_DAYS", 365, 1, 3650),
             local_actor=env.get("FLAGS_LOCAL_ACTOR") or None,

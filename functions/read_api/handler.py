@@ -6,7 +6,9 @@ long as the environment is warm and a cached read costs a dict lookup and a JSON
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -17,7 +19,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from flags.aws import dynamodb_client
 from flags.declarations import load_declarations
 from flags.errors import FlagNotFound, FlagsError
-from flags.http import error_response, format_etag, iso_time, json_response, no_route_response, parse_entity_tags
+from flags.http import JSON, error_response, format_etag, iso_time, no_route_response, parse_entity_tags
 from flags.observability import logger
 from flags.provider import SingletonProvider
 from flags.reader import DEFAULT, FlagReader, FlagState
@@ -27,26 +29,24 @@ SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_declarations()
 PROVIDER = SingletonProvider(client=dynamodb_client(), table_name=SETTINGS.table_name, declarations=DECLARATIONS)
 READER = FlagReader(
-    PROVIDER, DECLARATIONS, sort_key=SETTINGS.item_sort_key, max_stale=SETTINGS.max_stale_seconds
+    PROVIDER,
+    DECLARATIONS,
+    sort_key=SETTINGS.item_sort_key,
+    max_age=SETTINGS.max_age_seconds,
+    max_stale=SETTINGS.max_stale_seconds,
 )
 
 app = APIGatewayRestResolver()
 
+_NO_STORE = {"Cache-Control": "no-store"}
 
-def _respond(state: FlagState, body: dict[str, Any]) -> Response:
-    """200 with an ETag, or 304 when the client already holds this version.
 
-    No ETag (and no 304) for values that are not a stored version: fallbacks, or a maintenance window
-    ended by its stored deadline (the served value differs from the stored one of that version).
-    """
-    if state.reason == DEFAULT or state.version is None or state.maintenance_deadline_passed:
-        return json_response(HTTPStatus.OK, body, {"Cache-Control": "no-store"})
-    etag = format_etag(state.version)
-    headers = {"ETag": etag, "Cache-Control": "no-cache"}
-    held = parse_entity_tags(app.current_event.headers.get("if-none-match"))
-    if held is not None and ("*" in held or str(state.version) in held):
-        return Response(status_code=int(HTTPStatus.NOT_MODIFIED), headers=headers)
-    return json_response(HTTPStatus.OK, body, headers)
+def _if_none_match() -> str | None:
+    """The If-None-Match header, looked up once in the raw event (Powertools' ``headers`` copies them all)."""
+    for name, value in (app.current_event.raw_event.get("headers") or {}).items():
+        if name.lower() == "if-none-match":
+            return value
+    return None
 
 
 def _metadata(state: FlagState) -> dict[str, Any]:
@@ -60,10 +60,48 @@ def _metadata(state: FlagState) -> dict[str, Any]:
     return meta
 
 
+class _BodyMemo:
+    """The last serialized body per route: a cached read serves the bytes it served a moment ago.
+
+    Keyed by everything a body is made of; a new snapshot, reason or deadline outcome makes a new body.
+    """
+
+    def __init__(self, build: Callable[[FlagState], dict[str, Any]]) -> None:
+        self._build = build
+        self._key: tuple[Any, ...] | None = None
+        self._body = ""
+
+    def __call__(self, state: FlagState, *extra: Any) -> str:
+        key = (id(state.values), state.version, state.reason, state.fetched_at, state.maintenance_deadline_passed, *extra)
+        if key != self._key:
+            self._body = json.dumps(self._build(state, *extra), separators=(",", ":"), ensure_ascii=False)
+            self._key = key
+        return self._body
+
+
+_all_flags_body = _BodyMemo(lambda state: {"flags": dict(state.values), **_metadata(state)})
+_one_flag_body = _BodyMemo(lambda state, name: {"name": name, "value": state.values[name], **_metadata(state)})
+
+
+def _respond(state: FlagState, body: Callable[[], str]) -> Response:
+    """200 with an ETag, or 304 when the client already holds this version.
+
+    No ETag (and no 304) for values that are not a stored version: fallbacks, or a maintenance window
+    ended by its stored deadline (the served value differs from the stored one of that version).
+    """
+    if state.reason == DEFAULT or state.version is None or state.maintenance_deadline_passed:
+        return Response(status_code=200, content_type=JSON, body=body(), headers=_NO_STORE)
+    headers = {"ETag": format_etag(state.version), "Cache-Control": "no-cache"}
+    held = parse_entity_tags(_if_none_match())
+    if held is not None and ("*" in held or str(state.version) in held):
+        return Response(status_code=int(HTTPStatus.NOT_MODIFIED), headers=headers)
+    return Response(status_code=200, content_type=JSON, body=body(), headers=headers)
+
+
 @app.get("/flags")
 def get_flags() -> Response:
     state = READER.read()
-    return _respond(state, {"flags": dict(state.values), **_metadata(state)})
+    return _respond(state, lambda: _all_flags_body(state))
 
 
 @app.get("/flags/<name>")
@@ -71,7 +109,7 @@ def get_flag(name: str) -> Response:
     if name not in DECLARATIONS:
         raise FlagNotFound(f"no flag named '{name}' is declared", flag=name)
     state = READER.read()
-    return _respond(state, {"name": name, "value": state.values[name], **_metadata(state)})
+    return _respond(state, lambda: _one_flag_body(state, name))
 
 
 @app.exception_handler(FlagsError)

@@ -52,6 +52,7 @@ READER = FlagReader(
     SingletonProvider(client=CLIENT, table_name=SETTINGS.table_name, declarations=DECLARATIONS),
     DECLARATIONS,
     sort_key=SETTINGS.item_sort_key,
+    max_age=SETTINGS.max_age_seconds,
     max_stale=SETTINGS.max_stale_seconds,
 )
 MODELS = build_models(DECLARATIONS)

@@ -141,15 +141,6 @@ def test_a_warm_environment_answers_200_with_the_last_good_value_within_the_budg
 def test_the_request_after_a_failed_call_does_not_wait_again(
     read_function: Any, make_event: Any, lambda_context: Any, request: pytest.FixtureRequest, monkeypatch: Any
 ) -> None:
-    if request.node.callspec.params["dead_endpoint"] == "silent":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="BUG functions/flags/reader.py:84: the back-off window starts when the failed call STARTED, "
-                "so a call that timed out (1 s) has already used up the first window (0.5-1 s) and the next "
-                "request waits on the dead endpoint again",
-            )
-        )
     # Given the production back-off (1 s base, jitter) and a first request that failed on the dead endpoint
     reader = FlagReader(read_function.PROVIDER, read_function.DECLARATIONS, max_stale=60)
     monkeypatch.setattr(read_function, "READER", reader)

@@ -222,11 +222,6 @@ class TestBackOff:
         assert windows == [1.0, 2.0, 4.0, 4.0]
         failing.assert_no_pending_responses()
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="BUG functions/flags/reader.py:84: _retry_at = now + delay uses the time the failed call STARTED; "
-        "a call that spent its 1 s read timeout has used up the first window, so the next request calls again",
-    )
     def test_the_window_starts_when_the_failed_call_returns(
         self, ddb: Any, failing: Stubber, stale_reader: FlagReader, clock: Clock
     ) -> None:

@@ -47,14 +47,6 @@ def test_max_stale_is_bounded_and_parsed() -> None:
     assert settings.max_stale_seconds == MAX_STALE_LIMIT_SECONDS
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG functions/flags/settings.py: POWERTOOLS_PARAMETERS_MAX_AGE is not validated at cold start; "
-        "Powertools' BaseProvider.get() parses it with int() on every request, outside its try, so a bad "
-        "value escapes FlagReader.read() as ValueError and every GET /flags fails (API Gateway 502)"
-    ),
-)
 @pytest.mark.parametrize("raw", ["five", "5s", "1.5"])
 def test_a_bad_powertools_max_age_fails_at_cold_start(raw: str) -> None:
     # Given a function deployed with a cache age that is not an integer
