@@ -76,6 +76,11 @@ class WriteConflict(FlagsError):
         return {"Retry-After": str(self.retry_after)}
 
 
+class UnsupportedMediaType(FlagsError):
+    status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
 class StoreUnavailable(FlagsError):
     """DynamoDB could not be reached or refused the call for reasons the client did not cause."""
 

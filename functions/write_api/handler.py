@@ -11,14 +11,17 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from flags.declarations import load_declarations
-from flags.errors import FlagsError, InvalidRequest
+from flags.errors import FlagsError, InvalidRequest, UnsupportedMediaType
 from flags.http import error_response, format_etag, iso_time, json_response, no_route_response, parse_entity_tags
 from flags.observability import (
     CHANGES_APPLIED,
@@ -154,8 +157,38 @@ def _domain_check() -> None:
     STORE.validate_reason(payload.get("reason"))
 
 
+def _content_type() -> str:
+    return (app.current_event.headers.get("content-type") or "").split(";")[0].strip().lower()
+
+
+def _body_is_json() -> bool:
+    """No Content-Type or application/json: the only bodies the write API reads."""
+    return _content_type() in ("", "application/json")
+
+
+def _not_json() -> UnsupportedMediaType:
+    return UnsupportedMediaType(
+        f"the body must be JSON (Content-Type: application/json), not {_content_type()!r}", rule="content_type"
+    )
+
+
+@app.exception_handler(RequestUnsupportedContentType)
+def handle_unsupported_content_type(_: RequestUnsupportedContentType) -> Response:
+    return handle_flags_error(_not_json())
+
+
+@app.exception_handler(ValueError)
+def handle_unparseable_body(error: ValueError) -> Response:
+    """Powertools raises ValueError for a form body it cannot parse (multipart without a boundary)."""
+    if _body_is_json():
+        raise error  # not a body-format problem: a bug, let it surface
+    return handle_flags_error(_not_json())
+
+
 @app.exception_handler(RequestValidationError)
 def handle_invalid_request(error: RequestValidationError) -> Response:
+    if not _body_is_json():  # a form body Powertools parsed into fields: still not what this API reads
+        return handle_flags_error(_not_json())
     try:
         _domain_check()
     except FlagsError as precise:

@@ -27,9 +27,6 @@ from schemathesis.specs.openapi.checks import (
 )
 
 MAX_EXAMPLES = 50  # per operation
-# schemathesis' Content-Type probes hit a known write-function bug, pinned by the strict xfail
-# test_a_body_that_is_not_json_is_refused_with_the_error_contract (test_local_runner.py): skipped here until fixed.
-KNOWN_BAD_CONTENT_TYPES = {"multipart/form-data", "text/plain"}
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -67,6 +64,4 @@ def test_the_fuzzed_document_is_the_one_the_runner_serves(fuzz_runner: Runner) -
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_every_answer_is_documented_and_none_is_a_server_error(case: schemathesis.Case, fuzz_runner: Runner) -> None:
-    if (case.headers or {}).get("Content-Type") in KNOWN_BAD_CONTENT_TYPES:
-        return
     case.call_and_validate(base_url=fuzz_runner.url, checks=CHECKS, timeout=10)

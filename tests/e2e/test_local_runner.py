@@ -14,12 +14,6 @@ from infra.config import load_config
 from e2e_support import Answer, Runner, eventually
 
 DECLARED = list(load_declarations())
-WRITE_API_CONTENT_TYPE_BUG = (
-    "BUG functions/write_api/handler.py: a body that is not JSON is answered outside the error contract: "
-    "'Content-Type: text/plain' gets Powertools' own 415 {statusCode, detail}, and 'multipart/form-data' "
-    "without a boundary raises ValueError in Powertools' body parsing (API Gateway answers 502). "
-    "When fixed, drop this marker and KNOWN_BAD_CONTENT_TYPES in test_fuzz_api.py."
-)
 WINDOW = load_config().maintenance_windows[0].name
 
 
@@ -165,13 +159,12 @@ def test_bad_input_is_400_naming_the_problem(runner):
     assert unknown_flag.body["error"]["code"] == "UNKNOWN_FLAG"
 
 
-@pytest.mark.xfail(strict=True, reason=WRITE_API_CONTENT_TYPE_BUG)
 @pytest.mark.parametrize("content_type", ["text/plain", "multipart/form-data"])
 def test_a_body_that_is_not_json_is_refused_with_the_error_contract(runner, content_type):
     body = b'{"flags": {"signup_enabled": true}, "reason": "content type"}'
     answer = runner.send("PATCH", "/flags", body, {"Content-Type": content_type})
-    assert answer.status in (400, 415)
-    assert {"code", "message"} <= set(answer.body["error"])
+    assert answer.status == 415
+    assert answer.body["error"]["code"] == "UNSUPPORTED_MEDIA_TYPE"
 
 
 def test_the_openapi_document_and_swagger_ui_are_served(runner):
