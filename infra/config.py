@@ -22,6 +22,9 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
+from flags.routes import MAINTENANCE_FUNCTION
+
+from infra.constants import METRICS_NAMESPACE, SERVICE_NAME
 
 CONTEXT_KEY = "singleton-flags"
 STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
@@ -437,6 +440,24 @@ def schedule_payload(window_name: str, action: str) -> dict[str, str]:
     if action not in ACTIONS:
         raise ValueError(f"action must be one of {ACTIONS}, got {action!r}")
     return {"action": action, "window": window_name}
+
+
+def function_environment(config: FlagsConfig, table_name: str, function: str) -> dict[str, str]:
+    """The environment the stack gives a function (``function`` as named in ``flags.routes.HANDLERS``).
+
+    One definition for the stack (infra/functions.py) and the local runner, so the two cannot drift.
+    """
+    environment = {
+        "TABLE_NAME": table_name,
+        "POWERTOOLS_PARAMETERS_MAX_AGE": str(config.cache_max_age_seconds),
+        "FLAGS_MAX_STALE_SECONDS": str(config.max_stale_seconds),
+        "FLAGS_AUDIT_RETENTION_DAYS": str(config.audit_retention_days),
+        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+    }
+    if function == MAINTENANCE_FUNCTION:
+        environment["MAINTENANCE_WINDOWS"] = windows_env(config)
+    return environment
 
 
 def windows_env(config: FlagsConfig) -> str:

@@ -19,7 +19,7 @@ from flags.keys import SINGLETON_PK
 from flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 from infra import constants
-from infra.config import FlagsConfig, windows_env
+from infra.config import FlagsConfig, function_environment
 from infra.logs import log_group
 from infra.nag import acknowledge
 
@@ -80,17 +80,7 @@ class Functions(Construct):
         return lambda_.LayerVersion.from_layer_version_arn(self, constants.POWERTOOLS_LAYER_ID, arn)
 
     def _environment(self, name: str) -> dict[str, str]:
-        environment = {
-            "TABLE_NAME": self._table.table_name,
-            "POWERTOOLS_PARAMETERS_MAX_AGE": str(self._config.cache_max_age_seconds),
-            "FLAGS_MAX_STALE_SECONDS": str(self._config.max_stale_seconds),
-            "FLAGS_AUDIT_RETENTION_DAYS": str(self._config.audit_retention_days),
-            "POWERTOOLS_SERVICE_NAME": constants.SERVICE_NAME,
-            "POWERTOOLS_METRICS_NAMESPACE": constants.METRICS_NAMESPACE,
-        }
-        if name == MAINTENANCE_FUNCTION:
-            environment["MAINTENANCE_WINDOWS"] = windows_env(self._config)
-        return environment
+        return function_environment(self._config, self._table.table_name, name)
 
     def _build_role(self, name: str, logs_group: logs.ILogGroup) -> iam.Role:
         title = name.capitalize()

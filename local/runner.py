@@ -19,10 +19,11 @@ import local.paths  # noqa: F401 - first: puts functions/ on sys.path
 
 from flags.declarations import Declarations, load_declarations  # noqa: E402
 from flags.errors import DeclarationError  # noqa: E402
-from flags.routes import HANDLERS, WRITE_FUNCTION  # noqa: E402
+from flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION  # noqa: E402
 from flags.settings import Settings, SettingsError  # noqa: E402
-from infra.config import ConfigError, FlagsConfig, load_config, windows_env  # noqa: E402
-from infra.constants import METRICS_NAMESPACE, SERVICE_NAME  # noqa: E402
+from infra.config import ConfigError, FlagsConfig, load_config  # noqa: E402
+from infra.config import function_environment as deployed_environment  # noqa: E402
+from infra.constants import SERVICE_NAME  # noqa: E402
 from local.api import LocalApi  # noqa: E402
 from local.backend import BackendError, choose_backend, prepare_table  # noqa: E402
 from local.functions import Functions, load_handler  # noqa: E402
@@ -53,20 +54,17 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     The user's own TABLE_NAME, cache age, region... win; the windows always come from cdk.json, as deployed.
     """
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+    deployed = deployed_environment(config, DEFAULT_TABLE, MAINTENANCE_FUNCTION)  # one process: the widest env
+    windows = deployed.pop("MAINTENANCE_WINDOWS")
     defaults = {
-        "TABLE_NAME": DEFAULT_TABLE,
+        **deployed,
         "FLAGS_LOCAL_ACTOR": LOCAL_ACTOR,
-        "POWERTOOLS_PARAMETERS_MAX_AGE": str(config.cache_max_age_seconds),
-        "FLAGS_MAX_STALE_SECONDS": str(config.max_stale_seconds),
-        "FLAGS_AUDIT_RETENTION_DAYS": str(config.audit_retention_days),
-        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
-        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
         "POWERTOOLS_METRICS_DISABLED": "1",  # no EMF blobs in a terminal
         "AWS_REGION": region,
         "AWS_DEFAULT_REGION": region,
     }
     resolved = {key: env.get(key) or value for key, value in defaults.items()}
-    resolved["MAINTENANCE_WINDOWS"] = windows_env(config)
+    resolved["MAINTENANCE_WINDOWS"] = windows
     resolved["POWERTOOLS_TRACE_DISABLED"] = "1"  # no X-Ray daemon here
     return resolved
 
