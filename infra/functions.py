@@ -24,11 +24,12 @@ from infra.logs import log_group
 from infra.nag import acknowledge
 
 # What each function does to the table, and nothing more. TransactWriteItems is authorised per contained
-# action (its Update and Put), so it needs no action of its own. Query serves GET /flags/history.
+# action (its Update and Put), so it needs no action of its own. Query serves GET /flags/history, and both
+# writers' re-seed of a missing singleton (it resumes after the newest audit record: one Query, Limit 1).
 DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: ("dynamodb:GetItem",),
     WRITE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
-    MAINTENANCE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"),
+    MAINTENANCE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
 }
 # Every item a function may touch lives in the singleton's partition.
 LEADING_KEYS_CONDITION = {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [SINGLETON_PK]}}

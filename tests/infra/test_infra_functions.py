@@ -22,7 +22,8 @@ LEADING_KEYS = {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS
 TABLE_ACTIONS = {
     "read": {"dynamodb:GetItem"},
     "write": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"},
-    "maintenance": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"},
+    # Query: the store re-seeds a missing singleton after the newest audit record, from either writer
+    "maintenance": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"},
 }
 LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
