@@ -68,12 +68,12 @@ class Snapshot:
                 broken = spec.violation(value)
                 if broken is not None:
                     raise ValueError(f"stored value {value!r} breaks rule '{broken[0]}'")
-            except ValueError as exc:
+            except (ValueError, TypeError, AttributeError) as exc:  # any shape the declaration does not allow
                 fallen_back.append(name)
                 logger.warning("flag unusable in the item, serving its fallback", flag=name, problem=str(exc))
                 value = spec.fallback
             values[name] = value
-        deadline = item.get(MAINTENANCE_DEADLINE_ATTR, {}).get("N")
+        deadline = _number_or_none(item.get(MAINTENANCE_DEADLINE_ATTR))
         return cls(
             found=True,
             values=values,
@@ -82,9 +82,16 @@ class Snapshot:
             updated_at=item.get(UPDATED_AT_ATTR, {}).get("S"),
             updated_by=item.get(UPDATED_BY_ATTR, {}).get("S"),
             maintenance_owner=item.get(MAINTENANCE_OWNER_ATTR, {}).get("S"),
-            maintenance_deadline=float(deadline) if deadline is not None else None,
+            maintenance_deadline=deadline,
             fallen_back=tuple(fallen_back),
         )
+
+
+def _number_or_none(attribute: Any) -> float | None:
+    try:
+        return float(attribute["N"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _int_or_none(raw: str | None) -> int | None:

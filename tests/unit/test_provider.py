@@ -220,3 +220,18 @@ def test_a_dynamodb_error_surfaces_as_get_parameter_error(ddb: Any, provider: Si
             provider.get(SINGLETON_SK)
     # And nothing was cached
     assert provider.store == {}
+
+
+def test_a_malformed_attribute_or_deadline_is_a_fallback_not_a_failed_fetch(declarations) -> None:
+    # Given an item (as GetItem could return it) with an int flag holding a null number and a garbled deadline
+    from flags.provider import Snapshot
+    from unit_support import flags_item
+
+    item = flags_item(declarations, 3, api_rate_limit_per_minute={"N": None}, maintenance_deadline={"N": "soon"})
+    # When it is decoded
+    snapshot = Snapshot.from_item(item, declarations, fetched_at=0.0)
+    # Then only that flag falls back; the rest of the item, and its version, are served
+    assert snapshot.found and snapshot.version == 3
+    assert snapshot.values["api_rate_limit_per_minute"] == declarations["api_rate_limit_per_minute"].fallback
+    assert snapshot.fallen_back == ("api_rate_limit_per_minute",)
+    assert snapshot.maintenance_deadline is None
