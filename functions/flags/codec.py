@@ -6,9 +6,15 @@ its TypeDeserializer (and no Decimal round trips).
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 from flags.declarations import FlagSpec, FlagValue
+
+
+def iso_time(epoch_seconds: float) -> str:
+    """An epoch time as the ISO 8601 UTC text every response, audit record and ``updated_at`` carries."""
+    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
 def encode(spec: FlagSpec, value: FlagValue) -> dict[str, Any]:

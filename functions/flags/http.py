@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from http import HTTPStatus
 from typing import Any
 
@@ -32,10 +31,6 @@ def parse_entity_tags(header: str | None) -> set[str] | None:
     if header.strip() == "*":
         return {"*"}
     return {match.group(1) for match in _ENTITY_TAG.finditer(header)}
-
-
-def iso_time(epoch_seconds: float) -> str:
-    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
 def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> Response:

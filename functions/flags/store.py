@@ -22,12 +22,11 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from flags.codec import decode_plain, encode, encode_plain
+from flags.codec import decode_plain, encode, encode_plain, iso_time
 from flags.declarations import Declarations, FlagValue
 from flags.errors import (
     InvalidRequest,
@@ -87,10 +86,6 @@ class _Current:
     @property
     def version(self) -> int:
         return self.snapshot.version or 0
-
-
-def now_iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
 class FlagStore:
@@ -305,7 +300,7 @@ class FlagStore:
         }
         sets.update(owner_sets)
         sets[VERSION_ATTR] = {"N": str(next_version)}
-        sets[UPDATED_AT_ATTR] = {"S": now_iso(now)}
+        sets[UPDATED_AT_ATTR] = {"S": iso_time(now)}
         sets[UPDATED_BY_ATTR] = {"S": actor}
 
         new_raw = {k: v for k, v in current.raw.items() if k not in owner_removes}
@@ -386,7 +381,7 @@ class FlagStore:
             "kind": {"S": kind},
             "actor": {"S": actor},
             "reason": {"S": reason},
-            "at": {"S": now_iso(now)},
+            "at": {"S": iso_time(now)},
             "old": {"M": {name: encode_plain(change["old"]) for name, change in diff.items()}},
             "new": {"M": {name: encode_plain(change["new"]) for name, change in diff.items()}},
             "state": {"M": state},

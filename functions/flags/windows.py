@@ -41,7 +41,8 @@ from flags.keys import MAINTENANCE_FLAG
 from flags.observability import WINDOW_ENDS, WINDOW_SKIPS, WINDOW_STARTS, logger
 from flags.provider import Snapshot
 from flags.settings import SettingsError
-from flags.store import FlagStore, Ownership, now_iso
+from flags.codec import iso_time
+from flags.store import FlagStore, Ownership
 
 WINDOWS_ENV = "MAINTENANCE_WINDOWS"
 ACTIONS = ("start", "end")
@@ -249,7 +250,7 @@ class MaintenanceWindows:
             window,
             "start",
             lambda snapshot: decide_start(window, snapshot, now, deadline),
-            f"maintenance window '{window.name}' started, until {now_iso(deadline)}",
+            f"maintenance window '{window.name}' started, until {iso_time(deadline)}",
             {MAINTENANCE_FLAG: True},
             Ownership(owner=window.name, deadline=deadline),
         )
@@ -302,7 +303,7 @@ class MaintenanceWindows:
             version=snapshot.version,
             maintenance_mode=snapshot.values.get(MAINTENANCE_FLAG) is True,
             owner=snapshot.maintenance_owner,
-            deadline=now_iso(snapshot.maintenance_deadline) if snapshot.maintenance_deadline is not None else None,
+            deadline=iso_time(snapshot.maintenance_deadline) if snapshot.maintenance_deadline is not None else None,
         )
         log = logger.warning if outcome.status == SKIPPED else logger.info
         log(

@@ -19,7 +19,8 @@ from aws_lambda_powertools.logging import correlation_paths
 from flags.aws import dynamodb_client
 from flags.declarations import load_declarations
 from flags.errors import FlagNotFound, FlagsError
-from flags.http import JSON, error_response, format_etag, iso_time, no_route_response, parse_entity_tags
+from flags.codec import iso_time
+from flags.http import JSON, error_response, format_etag, no_route_response, parse_entity_tags
 from flags.observability import logger
 from flags.provider import SingletonProvider
 from flags.reader import DEFAULT, FlagReader, FlagState

@@ -22,7 +22,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from flags.declarations import load_declarations
 from flags.errors import FlagsError, InvalidRequest, UnsupportedMediaType
-from flags.http import error_response, format_etag, iso_time, json_response, no_route_response, parse_entity_tags
+from flags.codec import iso_time
+from flags.http import error_response, format_etag, json_response, no_route_response, parse_entity_tags
 from flags.observability import (
     CHANGES_APPLIED,
     REFUSALS,
