@@ -32,9 +32,15 @@ BOOKKEEPING_ATTRS = frozenset(
 
 
 def singleton_key(sort_key: str = SINGLETON_SK) -> dict[str, dict[str, str]]:
-    """The singleton's full primary key in DynamoDB's low-level attribute-value form."""
+    """The full primary key of an item of the singleton's partition (by default the singleton itself), in
+    DynamoDB's low-level attribute-value form."""
     return {PARTITION_KEY: {"S": SINGLETON_PK}, SORT_KEY: {"S": sort_key}}
 
 
 def audit_sort_key(version: int) -> str:
     return f"{AUDIT_SK_PREFIX}{version:0{AUDIT_VERSION_DIGITS}d}"
+
+
+def audit_version(sort_key: str) -> int:
+    """The version an ``AUDIT#...`` sort key records (the inverse of ``audit_sort_key``)."""
+    return int(sort_key.removeprefix(AUDIT_SK_PREFIX))

@@ -52,6 +52,7 @@ from flags.keys import (
     UPDATED_BY_ATTR,
     VERSION_ATTR,
     audit_sort_key,
+    audit_version,
     singleton_key,
 )
 from flags.observability import logger
@@ -150,11 +151,11 @@ class FlagStore:
         item = self._get_item(self._sort_key)
         if item is None:
             logger.warning("the flags item is missing: re-seeding it from the declarations before writing")
-            params = seed_update_params(self._table, self._declarations, self._sort_key)
             # Resume the version sequence after the audit trail the item left behind: restarting at 0 would make
             # every next write's AUDIT#<version> Put collide with a kept record (409 forever) and reuse ETags.
-            # ":zero" is the seed's placeholder for the if_not_exists start of schema_version.
-            params["ExpressionAttributeValues"][":zero"] = {"N": str(self._latest_audit_version())}
+            params = seed_update_params(
+                self._table, self._declarations, self._sort_key, start_version=self._latest_audit_version()
+            )
             self._call("update_item", **params)
             item = self._get_item(self._sort_key) or {}
         return _Current(raw=item, snapshot=Snapshot.from_item(item, self._declarations, fetched_at=self._clock()))
@@ -172,15 +173,10 @@ class FlagStore:
 
     def _latest_audit_version(self) -> int:
         items = self._call("query", **self._audit_query(Limit=1, ConsistentRead=True)).get("Items", [])
-        return int(items[0][SORT_KEY]["S"].removeprefix(AUDIT_SK_PREFIX)) if items else 0
+        return audit_version(items[0][SORT_KEY]["S"]) if items else 0
 
     def _get_item(self, sort_key: str) -> dict[str, Any] | None:
-        response = self._call(
-            "get_item",
-            TableName=self._table,
-            Key={PARTITION_KEY: {"S": SINGLETON_PK}, SORT_KEY: {"S": sort_key}},
-            ConsistentRead=True,
-        )
+        response = self._call("get_item", TableName=self._table, Key=singleton_key(sort_key), ConsistentRead=True)
         return response.get("Item")
 
     def _call(self, operation: str, **params: Any) -> Any:
@@ -375,8 +371,7 @@ class FlagStore:
             name: new_raw[name] for name in self._declarations if name in new_raw
         }
         item = {
-            PARTITION_KEY: {"S": SINGLETON_PK},
-            SORT_KEY: {"S": audit_sort_key(version)},
+            **singleton_key(audit_sort_key(version)),
             "version": {"N": str(version)},
             "kind": {"S": kind},
             "actor": {"S": actor},
@@ -399,14 +394,11 @@ class FlagStore:
             raise InvalidRequest(f"'limit' must be between 1 and {MAX_HISTORY_LIMIT}", rule="limit")
         params = self._audit_query(Limit=limit)
         if cursor is not None:
-            params["ExclusiveStartKey"] = {
-                PARTITION_KEY: {"S": SINGLETON_PK},
-                SORT_KEY: {"S": audit_sort_key(decode_cursor(cursor))},
-            }
+            params["ExclusiveStartKey"] = singleton_key(audit_sort_key(decode_cursor(cursor)))
         response = self._call("query", **params)
         records = [audit_record(item) for item in response.get("Items", [])]
         last = response.get("LastEvaluatedKey")
-        next_cursor = encode_cursor(int(last[SORT_KEY]["S"].removeprefix(AUDIT_SK_PREFIX))) if last else None
+        next_cursor = encode_cursor(audit_version(last[SORT_KEY]["S"])) if last else None
         return records, next_cursor
 
     def state_at(self, version: int) -> dict[str, Any]:

@@ -83,9 +83,9 @@ def test_seed_sets_only_missing_attributes(synth: Synth) -> None:
     assert "SET " + ", ".join(f"{a} = if_not_exists({b}, {v})" for a, b, v in clauses) == expression
     assert all(target == guarded for target, guarded, _ in clauses)
     names, values = parameters["ExpressionAttributeNames"], parameters["ExpressionAttributeValues"]
-    assert ("#version", "#version", ":zero") in clauses
+    assert ("#version", "#version", ":start") in clauses
     assert names["#version"] == VERSION_ATTR
-    assert values[":zero"] == {"N": "0"}
+    assert values[":start"] == {"N": "0"}
     assert {names[target] for target, _, _ in clauses} == set(synth.declarations) | {VERSION_ATTR}
     assert "ConditionExpression" not in parameters
 

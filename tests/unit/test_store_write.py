@@ -307,7 +307,7 @@ def test_a_missing_singleton_is_reseeded_after_the_newest_audit_record(store: St
     result = store.store.change({"signup_enabled": False}, actor="a", reason="r")
     # Then the seed starts schema_version at 41 (if_not_exists), and the change is version 42
     expression, names, values = seed.values
-    assert "#version = if_not_exists(#version, :zero)" in expression and values[":zero"] == {"N": "41"}
+    assert "#version = if_not_exists(#version, :start)" in expression and values[":start"] == {"N": "41"}
     assert set(names.values()) >= set(store.declarations)
     assert result.snapshot.version == 42
     update, put = store.sent(0)
