@@ -61,6 +61,7 @@ from flags.seed import seed_update_params
 
 MAX_REASON_LENGTH = 500
 MAX_HISTORY_LIMIT = 100
+DEFAULT_HISTORY_LIMIT = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,12 @@ class FlagStore:
         if len(reason) > MAX_REASON_LENGTH:
             raise InvalidRequest(f"'reason' must be at most {MAX_REASON_LENGTH} characters", rule="reason_length")
         return reason.strip()
+
+    @staticmethod
+    def validate_version(version: Any) -> int:
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise InvalidRequest("'version' must be a positive integer", rule="version")
+        return version
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -388,7 +395,7 @@ class FlagStore:
 
     # -- history and revert ------------------------------------------------------------------------
 
-    def history(self, limit: int = 20, cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    def history(self, limit: int = DEFAULT_HISTORY_LIMIT, cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
         """Audit records newest first, ``limit`` at a time; ``cursor`` is the opaque token of the last page."""
         if not 1 <= limit <= MAX_HISTORY_LIMIT:
             raise InvalidRequest(f"'limit' must be between 1 and {MAX_HISTORY_LIMIT}", rule="limit")
@@ -412,8 +419,7 @@ class FlagStore:
         return {name: decode_plain(value) for name, value in item["state"]["M"].items() if name in self._declarations}
 
     def revert(self, version: Any, *, actor: str, reason: str, expected_version: int | None = None) -> ChangeResult:
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise InvalidRequest("'version' must be a positive integer", rule="version")
+        version = self.validate_version(version)
         normalized = self.validate_changes(self.state_at(version))  # today's rules apply to old values
         return self.change(
             normalized,

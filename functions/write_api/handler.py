@@ -37,7 +37,7 @@ from flags.observability import (
 from flags.provider import SingletonProvider
 from flags.reader import STATIC, FlagReader
 from flags.settings import Settings
-from flags.store import ChangeResult, FlagStore, decode_cursor
+from flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore, decode_cursor
 from write_api.models import build_models
 
 SETTINGS = Settings.from_env(os.environ)
@@ -122,7 +122,9 @@ def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = Non
 
 @app.get("/flags/history", responses={200: {"description": "Audit records", "content": {"application/json": {"model": History}}}})
 def get_history(
-    limit: Annotated[int, Query(ge=1, le=100, description="Records per page (1-100).")] = 20,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_HISTORY_LIMIT, description=f"Records per page (1-{MAX_HISTORY_LIMIT}).")
+    ] = DEFAULT_HISTORY_LIMIT,
     cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
 ):
     records, next_cursor = STORE.history(limit=limit, cursor=cursor)
@@ -135,9 +137,9 @@ def _domain_check() -> None:
     _expected_version(event.headers.get("if-match"))
     if event.http_method == "GET":
         query = event.query_string_parameters or {}
-        limit = query.get("limit", "20")
-        if not limit.isdigit() or not 1 <= int(limit) <= 100:
-            raise InvalidRequest("'limit' must be an integer between 1 and 100", rule="limit")
+        limit = query.get("limit", str(DEFAULT_HISTORY_LIMIT))
+        if not limit.isdigit() or not 1 <= int(limit) <= MAX_HISTORY_LIMIT:
+            raise InvalidRequest(f"'limit' must be an integer between 1 and {MAX_HISTORY_LIMIT}", rule="limit")
         if "cursor" in query:
             decode_cursor(query["cursor"])
         return
@@ -153,8 +155,8 @@ def _domain_check() -> None:
         raise InvalidRequest(f"unknown field(s) {sorted(unknown)}; expected {sorted(expected)}", rule="fields")
     if event.http_method == "PATCH":
         STORE.validate_changes(payload.get("flags"))
-    elif not isinstance(payload.get("version"), int) or isinstance(payload.get("version"), bool) or payload["version"] < 1:
-        raise InvalidRequest("'version' must be a positive integer", rule="version")
+    else:
+        STORE.validate_version(payload.get("version"))
     STORE.validate_reason(payload.get("reason"))
 
 
