@@ -23,10 +23,10 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from flags.http import error_body, json_response, no_route_response
-from flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route
+from flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.functions import Functions
-from local.gateway import Caller, HttpResponse, RouteMatch, http_response, match_route, proxy_event
+from local.gateway import Caller, HttpResponse, http_response, proxy_event
 
 OPENAPI = "openapi"
 DOCS = "docs"

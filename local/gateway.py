@@ -1,9 +1,8 @@
 """The local stand-in for API Gateway (REST API, Lambda proxy integration): HTTP request <-> proxy event.
 
-Pure functions, no sockets: ``match_route`` picks the route the deployed API would pick (the most specific
-resource, then the method; ``flags.http.allowed_methods`` agrees), ``proxy_event`` builds the event Lambda would
-receive, and ``http_response`` turns a proxy result back into status, headers and body. The server in
-``local.server`` only moves bytes.
+Pure functions, no sockets: ``proxy_event`` builds the event Lambda would receive for the route that
+``flags.routes.match_route`` picked (the one the deployed API picks), and ``http_response`` turns a proxy
+result back into status, headers and body. The server in ``local.server`` only moves bytes.
 """
 
 from __future__ import annotations
@@ -11,21 +10,15 @@ from __future__ import annotations
 import base64
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from flags.routes import Route
+from flags.routes import RouteMatch
 
 LOCAL_ACCOUNT = "000000000000"
 LOCAL_API_ID = "local"
-
-
-@dataclass(frozen=True, slots=True)
-class RouteMatch:
-    route: Route
-    path_parameters: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,48 +26,6 @@ class HttpResponse:
     status: int
     headers: list[tuple[str, str]]
     body: bytes = b""
-
-
-def _segments(path: str) -> list[str]:
-    return path.strip("/").split("/")
-
-
-def _bind(template: str, raw_path: str) -> dict[str, str] | None:
-    """Path parameters of ``raw_path`` under ``template`` (segments are URL-decoded one by one), or None."""
-    wanted, actual = _segments(template), _segments(raw_path)
-    if len(wanted) != len(actual):
-        return None
-    parameters: dict[str, str] = {}
-    for pattern, segment in zip(wanted, actual):
-        if pattern.startswith("{") and pattern.endswith("}"):
-            if not segment:
-                return None
-            parameters[pattern[1:-1]] = unquote(segment)
-        elif pattern != segment:
-            return None
-    return parameters
-
-
-def _specificity(template: str) -> tuple[int, ...]:
-    """API Gateway prefers a static segment to a parameter at the first place two resources differ."""
-    return tuple(0 if part.startswith("{") else 1 for part in _segments(template))
-
-
-def match_route(routes: Iterable[Route], method: str, raw_path: str) -> RouteMatch | list[str]:
-    """The route serving ``method raw_path``, or the sorted methods the path allows (empty: unknown path).
-
-    As API Gateway does, the most specific resource matching the path is chosen first, then the method on
-    it: ``GET /flags/revert`` is the ``/flags/revert`` resource (POST only, so 405), not a flag name.
-    """
-    bound = [(route, params) for route in routes if (params := _bind(route.path, raw_path)) is not None]
-    if not bound:
-        return []
-    resource = max((route.path for route, _ in bound), key=_specificity)
-    on_resource = [(route, params) for route, params in bound if route.path == resource]
-    for route, params in on_resource:
-        if route.method == method:
-            return RouteMatch(route, params)
-    return sorted({route.method for route, _ in on_resource})
 
 
 def _multi(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:

@@ -14,7 +14,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from flags.errors import FlagsError
-from flags.routes import ROUTES
+from flags.routes import ROUTES, resource_routes
 
 JSON = "application/json"
 _ENTITY_TAG = re.compile(r'\s*(?:W/)?"([^"]*)"\s*(?:,|$)')
@@ -50,28 +50,9 @@ def error_response(error: FlagsError) -> Response:
     return json_response(error.status, error_body(error.code, error.message, **error.details), error.headers())
 
 
-def _matches(template: str, path: str) -> bool:
-    wanted, actual = template.strip("/").split("/"), path.strip("/").split("/")
-    return len(wanted) == len(actual) and all(
-        w == a or (w.startswith("{") and bool(a)) for w, a in zip(wanted, actual)
-    )
-
-
-def _static_segments(template: str) -> int:
-    return sum(not segment.startswith("{") for segment in template.strip("/").split("/"))
-
-
 def allowed_methods(path: str) -> list[str]:
-    """Methods the API serves on ``path`` (any function), from the one route table.
-
-    As in API Gateway, the most specific resource wins: /flags/revert is the static resource (POST), not a
-    flag name under /flags/{name}.
-    """
-    matching = [route for route in ROUTES if _matches(route.path, path)]
-    if not matching:
-        return []
-    most_specific = max(_static_segments(route.path) for route in matching)
-    return sorted({route.method for route in matching if _static_segments(route.path) == most_specific})
+    """Methods the API serves on ``path`` (any function): those of the resource API Gateway picks for it."""
+    return sorted({match.route.method for match in resource_routes(ROUTES, path)})
 
 
 def no_route_response(method: str, path: str) -> Response:

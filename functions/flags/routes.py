@@ -4,7 +4,9 @@ Each route names the function that serves it; a function is named by its handler
 the ``functions/`` asset root.
 """
 
+from collections.abc import Iterable
 from typing import NamedTuple
+from urllib.parse import unquote
 
 READ_FUNCTION = "read"
 WRITE_FUNCTION = "write"
@@ -30,6 +32,55 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/flags/history", WRITE_FUNCTION),
     Route("POST", "/flags/revert", WRITE_FUNCTION),
 )
+
+class RouteMatch(NamedTuple):
+    route: Route
+    path_parameters: dict[str, str]
+
+
+def _segments(path: str) -> list[str]:
+    return path.strip("/").split("/")
+
+
+def _bind(template: str, raw_path: str) -> dict[str, str] | None:
+    """Path parameters of ``raw_path`` under ``template`` (segments are URL-decoded one by one), or None."""
+    wanted, actual = _segments(template), _segments(raw_path)
+    if len(wanted) != len(actual):
+        return None
+    parameters: dict[str, str] = {}
+    for pattern, segment in zip(wanted, actual):
+        if pattern.startswith("{") and pattern.endswith("}"):
+            if not segment:
+                return None
+            parameters[pattern[1:-1]] = unquote(segment)
+        elif pattern != segment:
+            return None
+    return parameters
+
+
+def _specificity(template: str) -> tuple[int, ...]:
+    """API Gateway prefers a static segment to a parameter at the first place two resources differ."""
+    return tuple(0 if part.startswith("{") else 1 for part in _segments(template))
+
+
+def resource_routes(routes: Iterable[Route], raw_path: str) -> list[RouteMatch]:
+    """The routes of the one resource API Gateway picks for ``raw_path`` (the most specific that matches);
+    empty for a path no resource matches. ``/flags/revert`` is the static resource, not a flag name."""
+    bound = [RouteMatch(route, params) for route in routes if (params := _bind(route.path, raw_path)) is not None]
+    if not bound:
+        return []
+    resource = max((match.route.path for match in bound), key=_specificity)
+    return [match for match in bound if match.route.path == resource]
+
+
+def match_route(routes: Iterable[Route], method: str, raw_path: str) -> RouteMatch | list[str]:
+    """The route serving ``method raw_path``, or the sorted methods the path allows (empty: unknown path)."""
+    on_resource = resource_routes(routes, raw_path)
+    for match in on_resource:
+        if match.route.method == method:
+            return match
+    return sorted({match.route.method for match in on_resource})
+
 
 FLAGS_COLLECTION = "/flags"
 

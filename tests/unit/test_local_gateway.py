@@ -12,15 +12,13 @@ from typing import Any
 import pytest
 
 from flags.http import allowed_methods
-from flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION
+from flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION, RouteMatch, match_route
 from infra.config import load_config, schedule_payload
 from local.api import LocalApi, Request
 from local.gateway import (
     Caller,
     MalformedProxyResponse,
-    RouteMatch,
     http_response,
-    match_route,
     proxy_event,
 )
 from local.runner import StartupError, banner, function_environment, parse_port
