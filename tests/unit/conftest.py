@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import sys
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -19,6 +20,8 @@ from flags.declarations import Declarations, load_declarations
 from flags.observability import logger
 from flags.provider import SingletonProvider
 from flags.reader import FlagReader
+from flags.seed import seed_update_params
+from flags.store import FlagStore
 
 
 class SocketBlocked(RuntimeError):
@@ -118,6 +121,18 @@ def stdout(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) 
     """Capture stdout, the Powertools Logger included (its handler keeps the stream it was created with)."""
     monkeypatch.setattr(logger.registered_handler, "stream", CurrentStdout())
     return Output(capsys)
+
+
+@pytest.fixture
+def write_api(ddb: Any, table_name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The write handler module over the seeded moto table, its store retrying without sleeping (retries still
+    counted by the module's own metric hook)."""
+    import write_api.handler as module
+
+    ddb.update_item(**seed_update_params(table_name, module.DECLARATIONS))
+    store = FlagStore(ddb, table_name, module.DECLARATIONS, sleep=lambda _: None, on_retry=module.STORE._on_retry)
+    monkeypatch.setattr(module, "STORE", store)
+    return module
 
 
 @pytest.fixture

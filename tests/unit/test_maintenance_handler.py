@@ -16,8 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
-from unit_support import Clock, build_reader, emf_metrics
+from unit_support import Clock, FailingClient, build_reader, emf_metrics
 
 from flags.declarations import Declarations
 from flags.errors import StoreUnavailable, WriteConflict
@@ -139,27 +138,6 @@ class ManualSwitchBeforeFirstTransaction:
         if self.transactions == 1:
             self._manual_switch()
         return self._real.transact_write_items(**params)
-
-
-class FailingClient:
-    """A client whose every call of ``operation`` fails with ``code``."""
-
-    def __init__(self, real: Any, operation: str, code: str, reasons: list[dict[str, str]] | None = None) -> None:
-        self._real, self._operation, self._code, self._reasons = real, operation, code, reasons
-        self.calls = 0
-
-    def __getattr__(self, name: str) -> Any:
-        if name != self._operation:
-            return getattr(self._real, name)
-
-        def fail(**_: Any) -> None:
-            self.calls += 1
-            error: dict[str, Any] = {"Error": {"Code": self._code, "Message": "injected"}}
-            if self._reasons is not None:
-                error["CancellationReasons"] = self._reasons
-            raise ClientError(error, self._operation)
-
-        return fail
 
 
 # ---------------------------------------------------------------------------------------------- start

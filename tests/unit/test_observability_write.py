@@ -8,44 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
-from unit_support import emf_metrics
+from unit_support import FailingClient, emf_metrics
 
-from flags.seed import seed_update_params
 from flags.store import FlagStore
 
 PATCH = {"flags": {"signup_enabled": False}, "reason": "metrics test"}
-
-
-class AlwaysConflicting:
-    """A DynamoDB client whose transactions are always cancelled by the version condition."""
-
-    def __init__(self, real: Any) -> None:
-        self._real = real
-        self.transactions = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-    def transact_write_items(self, **_: Any) -> None:
-        self.transactions += 1
-        raise ClientError(
-            {
-                "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
-                "CancellationReasons": [{"Code": "ConditionalCheckFailed"}, {"Code": "None"}],
-            },
-            "TransactWriteItems",
-        )
-
-
-@pytest.fixture
-def write_api(ddb: Any, table_name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    import write_api.handler as module
-
-    ddb.update_item(**seed_update_params(table_name, module.DECLARATIONS))
-    store = FlagStore(ddb, table_name, module.DECLARATIONS, sleep=lambda _: None, on_retry=module.STORE._on_retry)
-    monkeypatch.setattr(module, "STORE", store)
-    return module
 
 
 def _metrics(stdout: Any) -> list[tuple[str, float, dict[str, str]]]:
@@ -88,7 +55,10 @@ def test_exhausted_retries_emit_conflicts_and_retries(
     write_api, ddb, table_name, make_event, lambda_context, stdout, monkeypatch
 ) -> None:
     # Given a store whose every transaction is cancelled by a concurrent writer
-    client = AlwaysConflicting(ddb)
+    client = FailingClient(
+        ddb, "transact_write_items", "TransactionCanceledException",
+        reasons=[{"Code": "ConditionalCheckFailed"}, {"Code": "None"}],
+    )
     store = FlagStore(
         client, table_name, write_api.DECLARATIONS, max_attempts=4, sleep=lambda _: None,
         on_retry=write_api.STORE._on_retry,
@@ -98,7 +68,7 @@ def test_exhausted_retries_emit_conflicts_and_retries(
     response = write_api.handler(make_event("PATCH", "/flags", body=PATCH), lambda_context)
     # Then it answers 409 and the metrics say 1 conflict after 3 retries
     assert response["statusCode"] == 409
-    assert client.transactions == 4
+    assert client.calls == 4
     metrics = _metrics(stdout)
     assert ("WriteConflicts", 1.0, {"service": "singleton-flags"}) in metrics
     assert ("WriteRetries", 3.0, {"service": "singleton-flags"}) in metrics

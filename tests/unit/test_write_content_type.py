@@ -7,23 +7,13 @@ from typing import Any
 
 import pytest
 
-from flags.seed import seed_update_params
+from flags.keys import singleton_key
 
 BODY = json.dumps({"flags": {"signup_enabled": False}, "reason": "content type test"})
 
 
-@pytest.fixture
-def write_api(ddb: Any, table_name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    import write_api.handler as module
-    from flags.store import FlagStore
-
-    ddb.update_item(**seed_update_params(table_name, module.DECLARATIONS))
-    monkeypatch.setattr(module, "STORE", FlagStore(ddb, table_name, module.DECLARATIONS, sleep=lambda _: None))
-    return module
-
-
 def _version(ddb: Any, table_name: str) -> str:
-    item = ddb.get_item(TableName=table_name, Key={"PK": {"S": "SETTINGS#APP"}, "SK": {"S": "FLAGS#V1"}})["Item"]
+    item = ddb.get_item(TableName=table_name, Key=singleton_key())["Item"]
     return item["schema_version"]["N"]
 
 

@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from flags.codec import encode
 from flags.declarations import Declarations
@@ -139,3 +140,24 @@ class ReadApi:
 
     def get(self, path: str = "/flags", **event_options: Any) -> dict[str, Any]:
         return self("GET", path, **event_options)
+
+
+class FailingClient:
+    """A client whose every call of ``operation`` fails with ``code``."""
+
+    def __init__(self, real: Any, operation: str, code: str, reasons: list[dict[str, str]] | None = None) -> None:
+        self._real, self._operation, self._code, self._reasons = real, operation, code, reasons
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        if name != self._operation:
+            return getattr(self._real, name)
+
+        def fail(**_: Any) -> None:
+            self.calls += 1
+            error: dict[str, Any] = {"Error": {"Code": self._code, "Message": "injected"}}
+            if self._reasons is not None:
+                error["CancellationReasons"] = self._reasons
+            raise ClientError(error, self._operation)
+
+        return fail
