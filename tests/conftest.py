@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -126,3 +127,27 @@ def ddb(aws_env: None) -> Iterator[Any]:
             BillingMode="PAY_PER_REQUEST",
         )
         yield client
+
+
+def ci_is_set() -> bool:
+    """CI (``.ci/run`` sets CI=true) must run every tier: what would be skipped elsewhere fails there."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local_endpoint() -> Iterator[str]:
+    """Endpoint URL of the session's one DynamoDB Local (AWS's jar, in memory, gone when the session ends).
+
+    Without the jar or Java: skipped with the reason, except under CI, where it fails.
+    """
+    from local.dynamodb_local import DynamoDBLocalUnavailable, find_jar, find_java, running_dynamodb_local
+
+    try:
+        find_jar()
+        find_java()
+    except DynamoDBLocalUnavailable as exc:
+        if ci_is_set():
+            pytest.fail(f"CI must run the DynamoDB Local tests, but: {exc}", pytrace=False)
+        pytest.skip(f"DynamoDB Local unavailable ({exc}); CI fails here instead of skipping")
+    with running_dynamodb_local() as endpoint:
+        yield endpoint

@@ -29,10 +29,6 @@ STARTUP_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 15.0
 
 
-def ci_forbids_skipping() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def runner_env(port: int, **overrides: str | None) -> dict[str, str]:
     """A clean environment: fake credentials, no endpoint unless given, the test's port and cache age."""
     env = {

@@ -4,33 +4,18 @@ second start seeds again without touching live values. Never skipped when ``CI``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from e2e_support import ci_forbids_skipping, start_runner
+from e2e_support import start_runner
 
 from flags.keys import SINGLETON_SK, singleton_key
-from local.dynamodb_local import DynamoDBLocalUnavailable, local_client, running_dynamodb_local
+from local.dynamodb_local import local_client
 
 TABLE = "singleton-flags-e2e"
 
 
-@pytest.fixture(scope="module")
-def dynamodb_local() -> Iterator[str]:
-    """DynamoDB Local's endpoint; without Java or the jar: skipped, except under CI where it fails."""
-    unavailable = None
-    try:
-        with running_dynamodb_local() as endpoint:
-            yield endpoint
-    except DynamoDBLocalUnavailable as exc:  # raised before the block starts: nothing was yielded
-        unavailable = exc
-    if unavailable is not None and ci_forbids_skipping():
-        pytest.fail(f"CI must run the DynamoDB Local e2e test, but: {unavailable}", pytrace=False)
-    if unavailable is not None:
-        pytest.skip(f"DynamoDB Local unavailable ({unavailable}); CI fails here instead of skipping")
-
-
-def test_the_runner_creates_and_seeds_the_table_on_dynamodb_local_and_keeps_live_values(dynamodb_local, tmp_path):
+def test_the_runner_creates_and_seeds_the_table_on_dynamodb_local_and_keeps_live_values(
+    dynamodb_local_endpoint, tmp_path
+):
+    dynamodb_local = dynamodb_local_endpoint
     # Given: DynamoDB Local without the table
     client = local_client(dynamodb_local)
     assert TABLE not in client.list_tables()["TableNames"]

@@ -19,41 +19,16 @@ import pytest
 from bench.write_path import seed_table
 from flags.declarations import Declarations, load_declarations
 from flags.keys import AUDIT_SK_PREFIX, PARTITION_KEY, SINGLETON_PK, SORT_KEY, singleton_key
-from local.dynamodb_local import (
-    DynamoDBLocalUnavailable,
-    create_table,
-    find_java,
-    find_jar,
-    local_client,
-    running_dynamodb_local,
-)
+from local.dynamodb_local import create_table, local_client
 
 _HERE = Path(__file__).parent
 _TABLES = itertools.count(1)
-
-
-def ci_requires_integration() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _HERE in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.integration)
-
-
-@pytest.fixture(scope="session")
-def dynamodb_local_endpoint() -> Iterator[str]:
-    """Endpoint URL of the session's DynamoDB Local (in memory; gone when the session ends)."""
-    try:
-        find_jar()
-        find_java()
-    except DynamoDBLocalUnavailable as exc:
-        if ci_requires_integration():
-            pytest.fail(f"CI must run the DynamoDB Local tier, but: {exc}", pytrace=False)
-        pytest.skip(f"DynamoDB Local unavailable ({exc}); CI fails here instead of skipping")
-    with running_dynamodb_local() as endpoint:
-        yield endpoint
 
 
 @pytest.fixture
