@@ -5,8 +5,8 @@ the routes and the handler names from the very code that runs in Lambda (``flags
 """
 
 import sys
+from pathlib import Path
 
-from infra.constants import FUNCTIONS_DIR
-
-if str(FUNCTIONS_DIR) not in sys.path:
-    sys.path.insert(0, str(FUNCTIONS_DIR))
+_FUNCTIONS_DIR = str(Path(__file__).resolve().parents[1] / "functions")  # = infra.constants.FUNCTIONS_DIR
+if _FUNCTIONS_DIR not in sys.path:
+    sys.path.insert(0, _FUNCTIONS_DIR)

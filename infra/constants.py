@@ -1,12 +1,31 @@
-"""Names used by the stack, in one place. Pure Python: tests and the local runner may import it."""
+"""Names used by the stack, in one place. Pure Python: tests and the local runner may import it.
+
+The metric vocabulary comes from ``flags.vocabulary`` (functions/ is on sys.path: see infra/__init__.py).
+"""
 
 from pathlib import Path
 
+from flags.vocabulary import (  # noqa: F401 - the functions' own names: alarms watch what they emit
+    CACHE_REFRESH_FAILURES as METRIC_CACHE_REFRESH_FAILURES,
+    CACHE_REFRESHES as METRIC_CACHE_REFRESHES,
+    CHANGES_APPLIED as METRIC_CHANGES_APPLIED,
+    DEFAULT_NAMESPACE as METRICS_NAMESPACE,
+    DEFAULT_SERVICE as SERVICE_NAME,
+    DIMENSION_CODE,
+    DIMENSION_REASON,
+    DIMENSION_SERVICE,
+    READ_REASONS,
+    READS as METRIC_READS,
+    REFUSALS as METRIC_REFUSALS,
+    WINDOW_ENDS as METRIC_WINDOW_ENDS,
+    WINDOW_SKIPS as METRIC_WINDOW_SKIPS,
+    WINDOW_STARTS as METRIC_WINDOW_STARTS,
+    WRITE_CONFLICTS as METRIC_WRITE_CONFLICTS,
+    WRITE_RETRIES as METRIC_WRITE_RETRIES,
+)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS_DIR = REPO_ROOT / "functions"  # the asset root of every function
-
-SERVICE_NAME = "singleton-flags"
-METRICS_NAMESPACE = "SingletonFlags"
 
 # Must equal the aws-lambda-powertools pin in requirements.txt (a test checks): what was tested deploys.
 POWERTOOLS_VERSION = "3.37.0"
@@ -50,23 +69,6 @@ SCHEDULE_RETRY_ATTEMPTS = 3
 SCHEDULE_MAX_EVENT_AGE_SECONDS = 3600
 SCHEDULE_MIN_EVENT_AGE_SECONDS = 60  # EventBridge Scheduler's lower bound
 DLQ_RETENTION_DAYS = 14
-
-# Metrics the functions emit (EMF). Every metric carries the dimension `service`; Reads adds `reason`,
-# Refusals adds `code`.
-METRIC_READS = "Reads"
-READ_REASONS = ("STATIC", "CACHED", "STALE", "DEFAULT")
-METRIC_CACHE_REFRESHES = "CacheRefreshes"
-METRIC_CACHE_REFRESH_FAILURES = "CacheRefreshFailures"
-METRIC_WRITE_CONFLICTS = "WriteConflicts"
-METRIC_WRITE_RETRIES = "WriteRetries"
-METRIC_CHANGES_APPLIED = "ChangesApplied"
-METRIC_REFUSALS = "Refusals"
-METRIC_WINDOW_STARTS = "WindowStarts"
-METRIC_WINDOW_ENDS = "WindowEnds"
-METRIC_WINDOW_SKIPS = "WindowSkips"
-DIMENSION_SERVICE = "service"
-DIMENSION_REASON = "reason"
-DIMENSION_CODE = "code"
 
 # STALE reads alarm: "sustained" = STALE served in at least this many of the last N one-minute periods.
 STALE_ALARM_DATAPOINTS = 5

@@ -23,19 +23,28 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
 
-SERVICE = os.getenv("POWERTOOLS_SERVICE_NAME") or "singleton-flags"
-NAMESPACE = os.getenv("POWERTOOLS_METRICS_NAMESPACE") or "SingletonFlags"
+from flags.vocabulary import (  # noqa: F401 - the metric names, re-exported for the functions
+    CACHE_REFRESHES,
+    CACHE_REFRESH_FAILURES,
+    CHANGES_APPLIED,
+    DEFAULT,
+    DEFAULT_NAMESPACE,
+    DEFAULT_SERVICE,
+    DIMENSION_CODE,
+    DIMENSION_REASON,
+    DIMENSION_SERVICE,
+    READS,
+    REFUSALS,
+    STALE,
+    WINDOW_ENDS,
+    WINDOW_SKIPS,
+    WINDOW_STARTS,
+    WRITE_CONFLICTS,
+    WRITE_RETRIES,
+)
 
-READS = "Reads"
-CACHE_REFRESHES = "CacheRefreshes"
-CACHE_REFRESH_FAILURES = "CacheRefreshFailures"
-WRITE_CONFLICTS = "WriteConflicts"
-WRITE_RETRIES = "WriteRetries"
-CHANGES_APPLIED = "ChangesApplied"
-REFUSALS = "Refusals"
-WINDOW_STARTS = "WindowStarts"
-WINDOW_ENDS = "WindowEnds"
-WINDOW_SKIPS = "WindowSkips"
+SERVICE = os.getenv("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
+NAMESPACE = os.getenv("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
 
 # A write request that changed nothing has no metric to flush; that is normal, not worth a warning per call.
 warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -55,7 +64,7 @@ def tracer() -> Any:
 def emit_count(name: str, value: int, dimensions: dict[str, str] | None = None) -> None:
     """Print one EMF blob now, independent of the per-invocation ``metrics`` object."""
     with single_metric(name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE) as metric:
-        metric.add_dimension(name="service", value=SERVICE)
+        metric.add_dimension(name=DIMENSION_SERVICE, value=SERVICE)
         for key, dimension in (dimensions or {}).items():
             metric.add_dimension(name=key, value=dimension)
 
@@ -68,7 +77,7 @@ class ReadCounter:
     (an operator must see those without delay). At most one blob per reason per flush.
     """
 
-    URGENT = frozenset({"STALE", "DEFAULT"})
+    URGENT = frozenset({STALE, DEFAULT})
 
     def __init__(
         self,
@@ -98,7 +107,7 @@ class ReadCounter:
 
     def flush(self) -> None:
         for reason, count in sorted(self._reads.items()):
-            self._emit(READS, count, {"reason": reason})
+            self._emit(READS, count, {DIMENSION_REASON: reason})
         if self._refreshes:
             self._emit(CACHE_REFRESHES, self._refreshes, None)
         if self._refresh_failures:

@@ -24,11 +24,8 @@ from flags.declarations import Declarations, FlagValue
 from flags.keys import MAINTENANCE_FLAG, SINGLETON_SK
 from flags.observability import ReadCounter, logger
 from flags.provider import SingletonProvider, Snapshot
+from flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # noqa: F401 - the reasons, re-exported
 
-STATIC = "STATIC"
-CACHED = "CACHED"
-STALE = "STALE"
-DEFAULT = "DEFAULT"
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from flags.codec import iso_time
 from flags.http import error_response, format_etag, json_response, no_route_response, parse_entity_tags
 from flags.observability import (
     CHANGES_APPLIED,
+    DIMENSION_CODE,
     REFUSALS,
     WRITE_CONFLICTS,
     WRITE_RETRIES,
@@ -203,7 +204,7 @@ def handle_invalid_request(error: RequestValidationError) -> Response:
 
 @app.exception_handler(FlagsError)
 def handle_flags_error(error: FlagsError) -> Response:
-    emit_count(REFUSALS, 1, {"code": error.code})
+    emit_count(REFUSALS, 1, {DIMENSION_CODE: error.code})
     if error.code == "WRITE_CONFLICT":
         metrics.add_metric(name=WRITE_CONFLICTS, unit=MetricUnit.Count, value=1)
     logger.info("request refused", code=error.code, status=int(error.status), detail=error.message)

@@ -19,7 +19,7 @@ FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at"}
 READ_PATH_MODULES = {
     f"flags.{name}"
     for name in ("aws", "codec", "declarations", "errors", "http", "keys", "observability", "provider", "reader")
-} | {"flags.routes", "flags.settings"}
+} | {"flags.routes", "flags.settings", "flags.vocabulary"}  # vocabulary: pure names, no imports
 
 
 class TestGetFlags:

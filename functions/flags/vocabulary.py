@@ -1,0 +1,30 @@
+"""Names the functions emit and the stack watches, in one place: read reasons, metric names, dimensions.
+
+Pure (no imports), so the CDK app can build its alarms and dashboard from the very names the functions
+print: a renamed metric cannot leave an alarm watching nothing.
+"""
+
+DEFAULT_SERVICE = "singleton-flags"  # POWERTOOLS_SERVICE_NAME
+DEFAULT_NAMESPACE = "SingletonFlags"  # POWERTOOLS_METRICS_NAMESPACE
+
+# Where a read's values came from, in OpenFeature's vocabulary (see flags.reader).
+STATIC = "STATIC"
+CACHED = "CACHED"
+STALE = "STALE"
+DEFAULT = "DEFAULT"
+READ_REASONS = (STATIC, CACHED, STALE, DEFAULT)
+
+# EMF metrics. Every metric carries the dimension `service`; Reads adds `reason`, Refusals adds `code`.
+READS = "Reads"
+CACHE_REFRESHES = "CacheRefreshes"
+CACHE_REFRESH_FAILURES = "CacheRefreshFailures"
+WRITE_CONFLICTS = "WriteConflicts"
+WRITE_RETRIES = "WriteRetries"
+CHANGES_APPLIED = "ChangesApplied"
+REFUSALS = "Refusals"
+WINDOW_STARTS = "WindowStarts"
+WINDOW_ENDS = "WindowEnds"
+WINDOW_SKIPS = "WindowSkips"
+DIMENSION_SERVICE = "service"
+DIMENSION_REASON = "reason"
+DIMENSION_CODE = "code"
