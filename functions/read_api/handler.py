@@ -6,6 +6,10 @@ long as the environment is warm and a cached read costs a dict lookup and a JSON
 
 from __future__ import annotations
 
+import gc
+
+gc.disable()  # init builds 100k+ long-lived objects, little garbage: no collection until it ends (decisions.md)
+
 import json
 import os
 from collections.abc import Callable
@@ -126,3 +130,6 @@ def handle_no_route(_: NotFoundError) -> Response:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return app.resolve(event, context)
+
+gc.freeze()  # what init built moves to the permanent generation: warm collections never rescan it
+gc.enable()

@@ -4,6 +4,10 @@ Thin routes over ``flags.store``; errors map to HTTP in one place (``handle_flag
 request pydantic rejects is re-checked by the domain validation so the client hears which flag and rule.
 """
 
+import gc
+
+gc.disable()  # init builds 100k+ long-lived objects, little garbage: no collection until it ends (decisions.md)
+
 import json
 import os
 from http import HTTPStatus
@@ -221,3 +225,6 @@ def handle_no_route(_: NotFoundError) -> Response:
 @tracer().capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return app.resolve(event, context)
+
+gc.freeze()  # what init built moves to the permanent generation: warm collections never rescan it
+gc.enable()

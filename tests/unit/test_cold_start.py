@@ -1,0 +1,75 @@
+"""Cold start: every function loads with the garbage collector paused, then freezes what its init built.
+
+A cold start allocates 100k+ long-lived objects (boto3, botocore's models, Powertools) and almost no garbage;
+with the collector on, that triggers young collections and a full one over the whole heap (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+HANDLER_MODULES = ("read_api.handler", "write_api.handler", "maintenance.handler")
+
+
+@pytest.fixture
+def cold_start(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[int], Any]]:
+    """Load a handler module anew and record every collection that starts while it loads; put back what was there
+    (a module loaded for the first time stays, as if the test had imported it)."""
+    monkeypatch.setenv("MAINTENANCE_WINDOWS", "{}")
+    collections: list[int] = []
+    replaced: dict[str, ModuleType | None] = {}
+
+    def on_collection(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    def load(name: str) -> ModuleType:
+        replaced.setdefault(name, sys.modules.pop(name, None))
+        gc.callbacks.append(on_collection)
+        try:
+            return importlib.import_module(name)
+        finally:
+            gc.callbacks.remove(on_collection)
+
+    yield collections, load
+    for name, previous in replaced.items():
+        if previous is not None:  # the module other tests hold, in sys.modules and on its package
+            sys.modules[name] = previous
+            package, _, attribute = name.rpartition(".")
+            setattr(sys.modules[package], attribute, previous)
+    gc.enable()  # a module that failed to load would leave it paused (Lambda discards such a process)
+
+
+@pytest.mark.parametrize("name", HANDLER_MODULES)
+def test_a_cold_start_runs_no_collection_and_freezes_what_it_built(name: str, cold_start: Any) -> None:
+    # Given the collector on and nothing frozen
+    collections, load = cold_start
+    gc.unfreeze()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    # When the function's module loads, as at a cold start
+    load(name)
+    # Then no collection ran while it loaded, what it built is frozen, and the collector is back on
+    assert collections == []
+    assert gc.get_freeze_count() > 0
+    assert gc.isenabled()
+
+
+def test_the_collector_would_run_during_a_load_if_it_were_not_paused(cold_start: Any) -> None:
+    # Given the collector on (the control for the test above: a load does allocate enough to trigger it)
+    collections, load = cold_start
+    # When the read function's module loads with the pause taken out of it
+    real_disable = gc.disable
+    gc.disable = lambda: None
+    try:
+        load("read_api.handler")
+    finally:
+        gc.disable = real_disable
+    # Then collections ran
+    assert collections != []
