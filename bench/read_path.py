@@ -497,13 +497,12 @@ def main() -> None:
     real_p50, real_p99 = percentile(warm["real_ns"], 0.50), percentile(warm["real_ns"], 0.99)
     base_p50, base_p99 = percentile(warm["base_ns"], 0.50), percentile(warm["base_ns"], 0.99)
     warm_ratio = real_p50 / base_p50
-    cold_handler, cold_floor = (statistics.median(run["seconds"] for run in cold[k]) for k in ("handler", "floor"))
+    cold_handler, cold_floor, cold_powertools, cold_collector_on = (
+        statistics.median(run["seconds"] for run in cold[k]) for k in ("handler", "floor", "powertools", "collector_on")
+    )
     cpu_handler, cpu_floor = (statistics.median(run["cpu"] for run in cold[k]) for k in ("handler", "floor"))
     cold_ratio, cold_cpu_ratio = cold_handler / cold_floor, cpu_handler / cpu_floor
     paired_ratio = statistics.median(h["seconds"] / f["seconds"] for h, f in zip(cold["handler"], cold["floor"]))
-    cold_powertools, cold_collector_on = (
-        statistics.median(run["seconds"] for run in cold[k]) for k in ("powertools", "collector_on")
-    )
     real_cpu, base_cpu = percentile(warm["real_cpu_ns"], 0.50), percentile(warm["base_cpu_ns"], 0.50)
     rows = [
         ("GetItem calls, 10,000 warm GET /flags in one max_age window", f"{warm['get_item_calls']}",

@@ -43,5 +43,6 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         metrics.add_metric(name=outcome.metric, unit=MetricUnit.Count, value=1)
     return outcome.as_dict()
 
+
 gc.freeze()  # what init built moves to the permanent generation: warm collections never rescan it
 gc.enable()

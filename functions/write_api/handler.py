@@ -226,5 +226,6 @@ def handle_no_route(_: NotFoundError) -> Response:
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return app.resolve(event, context)
 
+
 gc.freeze()  # what init built moves to the permanent generation: warm collections never rescan it
 gc.enable()

@@ -61,15 +61,13 @@ def test_a_cold_start_runs_no_collection_and_freezes_what_it_built(name: str, co
     assert gc.isenabled()
 
 
-def test_the_collector_would_run_during_a_load_if_it_were_not_paused(cold_start: Any) -> None:
+def test_the_collector_would_run_during_a_load_if_it_were_not_paused(
+    cold_start: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given the collector on (the control for the test above: a load does allocate enough to trigger it)
     collections, load = cold_start
     # When the read function's module loads with the pause taken out of it
-    real_disable = gc.disable
-    gc.disable = lambda: None
-    try:
-        load("read_api.handler")
-    finally:
-        gc.disable = real_disable
+    monkeypatch.setattr(gc, "disable", lambda: None)
+    load("read_api.handler")
     # Then collections ran
     assert collections != []
