@@ -7,8 +7,8 @@ each answer as it would over the wire, only the socket is skipped. moto's condit
 under concurrency, so the runner serialises invocations (``local.functions``).
 
 Either way the table is created if absent (as the stack creates it: PK/SK strings, on demand, TTL on
-``expires_at``) and seeded with ``flags.seed.seed_update_params``, the very parameters the stack's custom
-resource sends (``if_not_exists``: seeding an existing table changes no live value).
+``expires_at``) and seeded with ``FlagStore.seed``, the code the stack's seed runs on every deploy that
+changes the declarations (newly declared flags become a version of kind ``seed``; no live value changes).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from botocore.exceptions import (
 
 from flags.declarations import Declarations
 from flagctl.client import is_loopback
-from flags.seed import seed_update_params
+from flags.errors import FlagsError
+from flags.store import FlagStore
 from local.dynamodb_local import create_table
 
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
@@ -123,6 +124,12 @@ def prepare_table(table_name: str, sort_key: str, declarations: Declarations, la
     if not exists:
         with _translated(label, "CreateTable"):
             create_table(client, table_name)
-    with _translated(label, "UpdateItem (seed)"):
-        client.update_item(**seed_update_params(table_name, declarations, sort_key))
+    store = FlagStore(client, table_name, declarations, sort_key=sort_key)
+    with _translated(label, "the seed"):
+        try:
+            store.seed(actor="local-runner", reason="local runner start: declared flags seeded")
+        except FlagsError as exc:  # botocore's own failure, for one clear line
+            if isinstance(exc.__cause__, (ClientError, BotoCoreError)):
+                raise exc.__cause__ from exc
+            raise BackendError(f"{label} refused the seed: {exc.message}") from exc
     return not exists

@@ -19,3 +19,9 @@ WRITE_CLIENT_CONFIG = Config(connect_timeout=1.0, read_timeout=2.0, retries={"to
 
 def dynamodb_client(config: Config = READ_CLIENT_CONFIG) -> Any:
     return boto3.client("dynamodb", config=config)
+
+
+def worst_call_seconds(config: Config) -> float:
+    """The longest one call can take with ``config``: every attempt connecting and reading to its timeout."""
+    attempts = (config.retries or {}).get("total_max_attempts", 1)
+    return float((config.connect_timeout + config.read_timeout) * attempts)

@@ -49,8 +49,9 @@ class PreconditionFailed(FlagsError):
     status = HTTPStatus.PRECONDITION_FAILED
     code = "PRECONDITION_FAILED"
 
-    def __init__(self, message: str, *, current_version: int | None) -> None:
-        super().__init__(message, current_version=current_version)
+    def __init__(self, message: str, *, current_version: int | None, flags: Any = None) -> None:
+        """``flags``: the current values from the writer's consistent read, so a client sees what changed."""
+        super().__init__(message, current_version=current_version, flags=flags)
         self.current_version = current_version
 
     def headers(self) -> dict[str, str]:
@@ -89,3 +90,32 @@ class StoreUnavailable(FlagsError):
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": "2"}
+
+
+class OutcomeUnknown(FlagsError):
+    """A write was sent, its answer was lost, and the time budget ran out before its outcome could be read.
+
+    It may or may not have committed. The history says (the record carries the write's token), and a
+    retry with the same ``Idempotency-Key`` is safe: it answers the committed result or applies once.
+    """
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "OUTCOME_UNKNOWN"
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": "2"}
+
+
+class IdempotencyKeyReused(FlagsError):
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+
+class StoreFault(FlagsError):
+    """DynamoDB refused a request for a reason no client input causes (a bug, a missing table, a denied call).
+
+    500: it pages. The message names the DynamoDB error code; details stay in the log, with the request id.
+    """
+
+    status = HTTPStatus.INTERNAL_SERVER_ERROR
+    code = "INTERNAL_ERROR"

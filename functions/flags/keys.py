@@ -5,8 +5,13 @@ SORT_KEY = "SK"
 
 SINGLETON_PK = "SETTINGS#APP"
 SINGLETON_SK = "FLAGS#V1"  # V1 is a migration seam: a new shape is written as FLAGS#V2, readers switch by config
+# Audit records live in a partition of their own: IAM's dynamodb:LeadingKeys condition names partition keys only,
+# so a read grant on SINGLETON_PK reaches the flags and never the trail (actors, reasons).
+AUDIT_PK = "AUDIT#APP"
 AUDIT_SK_PREFIX = "AUDIT#"
 AUDIT_VERSION_DIGITS = 12  # AUDIT#000000000042 sorts by version
+IDEMPOTENCY_PK_PREFIX = "IDEMPOTENCY#"  # + sha256 of (actor, Idempotency-Key): one partition per key
+IDEMPOTENCY_SK = "IDEMPOTENCY"
 
 VERSION_ATTR = "schema_version"
 UPDATED_AT_ATTR = "updated_at"
@@ -35,6 +40,16 @@ def singleton_key(sort_key: str = SINGLETON_SK) -> dict[str, dict[str, str]]:
     """The full primary key of an item of the singleton's partition (by default the singleton itself), in
     DynamoDB's low-level attribute-value form."""
     return {PARTITION_KEY: {"S": SINGLETON_PK}, SORT_KEY: {"S": sort_key}}
+
+
+def audit_key(version: int) -> dict[str, dict[str, str]]:
+    """The full primary key of ``version``'s audit record."""
+    return {PARTITION_KEY: {"S": AUDIT_PK}, SORT_KEY: {"S": audit_sort_key(version)}}
+
+
+def idempotency_key(digest: str) -> dict[str, dict[str, str]]:
+    """The full primary key of the item that remembers one Idempotency-Key's outcome."""
+    return {PARTITION_KEY: {"S": IDEMPOTENCY_PK_PREFIX + digest}, SORT_KEY: {"S": IDEMPOTENCY_SK}}
 
 
 def audit_sort_key(version: int) -> str:

@@ -25,6 +25,7 @@ from flags.codec import decode
 from flags.declarations import Declarations, FlagValue
 from flags.keys import (
     MAINTENANCE_DEADLINE_ATTR,
+    MAINTENANCE_FLAG,
     MAINTENANCE_OWNER_ATTR,
     SINGLETON_SK,
     UPDATED_AT_ATTR,
@@ -48,6 +49,22 @@ class Snapshot:
     maintenance_owner: str | None = None
     maintenance_deadline: float | None = None
     fallen_back: tuple[str, ...] = field(default=())  # flags whose stored value was missing or invalid
+
+    def window_ended(self, now: float) -> bool:
+        """A window switched maintenance on and its stored deadline has passed (its end never came)."""
+        return (
+            self.values.get(MAINTENANCE_FLAG) is True
+            and self.maintenance_owner is not None
+            and self.maintenance_deadline is not None
+            and now >= self.maintenance_deadline
+        )
+
+    def effective_values(self, now: float) -> Mapping[str, FlagValue]:
+        """What every answer serves at ``now``: the values, with maintenance off once its window is over.
+
+        The one place that rule lives: reads, write answers, reverts and window decisions all call it.
+        """
+        return {**self.values, MAINTENANCE_FLAG: False} if self.window_ended(now) else self.values
 
     @classmethod
     def missing(cls, declarations: Declarations, fetched_at: float) -> Snapshot:

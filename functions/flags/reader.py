@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
 from flags.declarations import Declarations, FlagValue
-from flags.keys import MAINTENANCE_FLAG, SINGLETON_SK
+from flags.keys import SINGLETON_SK
 from flags.observability import ReadCounter, logger
 from flags.provider import SingletonProvider, Snapshot
 from flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # noqa: F401 - the reasons, re-exported
@@ -115,15 +115,7 @@ class FlagReader:
         return FlagState(values=self._declarations.fallbacks(), version=None, reason=DEFAULT, fetched_at=None)
 
     def _state(self, snapshot: Snapshot, reason: str, now: float) -> FlagState:
-        values = snapshot.values
-        deadline_passed = (
-            values.get(MAINTENANCE_FLAG) is True
-            and snapshot.maintenance_owner is not None
-            and snapshot.maintenance_deadline is not None
-            and now >= snapshot.maintenance_deadline
-        )
-        if deadline_passed:
-            values = {**values, MAINTENANCE_FLAG: False}
+        values = snapshot.effective_values(now)
         if reason == DEFAULT:
             return FlagState(values=values, version=None, reason=reason, fetched_at=snapshot.fetched_at)
         return FlagState(
@@ -131,5 +123,5 @@ class FlagReader:
             version=snapshot.version,
             reason=reason,
             fetched_at=snapshot.fetched_at,
-            maintenance_deadline_passed=deadline_passed,
+            maintenance_deadline_passed=snapshot.window_ended(now),
         )

@@ -3,35 +3,59 @@
 A change is ONE ``TransactWriteItems``:
   (a) ``Update`` of the singleton that SETs only the changed flags, ``schema_version = :next``,
       ``updated_at``, ``updated_by``, conditioned on ``schema_version = :current``;
-  (b) ``Put`` of ``AUDIT#<zero-padded next>`` (actor, reason, time, old/new values of the changed flags,
-      the full state after the change for reverts, ``expires_at`` for TTL), conditioned on
-      ``attribute_not_exists``.
-Both commit or neither does. A cancelled transaction is a conflict: consistent re-read, jittered
-back-off, retry, a bounded number of times, then ``WriteConflict``. With an expected version (HTTP
-If-Match) there is one attempt and a stale version is ``PreconditionFailed``. The singleton is never
-PutItem'd; when it is missing, the seed's if_not_exists UpdateItem recreates it from the declarations
-first (never a partial item). Values equal to the stored ones are a no-op: no bump, no audit record.
+  (b) ``Put`` of the audit record ``AUDIT#APP / AUDIT#<zero-padded next>`` (flags.audit), conditioned on
+      ``attribute_not_exists``;
+  (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, resulting version, 24 h TTL).
+All commit or none does. A cancelled transaction is a conflict: consistent re-read, jittered back-off,
+retry, a bounded number of times, then ``WriteConflict``. With an expected version (HTTP If-Match) there is
+one attempt and a stale version is ``PreconditionFailed``.
+
+Exactly once under ambiguity: each attempt's request is built once, with its own ``ClientRequestToken``.
+When DynamoDB's answer is lost (a timeout, a 5xx), the byte-identical request is sent again with the same
+token while the time budget allows (DynamoDB answers a repeated token with success and applies nothing
+twice); then the audit record of the version it tried to write says whether it committed (the record
+stores the token). What still cannot be known is ``OutcomeUnknown``, never a plain outage.
+
+One version names one state. A missing singleton is restored only by an accepted write, in the same
+transaction: the restore is version L+1 (kind ``restore``, the newest audit record's state) and the change
+L+2. With no audit record at all, the item is recreated as version 0 with the declared initial values
+(what version 0 always names). Reads and refused requests never restore.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
+import hashlib
 import json
 import random
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
-from flags.codec import decode_plain, encode, encode_plain, iso_time
+from flags.audit import (
+    BOOKKEEPING_IN_STATE,
+    STATE_ATTR,
+    TOKEN_ATTR,
+    audit_item,
+    audit_query,
+    audit_record,
+    decode_cursor,
+    encode_cursor,
+    record_version,
+)
+from flags.codec import decode, decode_plain, encode, iso_time
 from flags.declarations import Declarations, FlagValue
 from flags.errors import (
+    IdempotencyKeyReused,
     InvalidRequest,
+    InvalidValue,
     ItemTooLarge,
+    OutcomeUnknown,
     PreconditionFailed,
+    StoreFault,
     StoreUnavailable,
     UnknownFlag,
     VersionNotFound,
@@ -39,29 +63,54 @@ from flags.errors import (
 )
 from flags.itemsize import READ_BLOCK_BYTES, item_size
 from flags.keys import (
-    AUDIT_SK_PREFIX,
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_FLAG,
     MAINTENANCE_OWNER_ATTR,
     PARTITION_KEY,
-    SINGLETON_PK,
     SINGLETON_SK,
-    SORT_KEY,
     TTL_ATTR,
     UPDATED_AT_ATTR,
     UPDATED_BY_ATTR,
     VERSION_ATTR,
-    audit_sort_key,
-    audit_version,
+    audit_key,
+    idempotency_key,
     singleton_key,
 )
 from flags.observability import logger
 from flags.provider import Snapshot
-from flags.seed import seed_update_params
+
+__all__ = [
+    "ChangeResult",
+    "FlagStore",
+    "Idempotency",
+    "Ownership",
+    "Plan",
+    "audit_record",
+    "decode_cursor",
+    "encode_cursor",
+]
 
 MAX_REASON_LENGTH = 500
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+MAX_RESENDS = 3  # identical resends of one transaction after a lost answer, within the time budget
+RESERVED_DEADLINE = {"N": "9999999999"}  # the widest maintenance_deadline a window start can store
+
+# DynamoDB error codes by meaning (one classification for every call the store makes).
+_RETRYABLE = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionInProgressException",
+        "LimitExceededException",
+    }
+)
+_CONFLICT_REASONS = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
+_RETRYABLE_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,21 +122,93 @@ class Ownership:
 
 
 @dataclass(frozen=True, slots=True)
+class Plan:
+    """What one attempt writes: flag values, and who holds maintenance afterwards (None: left as it is)."""
+
+    changes: Mapping[str, Any]
+    ownership: Ownership | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Idempotency:
+    """A client's ``Idempotency-Key``, scoped to its caller, and the fingerprint of the request it named."""
+
+    digest: str
+    fingerprint: str
+
+    @classmethod
+    def of(cls, actor: str, key: str, request: Mapping[str, Any]) -> Idempotency:
+        digest = hashlib.sha256(json.dumps([actor, key]).encode()).hexdigest()
+        canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return cls(digest=digest, fingerprint=hashlib.sha256(canonical.encode()).hexdigest())
+
+
+@dataclass(frozen=True, slots=True)
 class ChangeResult:
     snapshot: Snapshot
     applied: bool
     attempts: int
     changed: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # flag -> {"old", "new"}
+    restored: bool = False  # a missing item was restored by this write
+    replayed: bool = False  # the answer of an earlier request with the same Idempotency-Key
 
 
 @dataclass(frozen=True, slots=True)
 class _Current:
     raw: dict[str, Any]
     snapshot: Snapshot
+    missing: bool = False  # the item does not exist: ``raw`` is what a restore would write
+    restored_from: int | None = None  # the audit version a restore takes its state from
 
     @property
     def version(self) -> int:
         return self.snapshot.version or 0
+
+
+@dataclass(slots=True)
+class _Budget:
+    """The time a request may still spend on DynamoDB calls (None: no deadline)."""
+
+    deadline: float | None
+    monotonic: Callable[[], float]
+    call_seconds: float
+
+    def allows(self, calls: int = 1) -> bool:
+        return self.deadline is None or self.monotonic() + calls * self.call_seconds <= self.deadline
+
+
+class _Conflict(Exception):
+    """The transaction was cancelled because the singleton moved on (or a concurrent transaction held it)."""
+
+    def __init__(self, reasons: list[str | None]) -> None:
+        super().__init__(reasons)
+        self.reasons = reasons
+
+
+class _Lost(Exception):
+    """The transaction's answer was lost (timeouts, 5xx) and every resend the budget allowed was lost too."""
+
+    def __init__(self, cause: str, ambiguous: bool) -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.ambiguous = ambiguous  # False when every failure said "not applied" (throttling)
+
+
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "Unknown"))
+
+
+def _fault(operation: str, exc: ClientError) -> StoreFault:
+    code = _error_code(exc)
+    request_id = exc.response.get("ResponseMetadata", {}).get("RequestId")
+    logger.error(
+        "DynamoDB refused a call no client input explains: a bug or a broken deployment",
+        operation=operation,
+        code=code,
+        dynamodb_request_id=request_id,
+        error=str(exc),
+    )
+    return StoreFault(f"DynamoDB {operation} failed with {code}: an internal error, reported to the operators")
 
 
 class FlagStore:
@@ -102,11 +223,18 @@ class FlagStore:
         max_attempts: int = 6,
         backoff_base: float = 0.025,
         backoff_max: float = 0.4,
+        reserve_owner: str = "",
+        call_seconds: float = 6.0,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        token: Callable[[], str] = lambda: str(uuid.uuid4()),
         on_retry: Callable[[int], None] | None = None,
     ) -> None:
+        """``reserve_owner`` is the longest configured window name: every write keeps room in the item for a
+        window start's bookkeeping. ``call_seconds`` is the longest one DynamoDB call can take with the
+        client's timeouts and retries: no call starts that could outlive a request's deadline."""
         self._client = client
         self._table = table_name
         self._declarations = declarations
@@ -115,9 +243,13 @@ class FlagStore:
         self._max_attempts = max_attempts
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
+        self._reserve_owner = reserve_owner
+        self._call_seconds = call_seconds
         self._clock = clock
+        self._monotonic = monotonic
         self._sleep = sleep
         self._jitter = jitter
+        self._token = token
         self._on_retry = on_retry or (lambda attempt: None)
 
     # -- validation ---------------------------------------------------------------------------------
@@ -144,53 +276,57 @@ class FlagStore:
 
     @staticmethod
     def validate_version(version: Any) -> int:
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise InvalidRequest("'version' must be a positive integer", rule="version")
+        """A version to revert to: 0 (the seeded state) or any later version."""
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise InvalidRequest("'version' must be a non-negative integer (0 is the seeded state)", rule="version")
         return version
 
     # -- reads -------------------------------------------------------------------------------------
 
     def current(self) -> Snapshot:
-        return self._read_current().snapshot
+        """Consistent read of the singleton (fallbacks when it is missing: reads never restore)."""
+        item = self._get(singleton_key(self._sort_key))
+        return Snapshot.from_item(item, self._declarations, fetched_at=self._clock())
 
     def _read_current(self) -> _Current:
-        """Consistent read of the singleton; recreate it from the declarations if it is missing."""
-        item = self._get_item(self._sort_key)
-        if item is None:
-            logger.warning("the flags item is missing: re-seeding it from the declarations before writing")
-            # Resume the version sequence after the audit trail the item left behind: restarting at 0 would make
-            # every next write's AUDIT#<version> Put collide with a kept record (409 forever) and reuse ETags.
-            params = seed_update_params(
-                self._table, self._declarations, self._sort_key, start_version=self._latest_audit_version()
-            )
-            self._call("update_item", **params)
-            item = self._get_item(self._sort_key) or {}
-        return _Current(raw=item, snapshot=Snapshot.from_item(item, self._declarations, fetched_at=self._clock()))
+        """Consistent read of the singleton; when it is missing, the state an accepted write restores."""
+        item = self._get(singleton_key(self._sort_key))
+        if item is not None:
+            return _Current(raw=item, snapshot=self._snapshot(item))
+        newest = self._newest_record()
+        if newest is None:
+            raw = {**singleton_key(self._sort_key), VERSION_ATTR: {"N": "0"}}
+            raw.update({spec.name: encode(spec, spec.initial) for spec in self._declarations.values()})
+            logger.warning("the flags item is missing and no audit record remains: the initial values restore it")
+            return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True)
+        last = record_version(newest)
+        raw = {**singleton_key(self._sort_key), **newest.get(STATE_ATTR, {}).get("M", {})}
+        raw[VERSION_ATTR] = {"N": str(last + 1)}
+        logger.warning("the flags item is missing: the next write restores it from its newest audit record", version=last)
+        return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True, restored_from=last)
 
-    def _audit_query(self, **options: Any) -> dict[str, Any]:
-        """Query parameters for the audit records of the partition, newest first."""
-        return {
-            "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-            "ExpressionAttributeValues": {":pk": {"S": SINGLETON_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
-            "ScanIndexForward": False,
-            **options,
-        }
+    def _snapshot(self, raw: Mapping[str, Any]) -> Snapshot:
+        return Snapshot.from_item(raw, self._declarations, fetched_at=self._clock())
 
-    def _latest_audit_version(self) -> int:
-        items = self._call("query", **self._audit_query(Limit=1, ConsistentRead=True)).get("Items", [])
-        return audit_version(items[0][SORT_KEY]["S"]) if items else 0
+    def _newest_record(self) -> dict[str, Any] | None:
+        items = self._call("query", **audit_query(self._table, Limit=1, ConsistentRead=True)).get("Items", [])
+        return items[0] if items else None
 
-    def _get_item(self, sort_key: str) -> dict[str, Any] | None:
-        response = self._call("get_item", TableName=self._table, Key=singleton_key(sort_key), ConsistentRead=True)
-        return response.get("Item")
+    def _get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        item: dict[str, Any] | None = self._call(
+            "get_item", TableName=self._table, Key=dict(key), ConsistentRead=True
+        ).get("Item")
+        return item
 
     def _call(self, operation: str, **params: Any) -> Any:
+        """One DynamoDB call, its failures classified by meaning: retryable (503) or our own fault (500)."""
         try:
             return getattr(self._client, operation)(**params)
         except ClientError as exc:
-            raise StoreUnavailable(f"DynamoDB {operation} failed: {exc.response['Error'].get('Code')}") from exc
+            code = _error_code(exc)
+            if code in _RETRYABLE:
+                raise StoreUnavailable(f"DynamoDB {operation} failed: {code}") from exc
+            raise _fault(operation, exc) from exc
         except BotoCoreError as exc:
             raise StoreUnavailable(f"DynamoDB {operation} failed: {type(exc).__name__}") from exc
 
@@ -202,68 +338,190 @@ class FlagStore:
         *,
         actor: str,
         reason: str,
-        expected_version: int | None = None,
+        expected_version: int | frozenset[int] | None = None,
         ownership: Ownership | None = None,
         condition: Callable[[Snapshot], bool] | None = None,
         kind: str = "change",
         extra_audit: Mapping[str, Any] | None = None,
+        idempotency: Idempotency | None = None,
+        deadline: float | None = None,
     ) -> ChangeResult:
         """Apply ``changes`` (already validated) as one new version, retrying on conflict.
 
         ``ownership`` sets (window) or clears (None owner) who holds maintenance; by default a change that
-        touches ``maintenance_mode`` clears it (a manual switch takes maintenance away from any window).
-        ``condition`` is re-checked on every attempt against the fresh state; when it says no, nothing is
-        written and the result is not applied.
+        names ``maintenance_mode`` clears it (a manual switch takes maintenance away from any window, even
+        with the same value). ``condition`` is re-checked on every attempt against the fresh state; when it
+        says no, nothing is written and the result is not applied. ``deadline`` (``time.monotonic()``
+        seconds) bounds the DynamoDB calls the change may still start.
         """
         if ownership is None and MAINTENANCE_FLAG in changes:
             ownership = Ownership(owner=None)
-        attempts = self._max_attempts if expected_version is None else 1
+        plan = Plan(changes=changes, ownership=ownership)
+
+        def planned(snapshot: Snapshot) -> Plan | None:
+            return plan if condition is None or condition(snapshot) else None
+
+        return self._write(
+            planned,
+            actor=actor,
+            reason=reason,
+            kind=kind,
+            expected_version=expected_version,
+            extra_audit=extra_audit,
+            idempotency=idempotency,
+            deadline=deadline,
+        )
+
+    def revert(
+        self,
+        version: Any,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | frozenset[int] | None = None,
+        idempotency: Idempotency | None = None,
+        deadline: float | None = None,
+    ) -> ChangeResult:
+        """Restore the flags as they were right after ``version`` (0: the seeded state).
+
+        Maintenance follows what readers would see: the target's effective ``maintenance_mode`` NOW (its
+        value, owner and deadline) is compared with the current effective value. Equal: ``maintenance_mode``
+        and its owner and deadline are left as they are. Different: the revert is a manual switch to the
+        target's effective value (owner and deadline removed).
+        """
+        version = self.validate_version(version)
+        state = self._state_item(version)
+        target = self._snapshot(state)
+        values = self.validate_changes(self._declared_values(state))  # today's rules apply to old values
+
+        def planned(current: Snapshot) -> Plan:
+            now = self._clock()
+            changes = dict(values)
+            ownership = None
+            if MAINTENANCE_FLAG in changes:
+                wanted = target.effective_values(now)[MAINTENANCE_FLAG]
+                if wanted == current.effective_values(now)[MAINTENANCE_FLAG]:
+                    del changes[MAINTENANCE_FLAG]
+                else:
+                    changes[MAINTENANCE_FLAG] = wanted
+                    ownership = Ownership(owner=None)
+            return Plan(changes=changes, ownership=ownership)
+
+        return self._write(
+            planned,
+            actor=actor,
+            reason=reason,
+            kind="revert",
+            expected_version=expected_version,
+            extra_audit={"reverted_to": version},
+            idempotency=idempotency,
+            deadline=deadline,
+        )
+
+    def seed(self, *, actor: str, reason: str) -> ChangeResult:
+        """The deploy-time seed: adds every declared flag the item lacks, with its initial value, as one
+        version (kind ``seed``); never changes a live value. A missing item is restored first, by the same
+        rule as any write (a brand-new table gets version 0 with the initial values)."""
+
+        def planned(current: Snapshot) -> Plan:
+            missing = {name: spec.initial for name, spec in self._declarations.items() if name in current.fallen_back}
+            return Plan(changes=missing)
+
+        return self._write(planned, actor=actor, reason=reason, kind="seed", seed_only_missing=True)
+
+    def _write(
+        self,
+        plan_for: Callable[[Snapshot], Plan | None],
+        *,
+        actor: str,
+        reason: str,
+        kind: str,
+        expected_version: int | frozenset[int] | None = None,
+        extra_audit: Mapping[str, Any] | None = None,
+        idempotency: Idempotency | None = None,
+        deadline: float | None = None,
+        seed_only_missing: bool = False,
+    ) -> ChangeResult:
+        budget = _Budget(deadline, self._monotonic, self._call_seconds)
+        expected = frozenset({expected_version}) if isinstance(expected_version, int) else expected_version
+        attempts = self._max_attempts if expected is None else 1
+        if idempotency is not None:
+            replay = self._replay(idempotency)
+            if replay is not None:
+                return replay
+        conflicts = 0
         for attempt in range(1, attempts + 1):
+            if not budget.allows():
+                break
             current = self._read_current()
-            if expected_version is not None and current.version != expected_version:
-                raise PreconditionFailed(
-                    f"the flags are at version {current.version}, not {expected_version}: re-read and retry",
-                    current_version=current.version,
-                )
-            if condition is not None and not condition(current.snapshot):
+            if expected is not None and (current.missing or current.version not in expected):
+                raise self._stale(current, expected)
+            plan = plan_for(current.snapshot)
+            if plan is None:
                 return ChangeResult(snapshot=current.snapshot, applied=False, attempts=attempt)
-            diff = self._diff(current, changes)
-            owner_sets, owner_removes = self._ownership_delta(current, ownership)
-            if not diff and not owner_sets and not owner_removes:
+            diff = self._diff(current, plan.changes, seed_only_missing)
+            owner_sets, owner_removes = self._ownership_delta(current, plan.ownership)
+            applied = bool(diff or owner_sets or owner_removes)
+            if not applied and not current.missing:
                 return ChangeResult(snapshot=current.snapshot, applied=False, attempts=attempt)
             try:
-                new_raw = self._commit(current, diff, owner_sets, owner_removes, actor, reason, kind, extra_audit)
-            except _Conflict:
+                new_raw = self._commit(
+                    current, diff, owner_sets, owner_removes, actor, reason, kind, extra_audit, idempotency, budget
+                )
+            except _Conflict as conflict:
+                if idempotency is not None:
+                    replay = self._replay(idempotency)
+                    if replay is not None:
+                        return replay
+                conflicts += 1
                 if attempt == attempts:
                     break
                 self._on_retry(attempt)
                 self._sleep(self._jitter() * min(self._backoff_max, self._backoff_base * 2 ** (attempt - 1)))
                 continue
-            snapshot = Snapshot.from_item(new_raw, self._declarations, fetched_at=self._clock())
+            snapshot = self._snapshot(new_raw)
             logger.info(
                 "flags changed",
                 actor=actor,
                 version=snapshot.version,
-                kind=kind,
+                kind=kind if applied else "restore",
                 changed={name: change["new"] for name, change in diff.items()},
+                restored_from=current.restored_from if current.missing else None,
                 attempts=attempt,
             )
-            return ChangeResult(snapshot=snapshot, applied=True, attempts=attempt, changed=diff)
-        if expected_version is not None:
-            current = self._read_current()
-            raise PreconditionFailed(
-                f"the flags changed while writing: now at version {current.version}",
-                current_version=current.version,
+            return ChangeResult(
+                snapshot=snapshot, applied=applied, attempts=attempt, changed=diff, restored=current.missing
             )
-        raise WriteConflict(
-            f"the flags kept changing under this write; gave up after {attempts} attempts", attempts=attempts
+        if expected is not None and conflicts:
+            raise self._stale(self._read_current(), expected, moved=True)
+        if conflicts:
+            raise WriteConflict(
+                f"the flags kept changing under this write; gave up after {conflicts} attempts", attempts=conflicts
+            )
+        raise StoreUnavailable("the request's time budget ran out before the write could be attempted")
+
+    def _stale(self, current: _Current, expected: frozenset[int], moved: bool = False) -> PreconditionFailed:
+        if current.missing:
+            return PreconditionFailed(
+                "the flags item does not exist: no version can match If-Match", current_version=None
+            )
+        tags = ", ".join(f'"{version}"' for version in sorted(expected)) or "none of the given tags"
+        lead = "the flags changed while writing" if moved else "If-Match does not match the current version"
+        return PreconditionFailed(
+            f"{lead}: they are at version {current.version}, If-Match names {tags}; re-read and retry",
+            current_version=current.version,
+            flags=dict(current.snapshot.effective_values(self._clock())),
         )
 
-    def _diff(self, current: _Current, changes: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    def _diff(
+        self, current: _Current, changes: Mapping[str, Any], only_missing: bool = False
+    ) -> dict[str, dict[str, Any]]:
         diff: dict[str, dict[str, Any]] = {}
         for name, value in changes.items():
             stored = current.snapshot.values.get(name)
             unusable = name in current.snapshot.fallen_back  # stored value broken: rewrite it
+            if only_missing and name in current.raw:
+                continue  # the seed adds what is absent; a broken live value is the operators' to fix
             if unusable or stored != value or type(stored) is not type(value):
                 diff[name] = {"old": None if unusable else stored, "new": value}
         return diff
@@ -285,6 +543,8 @@ class FlagStore:
             return {}, []
         return wanted, []
 
+    # -- the transaction ------------------------------------------------------------------------------
+
     def _commit(
         self,
         current: _Current,
@@ -295,174 +555,295 @@ class FlagStore:
         reason: str,
         kind: str,
         extra_audit: Mapping[str, Any] | None,
+        idempotency: Idempotency | None,
+        budget: _Budget,
     ) -> dict[str, Any]:
+        """Build the attempt's transaction once, check the item's size, send it, and learn its outcome."""
         now = self._clock()
-        next_version = current.version + 1
-        sets: dict[str, Any] = {
-            name: encode(self._declarations[name], change["new"]) for name, change in diff.items()
-        }
-        sets.update(owner_sets)
-        sets[VERSION_ATTR] = {"N": str(next_version)}
-        sets[UPDATED_AT_ATTR] = {"S": iso_time(now)}
-        sets[UPDATED_BY_ATTR] = {"S": actor}
-
+        applied = bool(diff or owner_sets or owner_removes)
+        next_version = current.version + 1 if applied else current.version
+        sets = self._sets(current, diff, owner_sets, next_version, actor, now)
         new_raw = {k: v for k, v in current.raw.items() if k not in owner_removes}
         new_raw.update(sets)
-        size = item_size(new_raw)
+        self._check_size(new_raw, actor)
+
+        token = self._token()
+        items: list[dict[str, Any]] = [{"Update": self._update(current, sets, owner_removes)}]
+        if current.missing and current.restored_from is not None:
+            restore_reason = f"restored the missing flags item from version {current.restored_from}'s audit record"
+            items.append(
+                {"Put": self._put(self._record(current.version, now, actor, restore_reason, "restore", {}, current.raw,
+                                               token, {"restored_from": current.restored_from}))}
+            )
+        if applied:
+            extra = dict(extra_audit or {})
+            if owner_sets or owner_removes:  # the trail says which window gained or lost maintenance
+                new_owner = owner_sets.get(MAINTENANCE_OWNER_ATTR, {}).get("S")
+                extra["maintenance_owner"] = {"old": current.snapshot.maintenance_owner, "new": new_owner}
+            items.append({"Put": self._put(self._record(next_version, now, actor, reason, kind, diff, new_raw, token,
+                                                        extra))})
+        if idempotency is not None and applied:
+            items.append({"Put": self._idempotency_put(idempotency, next_version, now)})
+        request = {"TransactItems": items, "ClientRequestToken": token}
+        try:
+            self._send(request, budget)
+        except _Lost as lost:
+            committed = self._committed(next_version, token, budget) if lost.ambiguous else False
+            if committed is None:
+                raise OutcomeUnknown(
+                    f"the write of version {next_version} was sent but DynamoDB's answer was lost ({lost.cause}); "
+                    "GET /flags/history shows whether it committed, and a retry with the same Idempotency-Key "
+                    "is safe",
+                    version=next_version,
+                ) from lost
+            if not committed:
+                if lost.ambiguous:
+                    raise _Conflict(["ConditionalCheckFailed"]) from lost
+                raise StoreUnavailable(f"DynamoDB TransactWriteItems failed: {lost.cause}") from lost
+        return new_raw
+
+    def _sets(
+        self,
+        current: _Current,
+        diff: Mapping[str, Mapping[str, Any]],
+        owner_sets: Mapping[str, Any],
+        version: int,
+        actor: str,
+        now: float,
+    ) -> dict[str, Any]:
+        sets: dict[str, Any] = {}
+        if current.missing:  # a restore writes the whole item
+            sets.update({k: v for k, v in current.raw.items() if k not in singleton_key(self._sort_key)})
+        sets.update({name: encode(self._declarations[name], change["new"]) for name, change in diff.items()})
+        sets.update(owner_sets)
+        sets[VERSION_ATTR] = {"N": str(version)}
+        sets[UPDATED_AT_ATTR] = {"S": iso_time(now)}
+        sets[UPDATED_BY_ATTR] = {"S": actor}
+        return sets
+
+    def _check_size(self, new_raw: Mapping[str, Any], actor: str) -> None:
+        """Refuse an item that would not leave room for the widest window start's bookkeeping."""
+        reserved = dict(new_raw)
+        if self._reserve_owner:
+            owner = new_raw.get(MAINTENANCE_OWNER_ATTR, {}).get("S", "")
+            reserved[MAINTENANCE_OWNER_ATTR] = {"S": max(owner, self._reserve_owner, key=len)}
+            reserved[MAINTENANCE_DEADLINE_ATTR] = RESERVED_DEADLINE
+            reserved[UPDATED_BY_ATTR] = {"S": max(actor, f"scheduler:{self._reserve_owner}", key=len)}
+        size = item_size(reserved)
         if size > READ_BLOCK_BYTES:
             raise ItemTooLarge(
-                f"the change would make the flags item {size} bytes; the limit is {READ_BLOCK_BYTES}",
+                f"the change would make the flags item {size} bytes with room kept for a maintenance window's "
+                f"bookkeeping; the limit is {READ_BLOCK_BYTES}",
                 size=size,
                 limit=READ_BLOCK_BYTES,
                 rule="item_size",
             )
 
-        names = {"#version": VERSION_ATTR}
-        values: dict[str, Any] = {":current": {"N": str(current.version)}}
+    def _update(self, current: _Current, sets: Mapping[str, Any], removes: list[str]) -> dict[str, Any]:
+        names = {"#version": VERSION_ATTR, "#pk": PARTITION_KEY}
+        values: dict[str, Any] = {}
         clauses = []
         for index, (attr, value) in enumerate(sets.items()):
             names[f"#a{index}"] = attr
             values[f":a{index}"] = value
             clauses.append(f"#a{index} = :a{index}")
         expression = "SET " + ", ".join(clauses)
-        if owner_removes:
-            for index, attr in enumerate(owner_removes):
+        if removes:
+            for index, attr in enumerate(removes):
                 names[f"#r{index}"] = attr
-            expression += " REMOVE " + ", ".join(f"#r{index}" for index in range(len(owner_removes)))
-        if owner_sets or owner_removes:  # the trail says which window gained or lost maintenance
-            new_owner = owner_sets.get(MAINTENANCE_OWNER_ATTR, {}).get("S")
-            ownership = {"old": current.snapshot.maintenance_owner, "new": new_owner}
-            extra_audit = {**(extra_audit or {}), "maintenance_owner": ownership}
-        audit = self._audit_item(next_version, now, actor, reason, kind, diff, new_raw, extra_audit)
-        update = {
+            expression += " REMOVE " + ", ".join(f"#r{index}" for index in range(len(removes)))
+        if current.missing:
+            condition = "attribute_not_exists(#pk)"
+            del names["#version"]
+        else:
+            condition = "#version = :current"
+            values[":current"] = {"N": str(current.version)}
+            del names["#pk"]
+        return {
             "TableName": self._table,
             "Key": singleton_key(self._sort_key),
             "UpdateExpression": expression,
-            "ConditionExpression": "#version = :current",
+            "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        put = {
-            "TableName": self._table,
-            "Item": audit,
-            "ConditionExpression": "attribute_not_exists(#sk)",
-            "ExpressionAttributeNames": {"#sk": SORT_KEY},
-        }
-        try:
-            self._client.transact_write_items(TransactItems=[{"Update": update}, {"Put": put}])
-        except ClientError as exc:
-            code = exc.response["Error"].get("Code")
-            if code == "TransactionCanceledException":
-                reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-                if any(r in ("ConditionalCheckFailed", "TransactionConflict") for r in reasons) or not reasons:
-                    raise _Conflict() from exc
-            if code == "TransactionConflictException":
-                raise _Conflict() from exc
-            raise StoreUnavailable(f"DynamoDB TransactWriteItems failed: {code}") from exc
-        except BotoCoreError as exc:
-            raise StoreUnavailable(f"DynamoDB TransactWriteItems failed: {type(exc).__name__}") from exc
-        return new_raw
 
-    def _audit_item(
+    def _record(
         self,
         version: int,
         now: float,
         actor: str,
         reason: str,
         kind: str,
-        diff: dict[str, dict[str, Any]],
-        new_raw: dict[str, Any],
+        diff: Mapping[str, Mapping[str, Any]],
+        raw: Mapping[str, Any],
+        token: str,
         extra: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
-        state = {
-            name: new_raw[name] for name in self._declarations if name in new_raw
+        kept = (*self._declarations, *BOOKKEEPING_IN_STATE)
+        return audit_item(
+            version=version,
+            now=now,
+            actor=actor,
+            reason=reason,
+            kind=kind,
+            diff=diff,
+            state={name: raw[name] for name in kept if name in raw},
+            token=token,
+            retention_seconds=self._retention_seconds,
+            extra=extra,
+        )
+
+    def _put(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "Item": item,
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
         }
-        item = {
-            **singleton_key(audit_sort_key(version)),
-            "version": {"N": str(version)},
-            "kind": {"S": kind},
-            "actor": {"S": actor},
-            "reason": {"S": reason},
-            "at": {"S": iso_time(now)},
-            "old": {"M": {name: encode_plain(change["old"]) for name, change in diff.items()}},
-            "new": {"M": {name: encode_plain(change["new"]) for name, change in diff.items()}},
-            "state": {"M": state},
-            TTL_ATTR: {"N": str(int(now) + self._retention_seconds)},
+
+    def _idempotency_put(self, idempotency: Idempotency, version: int, now: float) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "Item": {
+                **idempotency_key(idempotency.digest),
+                "fingerprint": {"S": idempotency.fingerprint},
+                "version": {"N": str(version)},
+                TTL_ATTR: {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
+            },
+            # an expired key may linger until TTL deletes it: it no longer counts
+            "ConditionExpression": "attribute_not_exists(#pk) OR #ttl < :now",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#ttl": TTL_ATTR},
+            "ExpressionAttributeValues": {":now": {"N": str(int(now))}},
         }
-        for key, value in (extra or {}).items():
-            item[key] = encode_plain(value)
-        return item
+
+    def _send(self, request: dict[str, Any], budget: _Budget) -> None:
+        """Send the transaction; after a lost answer resend the identical request (same token) while the
+        budget allows, keeping one call's time for reading the outcome."""
+        ambiguous = False
+        cause = ""
+        if not budget.allows():
+            raise _Lost("the request's time budget ran out before the write was sent", ambiguous=False)
+        for _ in range(1 + MAX_RESENDS):
+            try:
+                self._client.transact_write_items(**request)
+                return
+            except ClientError as exc:
+                code = _error_code(exc)
+                if code == "TransactionCanceledException":
+                    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+                    failed = {r for r in reasons if r not in (None, "None")}
+                    if not failed or failed <= _CONFLICT_REASONS:
+                        raise _Conflict(reasons) from exc
+                    if failed <= _RETRYABLE_REASONS:
+                        cause = f"cancelled: {sorted(failed)}"
+                    else:
+                        raise _fault("TransactWriteItems", exc) from exc
+                elif code == "TransactionConflictException":
+                    raise _Conflict([code]) from exc
+                elif code in _RETRYABLE:
+                    ambiguous = ambiguous or code not in ("ThrottlingException", "ProvisionedThroughputExceededException",
+                                                          "RequestLimitExceeded")
+                    cause = code
+                else:
+                    raise _fault("TransactWriteItems", exc) from exc
+            except BotoCoreError as exc:
+                # a request that never connected cannot have been applied; any other loss may have been
+                ambiguous = ambiguous or not isinstance(exc, (EndpointConnectionError, ConnectTimeoutError))
+                cause = type(exc).__name__
+            if not budget.allows(2):
+                break
+            logger.warning("DynamoDB's answer to the write was lost: resending it with the same token", cause=cause)
+        raise _Lost(cause, ambiguous)
+
+    def _committed(self, version: int, token: str, budget: _Budget) -> bool | None:
+        """Whether the transaction with ``token`` wrote ``version``: True, False (another write did), or None
+        (no record of that version yet, or no time or way to read it)."""
+        if not budget.allows():
+            return None
+        try:
+            item = self._get(audit_key(version))
+        except (StoreUnavailable, StoreFault):
+            return None
+        if item is None:
+            return None
+        return bool(item.get(TOKEN_ATTR, {}).get("S") == token)
+
+    def _replay(self, idempotency: Idempotency) -> ChangeResult | None:
+        """The earlier outcome of the same Idempotency-Key, or None when the key is new (or expired)."""
+        item = self._get(idempotency_key(idempotency.digest))
+        if item is None or int(item.get(TTL_ATTR, {}).get("N", "0")) < int(self._clock()):
+            return None
+        if item.get("fingerprint", {}).get("S") != idempotency.fingerprint:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was used for a different request in the last 24 hours; use a new key",
+                rule="idempotency_key",
+            )
+        version = int(item["version"]["N"])
+        record = self._get(audit_key(version))
+        if record is None:  # the trail kept less than a day: answer with today's state
+            return ChangeResult(snapshot=self.current(), applied=True, attempts=0, replayed=True)
+        raw = {**singleton_key(self._sort_key), **record.get(STATE_ATTR, {}).get("M", {})}
+        raw[VERSION_ATTR] = {"N": str(version)}
+        changes = audit_record(record)["changes"]
+        return ChangeResult(snapshot=self._snapshot(raw), applied=True, attempts=0, changed=changes, replayed=True)
 
     # -- history and revert ------------------------------------------------------------------------
 
-    def history(self, limit: int = DEFAULT_HISTORY_LIMIT, cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
-        """Audit records newest first, ``limit`` at a time; ``cursor`` is the opaque token of the last page."""
+    def history(
+        self, limit: int = DEFAULT_HISTORY_LIMIT, cursor: str | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Audit records newest first, ``limit`` at a time; ``cursor`` is the opaque token of the last page.
+
+        One record more than asked is read, so the last page never hands out a cursor to an empty page.
+        """
         if not 1 <= limit <= MAX_HISTORY_LIMIT:
             raise InvalidRequest(f"'limit' must be between 1 and {MAX_HISTORY_LIMIT}", rule="limit")
-        params = self._audit_query(Limit=limit)
+        params = audit_query(self._table, Limit=limit + 1)
         if cursor is not None:
-            params["ExclusiveStartKey"] = singleton_key(audit_sort_key(decode_cursor(cursor)))
-        response = self._call("query", **params)
-        records = [audit_record(item) for item in response.get("Items", [])]
-        last = response.get("LastEvaluatedKey")
-        next_cursor = encode_cursor(audit_version(last[SORT_KEY]["S"])) if last else None
-        return records, next_cursor
+            params["ExclusiveStartKey"] = audit_key(decode_cursor(cursor))
+        items = self._call("query", **params).get("Items", [])
+        page = items[:limit]
+        next_cursor = encode_cursor(record_version(page[-1])) if len(items) > limit else None
+        return [audit_record(item) for item in page], next_cursor
 
-    def state_at(self, version: int) -> dict[str, Any]:
-        """The declared flags' values right after ``version`` was written, from its audit record."""
-        item = self._get_item(audit_sort_key(version)) if version >= 1 else None
-        if item is None or "state" not in item:
+    def _state_item(self, version: int) -> dict[str, Any]:
+        """The singleton's attributes right after ``version`` was written, from the audit trail.
+
+        Version 0 (the seeded state) has no record of its own: it is version 1's state with version 1's
+        old values put back, and no window holding maintenance.
+        """
+        record = self._get(audit_key(max(version, 1)))
+        if record is None or STATE_ATTR not in record:
+            what = "version 1's record, which holds it," if version == 0 else f"version {version}"
             raise VersionNotFound(
-                f"version {version} has no audit record (never written, or expired from the trail)",
+                f"cannot revert to version {version}: {what} has no audit record (never written, or expired "
+                "from the trail)",
                 version=version,
             )
-        return {name: decode_plain(value) for name, value in item["state"]["M"].items() if name in self._declarations}
+        state = dict(record[STATE_ATTR]["M"])
+        if version == 0:
+            for attr in BOOKKEEPING_IN_STATE:
+                state.pop(attr, None)
+            for name, old in record.get("old", {}).get("M", {}).items():
+                if decode_plain(old) is None:
+                    state.pop(name, None)
+                else:
+                    state[name] = old
+        return {**singleton_key(self._sort_key), **state, VERSION_ATTR: {"N": str(version)}}
 
-    def revert(self, version: Any, *, actor: str, reason: str, expected_version: int | None = None) -> ChangeResult:
-        version = self.validate_version(version)
-        normalized = self.validate_changes(self.state_at(version))  # today's rules apply to old values
-        return self.change(
-            normalized,
-            actor=actor,
-            reason=reason,
-            expected_version=expected_version,
-            kind="revert",
-            extra_audit={"reverted_to": version},
-        )
+    def _declared_values(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """The declared flags a recorded state holds, decoded by their declared type (not yet validated)."""
+        values: dict[str, Any] = {}
+        for name, spec in self._declarations.items():
+            if name in state:
+                try:
+                    values[name] = decode(spec, state[name])
+                except ValueError as exc:
+                    raise InvalidValue(f"the recorded value of '{name}' is not a {spec.type}", flag=name,
+                                       rule="type") from exc
+        return values
 
-
-class _Conflict(Exception):
-    """The transaction was cancelled because the singleton moved on (or a concurrent transaction held it)."""
-
-
-def audit_record(item: Mapping[str, Any]) -> dict[str, Any]:
-    record = {
-        "version": int(item["version"]["N"]),
-        "kind": item.get("kind", {}).get("S", "change"),
-        "actor": item["actor"]["S"],
-        "reason": item["reason"]["S"],
-        "at": item["at"]["S"],
-        "changes": {
-            name: {"old": decode_plain(item["old"]["M"].get(name, {"NULL": True})), "new": decode_plain(value)}
-            for name, value in item["new"]["M"].items()
-        },
-    }
-    for key in ("reverted_to", "window", "maintenance_owner"):
-        if key in item:
-            record[key] = decode_plain(item[key])
-    return record
-
-
-def encode_cursor(version: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"v": version}).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> int:
-    try:
-        payload = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        version = payload["v"]
-        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise ValueError(version)
-        return version
-    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
-        raise InvalidRequest("'cursor' is not a cursor this API gave out", rule="cursor") from exc
+    def state_at(self, version: int) -> dict[str, Any]:
+        """The declared flags' values right after ``version`` was written (0: the seeded state)."""
+        return self._declared_values(self._state_item(version))

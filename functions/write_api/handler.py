@@ -10,6 +10,7 @@ gc.disable()  # init builds 100k+ long-lived objects, little garbage: no collect
 
 import json
 import os
+import time
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -23,9 +24,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
-from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client, worst_call_seconds
 from flags.declarations import load_declarations
-from flags.errors import FlagsError, InvalidRequest, UnsupportedMediaType
+from flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType
 from flags.codec import iso_time
 from flags.http import error_response, format_etag, json_response, no_route_response, parse_entity_tags
 from flags.observability import (
@@ -42,7 +43,8 @@ from flags.observability import (
 from flags.provider import SingletonProvider
 from flags.reader import STATIC, FlagReader
 from flags.settings import Settings
-from flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore, decode_cursor
+from flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore, Idempotency, decode_cursor
+from flags.windows import windows_from_env
 from write_api.models import build_models
 
 SETTINGS = Settings.from_env(os.environ)
@@ -54,8 +56,14 @@ STORE = FlagStore(
     DECLARATIONS,
     sort_key=SETTINGS.item_sort_key,
     audit_retention_days=SETTINGS.audit_retention_days,
+    # every write keeps room in the item for the longest window's bookkeeping, so a window start always fits
+    reserve_owner=max(windows_from_env(os.environ), key=len, default=""),
+    call_seconds=worst_call_seconds(WRITE_CLIENT_CONFIG),
     on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
 )
+# Time kept back from the Lambda context's remaining time, to answer before the function times out.
+DEADLINE_MARGIN_SECONDS = 1.0
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
 # The writing environment's own cache, primed with every write it makes (read-your-writes).
 READER = FlagReader(
     SingletonProvider(client=CLIENT, table_name=SETTINGS.table_name, declarations=DECLARATIONS),
@@ -94,34 +102,70 @@ def _expected_version(if_match: str | None) -> int | None:
     return int(next(iter(tags)))
 
 
+def _deadline() -> float:
+    """The monotonic time by which the store must have answered: the invocation's remaining time less a margin."""
+    remaining = app.lambda_context.get_remaining_time_in_millis() / 1000
+    return time.monotonic() + remaining - DEADLINE_MARGIN_SECONDS
+
+
+def _idempotency(actor: str, request: dict[str, Any], if_match: str | None) -> Idempotency | None:
+    """The request's ``Idempotency-Key`` (1-255 visible ASCII characters), scoped to the caller."""
+    key = app.current_event.headers.get("idempotency-key")
+    if key is None:
+        return None
+    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH or not all("!" <= char <= "~" for char in key):
+        raise InvalidRequest(
+            f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (e.g. a UUID)",
+            rule="idempotency_key",
+        )
+    event = app.current_event
+    return Idempotency.of(actor, key, {"method": event.http_method, "path": event.path, "body": request,
+                                       "if_match": if_match})
+
+
 def _state_response(result: ChangeResult) -> Response:
     snapshot = result.snapshot
-    if result.applied:
+    if result.applied or result.restored:
         READER.prime(snapshot)
+    if result.applied and not result.replayed:
         metrics.add_metric(name=CHANGES_APPLIED, unit=MetricUnit.Count, value=1)
     body = {
-        "flags": dict(snapshot.values),
+        "flags": dict(snapshot.effective_values(time.time())),
         "version": snapshot.version,
         "reason": STATIC,
         "fetched_at": iso_time(snapshot.fetched_at),
         "applied": result.applied,
         "changed": dict(result.changed),
     }
-    return json_response(HTTPStatus.OK, body, {"ETag": format_etag(snapshot.version or 0), "Cache-Control": "no-store"})
+    if result.restored:
+        body["restored"] = True
+    headers = {"ETag": format_etag(snapshot.version or 0), "Cache-Control": "no-store"}
+    if result.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return json_response(HTTPStatus.OK, body, headers)
 
 
 @app.patch("/flags", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}})
 def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None):
     changes = STORE.validate_changes(body.flags.model_dump(exclude_unset=True))
     reason = STORE.validate_reason(body.reason)
-    result = STORE.change(changes, actor=_actor(), reason=reason, expected_version=_expected_version(if_match))
+    expected, actor = _expected_version(if_match), _actor()
+    idempotency = _idempotency(actor, {"flags": changes, "reason": reason}, if_match)
+    result = STORE.change(
+        changes, actor=actor, reason=reason, expected_version=expected, idempotency=idempotency, deadline=_deadline()
+    )
     return _state_response(result)
 
 
 @app.post("/flags/revert", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}})
 def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):
     reason = STORE.validate_reason(body.reason)
-    result = STORE.revert(body.version, actor=_actor(), reason=reason, expected_version=_expected_version(if_match))
+    expected, actor = _expected_version(if_match), _actor()
+    idempotency = _idempotency(actor, {"version": body.version, "reason": reason}, if_match)
+    result = STORE.revert(
+        body.version, actor=actor, reason=reason, expected_version=expected, idempotency=idempotency,
+        deadline=_deadline(),
+    )
     return _state_response(result)
 
 
@@ -211,7 +255,8 @@ def handle_flags_error(error: FlagsError) -> Response:
     emit_count(REFUSALS, 1, {DIMENSION_CODE: error.code})
     if error.code == "WRITE_CONFLICT":
         metrics.add_metric(name=WRITE_CONFLICTS, unit=MetricUnit.Count, value=1)
-    logger.info("request refused", code=error.code, status=int(error.status), detail=error.message)
+    log = logger.error if isinstance(error, StoreFault) else logger.info  # a 500 is our bug: it pages
+    log("request refused", code=error.code, status=int(error.status), detail=error.message)
     return error_response(error)
 
 

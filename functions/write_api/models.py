@@ -52,7 +52,9 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
 
     class RevertRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        version: StrictInt = Field(ge=1, description="Version whose values to restore, as a new version.")
+        version: StrictInt = Field(
+            ge=0, description="Version whose values to restore, as a new version (0: the seeded state)."
+        )
         reason: StrictStr = Field(min_length=1, max_length=MAX_REASON_LENGTH, description="Why (audited).")
 
     class FlagsState(BaseModel):
@@ -62,6 +64,9 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         fetched_at: str | None
         applied: bool = Field(description="False when the values already held: no new version was written.")
         changed: dict[str, dict[str, Any]] = Field(description="Flag -> {old, new} of what this write changed.")
+        restored: bool | None = Field(
+            None, description="True when the flags item was missing and this write restored it first."
+        )
 
     class AuditRecord(BaseModel):
         version: int
@@ -72,6 +77,10 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         changes: dict[str, dict[str, Any]]
         reverted_to: int | None = None
         window: str | None = None
+        restored_from: int | None = Field(None, description="A restore: the version whose state it re-applied.")
+        state: dict[str, Any] = Field(
+            description="The full state after this version: every flag, plus maintenance owner and deadline."
+        )
         maintenance_owner: dict[str, str | None] | None = Field(
             None, description="Who held maintenance before and after ({old, new} window names; null = manual)."
         )

@@ -18,7 +18,7 @@ import pytest
 
 from bench.write_path import seed_table
 from flags.declarations import Declarations, load_declarations
-from flags.keys import AUDIT_SK_PREFIX, PARTITION_KEY, SINGLETON_PK, SORT_KEY, singleton_key
+from flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SORT_KEY, singleton_key
 from local.dynamodb_local import create_table, local_client
 
 _HERE = Path(__file__).parent
@@ -74,7 +74,7 @@ def read_trail(client: Any, table: str) -> list[dict[str, Any]]:
         "TableName": table,
         "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
         "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-        "ExpressionAttributeValues": {":pk": {"S": SINGLETON_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
+        "ExpressionAttributeValues": {":pk": {"S": AUDIT_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
         "ConsistentRead": True,
     }
     items: list[dict[str, Any]] = []

@@ -94,13 +94,19 @@ def test_a_manual_switch_removes_the_windows_ownership_on_the_real_engine(
     assert MAINTENANCE_OWNER_ATTR not in item and MAINTENANCE_DEADLINE_ATTR not in item
 
 
-def test_a_write_after_the_singleton_was_deleted_continues_the_versions(
+def test_a_write_after_the_singleton_was_deleted_restores_the_trail_then_applies(
     call: Call, ddb_local: Any, flags_table: str, declarations: Declarations
 ) -> None:
+    # Given versions 1 and 2, then the item deleted
     patch(call, {"signup_enabled": False})
     patch(call, {"ai_search_enabled": True})
     ddb_local.delete_item(TableName=flags_table, Key=singleton_key())
+    # When a PATCH comes / Then one transaction restores version 2's state as version 3 and applies the change as 4
     status, body, headers = patch(call, {"search_ranking": "hybrid"})
-    assert (status, body["version"], headers["ETag"]) == (200, 3, '"3"'), body
-    assert body["flags"] == {**declarations.initials(), "search_ranking": "hybrid"}
-    assert [int(record["version"]["N"]) for record in read_trail(ddb_local, flags_table)] == [1, 2, 3]
+    assert (status, body["version"], headers["ETag"]) == (200, 4, '"4"'), body
+    expected = {**declarations.initials(), "signup_enabled": False, "ai_search_enabled": True, "search_ranking": "hybrid"}
+    assert body["flags"] == expected
+    trail = read_trail(ddb_local, flags_table)
+    assert [(int(r["version"]["N"]), r["kind"]["S"]) for r in trail] == [
+        (1, "change"), (2, "change"), (3, "restore"), (4, "change")
+    ]

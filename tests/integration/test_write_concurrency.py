@@ -25,7 +25,7 @@ from bench.write_path import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_wr
 from flags.codec import decode_plain, encode
 from flags.declarations import Declarations
 from flags.errors import WriteConflict
-from flags.keys import PARTITION_KEY, SINGLETON_PK, SORT_KEY, VERSION_ATTR, audit_sort_key
+from flags.keys import VERSION_ATTR, audit_key
 from flags.provider import Snapshot
 from flags.store import FlagStore, audit_record
 from tests.conftest import FakeLambdaContext, rest_event
@@ -130,8 +130,7 @@ def test_concurrent_writers_lose_nothing(
 def plant_audit_record(client: Any, table: str, version: int) -> dict[str, Any]:
     """An AUDIT# record already holding ``version``'s key: the transaction's Put must fail on it."""
     item = {
-        PARTITION_KEY: {"S": SINGLETON_PK},
-        SORT_KEY: {"S": audit_sort_key(version)},
+        **audit_key(version),
         "version": {"N": str(version)},
         "planted": {"BOOL": True},
     }

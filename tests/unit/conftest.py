@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities import parameters
-from unit_support import CallCount, Clock, Output, ReadApi, build_reader, count_calls, flags_item
+from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
 
 from flags.declarations import Declarations, load_declarations
 from flags.observability import logger
@@ -153,3 +153,16 @@ def read_api(
     monkeypatch.setattr(module, "PROVIDER", provider)
     monkeypatch.setattr(module, "READER", reader)
     return ReadApi(module, provider, reader, clock, make_event, lambda_context)
+
+
+@pytest.fixture
+def api(
+    ddb: Any, table_name: str, clock: Clock, make_event: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> WriteApi:
+    """Given the seeded singleton and one applied change (version 1, one audit record)."""
+    import write_api.handler as module
+
+    install(module, ddb, table_name, clock, monkeypatch)
+    ddb.update_item(**seed_update_params(table_name, module.DECLARATIONS))
+    module.STORE.change({"ai_search_enabled": True}, actor="setup", reason="version 1")
+    return WriteApi(module, ddb, table_name, make_event, lambda_context)

@@ -487,7 +487,7 @@ def test_a_broken_windows_variable_fails_the_cold_start(ddb: Any, monkeypatch: p
         pass
 
 
-def test_a_start_on_a_deleted_singleton_reseeds_it_after_the_trail_and_opens_the_window(maintenance) -> None:
+def test_a_start_on_a_deleted_singleton_restores_it_from_the_trail_and_opens_the_window(maintenance) -> None:
     # Given a trail of one change, then the singleton deleted (the audit records outlive it)
     maintenance.switch_by_hand(False)  # no-op on the seeded state: nothing written
     maintenance.switch_by_hand(True)
@@ -496,11 +496,14 @@ def test_a_start_on_a_deleted_singleton_reseeds_it_after_the_trail_and_opens_the
     maintenance.client.delete_item(TableName=maintenance.table_name, Key=singleton_key())
     # When a window's start arrives
     result = maintenance.start()
-    # Then the item is back with every declared flag, the window holds maintenance, and the new version
-    # follows the trail (this needs dynamodb:Query in the maintenance role: see test_infra_functions.py)
+    # Then the item is back with every declared flag, the window holds maintenance, the restore is version
+    # L+1 and the start L+2 (this needs dynamodb:Query in the maintenance role: see test_infra_functions.py)
     assert result["status"] == "started"
     item = maintenance.item()
     assert set(maintenance.declarations) <= set(item)
     assert item[MAINTENANCE_OWNER_ATTR]["S"] == PATCHING
-    assert maintenance.version() == trail_before[-1]["version"] + 1
-    assert [r["version"] for r in maintenance.audit()] == [r["version"] for r in trail_before] + [maintenance.version()]
+    last = trail_before[-1]["version"]
+    assert maintenance.version() == last + 2
+    trail = maintenance.audit()
+    assert [r["version"] for r in trail] == [r["version"] for r in trail_before] + [last + 1, last + 2]
+    assert [r["kind"] for r in trail[-2:]] == ["restore", "window-start"]

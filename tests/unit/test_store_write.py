@@ -23,12 +23,13 @@ from flags.errors import (
     InvalidValue,
     ItemTooLarge,
     PreconditionFailed,
+    StoreFault,
     StoreUnavailable,
     VersionNotFound,
     WriteConflict,
 )
-from flags.keys import PARTITION_KEY, SINGLETON_PK, SORT_KEY, TTL_ATTR, audit_sort_key, singleton_key
-from flags.store import MAX_HISTORY_LIMIT, MAX_REASON_LENGTH, FlagStore, Ownership, decode_cursor, encode_cursor
+from flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY, TTL_ATTR, audit_key, audit_sort_key, singleton_key
+from flags.store import MAX_HISTORY_LIMIT, MAX_REASON_LENGTH, MAX_RESENDS, FlagStore, Ownership, decode_cursor, encode_cursor
 
 TABLE = "flags"
 CONSISTENT_READ = {"TableName": TABLE, "Key": singleton_key(), "ConsistentRead": True}
@@ -59,6 +60,7 @@ class Store:
         self.sleeps: list[float] = []
         self.retries: list[int] = []
         self.transactions = Capture()
+        self.tokens = Capture()
         options.setdefault("clock", Clock())
         self.store = FlagStore(
             client,
@@ -79,16 +81,18 @@ class Store:
             service_error_code=code,
             http_status_code=400,
             modeled_fields={"CancellationReasons": [{"Code": reason} for reason in reasons]} if reasons else None,
-            expected_params={"TransactItems": self.transactions},
+            expected_params={"TransactItems": self.transactions, "ClientRequestToken": self.tokens},
         )
 
     def expect_committed(self) -> None:
-        self.stub.add_response("transact_write_items", {}, {"TransactItems": self.transactions})
+        self.stub.add_response(
+            "transact_write_items", {}, {"TransactItems": self.transactions, "ClientRequestToken": self.tokens}
+        )
 
     def sent(self, index: int) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The Update and the Put of the ``index``-th transaction."""
-        update, put = self.transactions.values[index]
-        return update["Update"], put["Put"]
+        """The Update and the (last) Put of the ``index``-th transaction."""
+        items = self.transactions.values[index]
+        return items[0]["Update"], items[-1]["Put"]
 
 
 @pytest.fixture
@@ -179,13 +183,28 @@ def test_these_cancellations_count_as_conflicts(store: Store, code: str, reasons
     assert (result.applied, result.attempts) == (True, 2)
 
 
-@pytest.mark.parametrize("reasons", [("ThrottlingError", "None"), ("None", "ValidationError")])
-def test_other_cancellations_are_store_failures_not_retried(store: Store, reasons: tuple[str, ...]) -> None:
+def test_a_throttled_transaction_is_resent_identically_then_is_a_503(store: Store) -> None:
+    # Given every send of the transaction cancelled by throttling (DynamoDB applied nothing)
     store.expect_read(1)
-    store.expect_cancelled(*reasons)
+    for _ in range(1 + MAX_RESENDS):
+        store.expect_cancelled("ThrottlingError", "None")
+    # When a change is made / Then the same request, same token, is resent a bounded number of times, then 503
     with pytest.raises(StoreUnavailable):
         store.store.change({"signup_enabled": False}, actor="a", reason="r")
+    assert len(set(store.tokens.values)) == 1 and len(store.tokens.values) == 1 + MAX_RESENDS
+    assert all(items == store.transactions.values[0] for items in store.transactions.values)
     assert store.retries == []
+
+
+def test_a_cancellation_for_a_validation_error_is_our_fault_not_retried(store: Store) -> None:
+    # Given DynamoDB refusing the transaction's content (no client input passes validation into that)
+    store.expect_read(1)
+    store.expect_cancelled("None", "ValidationError")
+    # When a change is made / Then a 500-class fault, sent once, never retried as a conflict or an outage
+    with pytest.raises(StoreFault) as refused:
+        store.store.change({"signup_enabled": False}, actor="a", reason="r")
+    assert int(refused.value.status) == 500 and refused.value.code == "INTERNAL_ERROR"
+    assert len(store.tokens.values) == 1 and store.retries == []
 
 
 def test_with_an_expected_version_a_cancellation_is_412_after_one_attempt(store: Store) -> None:
@@ -228,7 +247,7 @@ def test_the_audit_record_holds_who_why_when_old_new_state_and_expiry(
     store.store.change({"api_rate_limit_per_minute": 900}, actor="arn:aws:iam::1:user/a", reason="why")
     _, put = store.sent(0)
     item = put["Item"]
-    assert (item[PARTITION_KEY], item[SORT_KEY]) == ({"S": SINGLETON_PK}, {"S": audit_sort_key(2)})
+    assert (item[PARTITION_KEY], item[SORT_KEY]) == ({"S": AUDIT_PK}, {"S": audit_sort_key(2)})
     assert (item["actor"], item["reason"], item["kind"]) == (
         {"S": "arn:aws:iam::1:user/a"},
         {"S": "why"},
@@ -285,33 +304,27 @@ def test_a_change_over_4_kb_is_refused_before_any_transaction(stub: Stubber, cli
 # -- the missing singleton -------------------------------------------------------------------------------
 
 
-def test_a_missing_singleton_is_reseeded_after_the_newest_audit_record(store: Store) -> None:
-    # Given no singleton, and an audit trail whose newest record is version 41
+def test_a_missing_singleton_is_restored_from_the_newest_record_in_the_same_transaction(store: Store) -> None:
+    # Given no singleton, and an audit trail whose newest record is version 41 (signup off, a rate limit of 900)
+    state = {name: encode_plain(value) for name, value in store.declarations.initials().items()}
+    state.update(signup_enabled={"BOOL": False}, api_rate_limit_per_minute={"N": "900"})
     store.stub.add_response("get_item", {}, CONSISTENT_READ)
-    store.stub.add_response("query", {"Items": [{"SK": {"S": audit_sort_key(41)}}]})
-    seed = Capture()
-    store.stub.add_response(
-        "update_item",
-        {},
-        {
-            "TableName": TABLE,
-            "Key": singleton_key(),
-            "UpdateExpression": seed,
-            "ExpressionAttributeNames": seed,
-            "ExpressionAttributeValues": seed,
-        },
-    )
-    store.expect_read(41)
+    store.stub.add_response("query", {"Items": [{**audit_key(41), "state": {"M": state}}]})
     store.expect_committed()
     # When a change is made
-    result = store.store.change({"signup_enabled": False}, actor="a", reason="r")
-    # Then the seed starts schema_version at 41 (if_not_exists), and the change is version 42
-    expression, names, values = seed.values
-    assert "#version = if_not_exists(#version, :start)" in expression and values[":start"] == {"N": "41"}
-    assert set(names.values()) >= set(store.declarations)
-    assert result.snapshot.version == 42
-    update, put = store.sent(0)
-    assert conditioned_on(update) == 41 and put["Item"][SORT_KEY] == {"S": audit_sort_key(42)}
+    result = store.store.change({"ai_search_enabled": True}, actor="a", reason="r")
+    # Then one transaction: the whole item written where none exists, the restore as version 42 (41's state),
+    # and the change as version 43 on top of it
+    update, restore, change = store.transactions.values[0]
+    assert update["Update"]["ConditionExpression"] == "attribute_not_exists(#pk)"
+    assert restore["Put"]["Item"][SORT_KEY] == {"S": audit_sort_key(42)}
+    assert restore["Put"]["Item"]["kind"] == {"S": "restore"}
+    assert restore["Put"]["Item"]["state"]["M"] == state
+    assert change["Put"]["Item"][SORT_KEY] == {"S": audit_sort_key(43)}
+    assert change["Put"]["Item"]["new"] == {"M": {"ai_search_enabled": {"BOOL": True}}}
+    assert (result.snapshot.version, result.restored, result.applied) == (43, True, True)
+    assert result.snapshot.values["signup_enabled"] is False  # the trail's values, not the initials
+    assert result.snapshot.values["api_rate_limit_per_minute"] == 900
 
 
 # -- validation, history and revert without DynamoDB ------------------------------------------------------
@@ -331,22 +344,28 @@ def test_history_refuses_a_bad_limit_without_a_query(store: Store, limit: int) -
     assert refused.value.details["rule"] == "limit"
 
 
-def test_history_starts_after_the_cursor(store: Store) -> None:
+def test_history_starts_after_the_cursor_and_reads_one_record_more_than_a_page(store: Store) -> None:
+    # Given records 4, 3 and 2 after the cursor (version 5), and a page of 2
+    def record(version: int) -> dict[str, Any]:
+        return {**audit_key(version), "version": {"N": str(version)}, "actor": {"S": "a"}, "reason": {"S": "r"},
+                "at": {"S": "t"}, "old": {"M": {}}, "new": {"M": {}}, "state": {"M": {}}}
+
     store.stub.add_response(
         "query",
-        {"Items": [], "LastEvaluatedKey": {PARTITION_KEY: {"S": SINGLETON_PK}, SORT_KEY: {"S": audit_sort_key(3)}}},
+        {"Items": [record(4), record(3), record(2)]},
         {
             "TableName": TABLE,
             "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
             "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-            "ExpressionAttributeValues": {":pk": {"S": SINGLETON_PK}, ":prefix": {"S": "AUDIT#"}},
+            "ExpressionAttributeValues": {":pk": {"S": AUDIT_PK}, ":prefix": {"S": "AUDIT#"}},
             "ScanIndexForward": False,
-            "Limit": 2,
-            "ExclusiveStartKey": {PARTITION_KEY: {"S": SINGLETON_PK}, SORT_KEY: {"S": audit_sort_key(5)}},
+            "Limit": 3,
+            "ExclusiveStartKey": audit_key(5),
         },
     )
+    # When the page is read / Then two records, and a cursor after the last one shown (a third exists)
     records, cursor = store.store.history(limit=2, cursor=encode_cursor(5))
-    assert records == [] and decode_cursor(cursor) == 3
+    assert [r["version"] for r in records] == [4, 3] and decode_cursor(cursor) == 3
 
 
 @pytest.mark.parametrize("version", [0, 1, 42, 10**11])
@@ -360,12 +379,8 @@ def test_revert_applies_todays_rules_to_old_values(store: Store) -> None:
     state["api_rate_limit_per_minute"] = {"N": "250000"}
     store.stub.add_response(
         "get_item",
-        {"Item": {SORT_KEY: {"S": audit_sort_key(3)}, "state": {"M": state}}},
-        {
-            "TableName": TABLE,
-            "Key": {PARTITION_KEY: {"S": SINGLETON_PK}, SORT_KEY: {"S": audit_sort_key(3)}},
-            "ConsistentRead": True,
-        },
+        {"Item": {**audit_key(3), "state": {"M": state}}},
+        {"TableName": TABLE, "Key": audit_key(3), "ConsistentRead": True},
     )
     # When it is reverted to / Then refused, naming the flag and the rule; nothing is written
     with pytest.raises(InvalidValue) as refused:
@@ -373,8 +388,13 @@ def test_revert_applies_todays_rules_to_old_values(store: Store) -> None:
     assert (refused.value.details["flag"], refused.value.details["rule"]) == ("api_rate_limit_per_minute", "max")
 
 
-def test_revert_to_version_zero_is_not_found_without_a_read(store: Store) -> None:
-    with pytest.raises(InvalidRequest):
+def test_revert_to_version_zero_reads_version_ones_record_and_is_not_found_without_it(store: Store) -> None:
+    # Given no record of version 1 (expired) / When version 0 is asked for / Then 404, naming what is missing
+    store.stub.add_response("get_item", {}, {"TableName": TABLE, "Key": audit_key(1), "ConsistentRead": True})
+    with pytest.raises(VersionNotFound, match="version 1's record"):
         store.store.revert(0, actor="a", reason="r")
-    with pytest.raises(VersionNotFound):
-        store.store.state_at(0)
+
+
+def test_a_negative_version_is_refused_without_a_read(store: Store) -> None:
+    with pytest.raises(InvalidRequest):
+        store.store.revert(-1, actor="a", reason="r")

@@ -9,8 +9,6 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import boto3
@@ -18,145 +16,35 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
-from unit_support import START, Clock, body_of, count_calls
+from unit_support import (
+    CALLER,
+    REASON,
+    RETENTION_SECONDS,
+    START,
+    Clock,
+    WriteApi,
+    assert_refused,
+    body_of,
+    count_calls,
+    headers_of,
+    install,
+)
 
 import flags.declarations
 from flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
 from flags.keys import (
-    AUDIT_SK_PREFIX,
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_OWNER_ATTR,
-    PARTITION_KEY,
-    SINGLETON_PK,
     SORT_KEY,
     TTL_ATTR,
     UPDATED_BY_ATTR,
     VERSION_ATTR,
     singleton_key,
 )
-from flags.provider import SingletonProvider
-from flags.reader import CACHED, FlagReader
+from flags.reader import CACHED
 from flags.seed import seed_update_params
-from flags.store import FlagStore, Ownership, encode_cursor
+from flags.store import MAX_RESENDS, Ownership, encode_cursor
 
-CALLER = "arn:aws:iam::123456789012:user/alice"
-REASON = "unit test"
-RETENTION_SECONDS = 365 * 86400  # Settings' default audit retention
-
-
-def table_state(client: Any, table: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """The singleton (consistent GetItem) and the whole audit trail (consistent Query), raw."""
-    item = client.get_item(TableName=table, Key=singleton_key(), ConsistentRead=True).get("Item")
-    trail = client.query(
-        TableName=table,
-        KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
-        ExpressionAttributeNames={"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-        ExpressionAttributeValues={":pk": {"S": SINGLETON_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
-        ConsistentRead=True,
-    )["Items"]
-    return item, trail
-
-
-def headers_of(response: dict[str, Any]) -> dict[str, str]:
-    single = dict(response.get("headers") or {})
-    single.update({name: values[-1] for name, values in (response.get("multiValueHeaders") or {}).items()})
-    return single
-
-
-@dataclass
-class WriteApi:
-    """The real write function with a store and reader on the moto table (no back-off sleeps)."""
-
-    module: ModuleType
-    client: Any
-    table: str
-    make_event: Callable[..., dict[str, Any]]
-    context: Any
-
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        headers: dict[str, str] | None = None,
-        query: dict[str, str] | None = None,
-        caller_arn: str = CALLER,
-    ) -> dict[str, Any]:
-        event = self.make_event(method, path, body=body, headers=headers, caller_arn=caller_arn)
-        if query is not None:
-            event["queryStringParameters"] = query
-            event["multiValueQueryStringParameters"] = {key: [value] for key, value in query.items()}
-        return self.module.handler(event, self.context)
-
-    def patch(self, flags: Any, reason: Any = REASON, **options: Any) -> dict[str, Any]:
-        return self("PATCH", "/flags", body={"flags": flags, "reason": reason}, **options)
-
-    def revert(self, version: Any, reason: Any = REASON, **options: Any) -> dict[str, Any]:
-        return self("POST", "/flags/revert", body={"version": version, "reason": reason}, **options)
-
-    def history(self, **query: str) -> dict[str, Any]:
-        return self("GET", "/flags/history", query=query)
-
-    def state(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        return table_state(self.client, self.table)
-
-    def use_store(self, monkeypatch: pytest.MonkeyPatch, client: Any, **options: Any) -> FlagStore:
-        options.setdefault("sleep", lambda _: None)
-        store = FlagStore(client, self.table, self.module.DECLARATIONS, **options)
-        monkeypatch.setattr(self.module, "STORE", store)
-        return store
-
-
-def install(module: ModuleType, client: Any, table: str, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = module.SETTINGS
-    store = FlagStore(
-        client,
-        table,
-        module.DECLARATIONS,
-        sort_key=settings.item_sort_key,
-        audit_retention_days=settings.audit_retention_days,
-        clock=clock,
-        sleep=lambda _: None,
-    )
-    provider = SingletonProvider(client=client, table_name=table, declarations=module.DECLARATIONS, clock=clock)
-    reader = FlagReader(provider, module.DECLARATIONS, sort_key=settings.item_sort_key, clock=clock)
-    monkeypatch.setattr(module, "STORE", store)
-    monkeypatch.setattr(module, "READER", reader)
-
-
-@pytest.fixture
-def api(
-    ddb: Any, table_name: str, clock: Clock, make_event: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
-) -> WriteApi:
-    """Given the seeded singleton and one applied change (version 1, one audit record)."""
-    import write_api.handler as module
-
-    install(module, ddb, table_name, clock, monkeypatch)
-    ddb.update_item(**seed_update_params(table_name, module.DECLARATIONS))
-    module.STORE.change({"ai_search_enabled": True}, actor="setup", reason="version 1")
-    return WriteApi(module, ddb, table_name, make_event, lambda_context)
-
-
-def assert_refused(
-    api: WriteApi,
-    response: dict[str, Any],
-    before: tuple[Any, Any],
-    status: int,
-    code: str,
-    *,
-    flag: str | None = None,
-    rule: str | None = None,
-) -> dict[str, Any]:
-    error = body_of(response)["error"]
-    assert (response["statusCode"], error["code"]) == (status, code), error
-    assert error["message"]
-    if flag is not None:
-        assert error["flag"] == flag
-    if rule is not None:
-        assert error["rule"] == rule
-    assert api.state() == before, "a refused request changed the item or the audit trail"
-    return error
 
 
 # -- PATCH /flags refusals ----------------------------------------------------------------------------
@@ -418,25 +306,42 @@ def test_dynamodb_failing_on_read_is_503_not_500(
 
 
 @pytest.mark.parametrize(
-    "answer",
+    ("answer", "status", "code", "sends"),
     [
-        {"Error": {"Code": "InternalServerError", "Message": "boom"}},
-        {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}},
-        cancellation("ThrottlingError", "None"),
-        cancellation("None", "ValidationError"),
-        EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com"),
+        ({"Error": {"Code": "InternalServerError", "Message": "boom"}}, 503, "OUTCOME_UNKNOWN", 1 + MAX_RESENDS),
+        (
+            {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}},
+            503,
+            "STORE_UNAVAILABLE",
+            1 + MAX_RESENDS,
+        ),
+        (cancellation("ThrottlingError", "None"), 503, "STORE_UNAVAILABLE", 1 + MAX_RESENDS),
+        (cancellation("None", "ValidationError"), 500, "INTERNAL_ERROR", 1),
+        (
+            EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com"),
+            503,
+            "STORE_UNAVAILABLE",
+            1 + MAX_RESENDS,
+        ),
     ],
     ids=["internal-error", "throughput", "cancelled-by-throttling", "cancelled-by-validation", "no-connection"],
 )
-def test_dynamodb_failing_on_write_is_503_not_retried_as_a_conflict(
-    api: WriteApi, monkeypatch: pytest.MonkeyPatch, answer: dict[str, Any] | Exception
+def test_dynamodb_failing_on_write_is_classified_by_meaning_and_only_the_same_request_is_resent(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch, answer: dict[str, Any] | Exception, status: int, code: str,
+    sends: int,
 ) -> None:
+    # Given DynamoDB failing every TransactWriteItems in one way
     transactions = answer_transactions(api.client, answer)
     api.use_store(monkeypatch, api.client)
     before = api.state()
+    # When a PATCH is sent
     response = api.patch({"signup_enabled": False})
-    assert_refused(api, response, before, 503, "STORE_UNAVAILABLE")
-    assert len(transactions) == 1
+    # Then: a 5xx answer that says what is known (an outage that applied nothing, an outcome that cannot be
+    # known, or our own fault), nothing written, and never a new transaction: only the identical request,
+    # same ClientRequestToken, resent a bounded number of times where resending is safe
+    assert_refused(api, response, before, status, code)
+    assert len(transactions) == sends
+    assert all(call == transactions[0] for call in transactions)
 
 
 # -- history and revert refusals -----------------------------------------------------------------------
@@ -475,8 +380,8 @@ def test_revert_to_an_unknown_version_is_404(api: WriteApi) -> None:
     assert error["version"] == 99
 
 
-@pytest.mark.parametrize("version", ["1", 1.5, True, 0, -3, None, [1]], ids=repr)
-def test_revert_refuses_a_version_that_is_not_a_positive_integer(api: WriteApi, version: Any) -> None:
+@pytest.mark.parametrize("version", ["1", 1.5, True, -3, None, [1]], ids=repr)
+def test_revert_refuses_a_version_that_is_not_a_non_negative_integer(api: WriteApi, version: Any) -> None:
     before = api.state()
     response = api.revert(version)
     assert_refused(api, response, before, 400, "INVALID_REQUEST", rule="version")
@@ -564,7 +469,7 @@ def test_patch_sets_only_the_changed_attributes(api: WriteApi) -> None:
     assert update["ExpressionAttributeValues"][":current"] == {"N": "1"}
     # and a Put of AUDIT#2 that may not overwrite
     assert put["Item"][SORT_KEY] == {"S": "AUDIT#000000000002"}
-    assert put["ConditionExpression"] == "attribute_not_exists(#sk)"
+    assert put["ConditionExpression"] == "attribute_not_exists(#pk)"
     # and the response says what changed, at version 2
     body = body_of(response)
     assert body["applied"] is True and body["version"] == 2
@@ -701,19 +606,22 @@ def test_a_write_to_a_missing_singleton_reseeds_it_whole_first(
     assert item[VERSION_ATTR] == {"N": "1"} and len(trail) == 1
 
 
-def test_a_write_after_the_singleton_was_deleted_continues_the_version_sequence(api: WriteApi) -> None:
-    # Given versions 1 and 2 in the trail, then the singleton deleted (by accident, or restored without it)
+def test_a_write_after_the_singleton_was_deleted_restores_the_trails_state_as_a_new_version(api: WriteApi) -> None:
+    # Given versions 1 and 2 in the trail (signup switched off), then the singleton deleted
     api.patch({"signup_enabled": False})
     api.client.delete_item(TableName=api.table, Key=singleton_key())
     # When a PATCH comes
     response = api.patch({"search_ranking": "hybrid"})
-    # Then the item is re-seeded whole and the change becomes version 3: no version (or ETag) is reused
+    # Then the restore is version 3 (version 2's state, kind restore) and the change version 4: no version (or
+    # ETag) names two states, and the switched-off feature stays off
     item, trail = api.state()
     assert response["statusCode"] == 200, body_of(response)
-    assert body_of(response)["version"] == 3 and headers_of(response)["ETag"] == '"3"'
-    assert item[VERSION_ATTR] == {"N": "3"} and set(api.module.DECLARATIONS) <= set(item)
-    assert item["signup_enabled"] == {"BOOL": True}  # re-seeded from the declarations, not from the trail
-    assert sorted(record["version"]["N"] for record in trail) == ["1", "2", "3"]
+    assert body_of(response)["version"] == 4 and headers_of(response)["ETag"] == '"4"'
+    assert body_of(response)["restored"] is True
+    assert item[VERSION_ATTR] == {"N": "4"} and set(api.module.DECLARATIONS) <= set(item)
+    assert item["signup_enabled"] == {"BOOL": False} and item["search_ranking"] == {"S": "hybrid"}
+    kinds = {int(record["version"]["N"]): record["kind"]["S"] for record in trail}
+    assert kinds == {1: "change", 2: "change", 3: "restore", 4: "change"}
 
 
 def all_history(api: WriteApi, limit: int) -> list[list[int]]:

@@ -14,10 +14,11 @@ from botocore.exceptions import ClientError
 
 from flags.codec import encode
 from flags.declarations import Declarations
-from flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
+from flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SINGLETON_SK, SORT_KEY, VERSION_ATTR, singleton_key
 from flags.observability import ReadCounter
 from flags.provider import SingletonProvider
 from flags.reader import FlagReader
+from flags.store import FlagStore
 
 START = 1_700_000_000.0  # a fixed epoch second; every fake clock starts here
 
@@ -161,3 +162,106 @@ class FailingClient:
             raise ClientError(error, self._operation)
 
         return fail
+
+
+# -- the write function over moto -------------------------------------------------------------------------
+
+CALLER = "arn:aws:iam::123456789012:user/alice"
+REASON = "unit test"
+RETENTION_SECONDS = 365 * 86400  # Settings' default audit retention
+
+
+def table_state(client: Any, table: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The singleton (consistent GetItem) and the whole audit trail (consistent Query), raw."""
+    item = client.get_item(TableName=table, Key=singleton_key(), ConsistentRead=True).get("Item")
+    trail = client.query(
+        TableName=table,
+        KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
+        ExpressionAttributeNames={"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+        ExpressionAttributeValues={":pk": {"S": AUDIT_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
+        ConsistentRead=True,
+    )["Items"]
+    return item, trail
+
+
+@dataclass
+class WriteApi:
+    """The real write function with a store and reader on the moto table (no back-off sleeps)."""
+
+    module: ModuleType
+    client: Any
+    table: str
+    make_event: Callable[..., dict[str, Any]]
+    context: Any
+
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+        caller_arn: str = CALLER,
+    ) -> dict[str, Any]:
+        event = self.make_event(method, path, body=body, headers=headers, caller_arn=caller_arn)
+        if query is not None:
+            event["queryStringParameters"] = query
+            event["multiValueQueryStringParameters"] = {key: [value] for key, value in query.items()}
+        return self.module.handler(event, self.context)
+
+    def patch(self, flags: Any, reason: Any = REASON, **options: Any) -> dict[str, Any]:
+        return self("PATCH", "/flags", body={"flags": flags, "reason": reason}, **options)
+
+    def revert(self, version: Any, reason: Any = REASON, **options: Any) -> dict[str, Any]:
+        return self("POST", "/flags/revert", body={"version": version, "reason": reason}, **options)
+
+    def history(self, **query: str) -> dict[str, Any]:
+        return self("GET", "/flags/history", query=query)
+
+    def state(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        return table_state(self.client, self.table)
+
+    def use_store(self, monkeypatch: pytest.MonkeyPatch, client: Any, **options: Any) -> FlagStore:
+        options.setdefault("sleep", lambda _: None)
+        store = FlagStore(client, self.table, self.module.DECLARATIONS, **options)
+        monkeypatch.setattr(self.module, "STORE", store)
+        return store
+
+
+def install(module: ModuleType, client: Any, table: str, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = module.SETTINGS
+    store = FlagStore(
+        client,
+        table,
+        module.DECLARATIONS,
+        sort_key=settings.item_sort_key,
+        audit_retention_days=settings.audit_retention_days,
+        clock=clock,
+        sleep=lambda _: None,
+    )
+    provider = SingletonProvider(client=client, table_name=table, declarations=module.DECLARATIONS, clock=clock)
+    reader = FlagReader(provider, module.DECLARATIONS, sort_key=settings.item_sort_key, clock=clock)
+    monkeypatch.setattr(module, "STORE", store)
+    monkeypatch.setattr(module, "READER", reader)
+
+
+def assert_refused(
+    api: WriteApi,
+    response: dict[str, Any],
+    before: tuple[Any, Any],
+    status: int,
+    code: str,
+    *,
+    flag: str | None = None,
+    rule: str | None = None,
+) -> dict[str, Any]:
+    error = body_of(response)["error"]
+    assert (response["statusCode"], error["code"]) == (status, code), error
+    assert error["message"]
+    if flag is not None:
+        assert error["flag"] == flag
+    if rule is not None:
+        assert error["rule"] == rule
+    assert api.state() == before, "a refused request changed the item or the audit trail"
+    return error
