@@ -148,6 +148,7 @@ class ChangeResult:
     snapshot: Snapshot
     applied: bool
     attempts: int
+    values: Mapping[str, FlagValue]  # what readers are served now (a passed window deadline honoured)
     changed: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # flag -> {"old", "new"}
     restored: bool = False  # a missing item was restored by this write
     replayed: bool = False  # the answer of an earlier request with the same Idempotency-Key
@@ -344,15 +345,15 @@ class FlagStore:
         kind: str = "change",
         extra_audit: Mapping[str, Any] | None = None,
         idempotency: Idempotency | None = None,
-        deadline: float | None = None,
+        time_budget: float | None = None,
     ) -> ChangeResult:
         """Apply ``changes`` (already validated) as one new version, retrying on conflict.
 
         ``ownership`` sets (window) or clears (None owner) who holds maintenance; by default a change that
         names ``maintenance_mode`` clears it (a manual switch takes maintenance away from any window, even
         with the same value). ``condition`` is re-checked on every attempt against the fresh state; when it
-        says no, nothing is written and the result is not applied. ``deadline`` (``time.monotonic()``
-        seconds) bounds the DynamoDB calls the change may still start.
+        says no, nothing is written and the result is not applied. ``time_budget`` (seconds from now) bounds
+        the DynamoDB calls the change may still start, so it answers before its caller's own timeout.
         """
         if ownership is None and MAINTENANCE_FLAG in changes:
             ownership = Ownership(owner=None)
@@ -369,7 +370,7 @@ class FlagStore:
             expected_version=expected_version,
             extra_audit=extra_audit,
             idempotency=idempotency,
-            deadline=deadline,
+            time_budget=time_budget,
         )
 
     def revert(
@@ -380,7 +381,7 @@ class FlagStore:
         reason: str,
         expected_version: int | frozenset[int] | None = None,
         idempotency: Idempotency | None = None,
-        deadline: float | None = None,
+        time_budget: float | None = None,
     ) -> ChangeResult:
         """Restore the flags as they were right after ``version`` (0: the seeded state).
 
@@ -415,7 +416,7 @@ class FlagStore:
             expected_version=expected_version,
             extra_audit={"reverted_to": version},
             idempotency=idempotency,
-            deadline=deadline,
+            time_budget=time_budget,
         )
 
     def seed(self, *, actor: str, reason: str) -> ChangeResult:
@@ -439,9 +440,10 @@ class FlagStore:
         expected_version: int | frozenset[int] | None = None,
         extra_audit: Mapping[str, Any] | None = None,
         idempotency: Idempotency | None = None,
-        deadline: float | None = None,
+        time_budget: float | None = None,
         seed_only_missing: bool = False,
     ) -> ChangeResult:
+        deadline = None if time_budget is None else self._monotonic() + time_budget
         budget = _Budget(deadline, self._monotonic, self._call_seconds)
         expected = frozenset({expected_version}) if isinstance(expected_version, int) else expected_version
         attempts = self._max_attempts if expected is None else 1
@@ -458,12 +460,12 @@ class FlagStore:
                 raise self._stale(current, expected)
             plan = plan_for(current.snapshot)
             if plan is None:
-                return ChangeResult(snapshot=current.snapshot, applied=False, attempts=attempt)
+                return self._result(current.snapshot, applied=False, attempts=attempt)
             diff = self._diff(current, plan.changes, seed_only_missing)
             owner_sets, owner_removes = self._ownership_delta(current, plan.ownership)
             applied = bool(diff or owner_sets or owner_removes)
             if not applied and not current.missing:
-                return ChangeResult(snapshot=current.snapshot, applied=False, attempts=attempt)
+                return self._result(current.snapshot, applied=False, attempts=attempt)
             try:
                 new_raw = self._commit(
                     current, diff, owner_sets, owner_removes, actor, reason, kind, extra_audit, idempotency, budget
@@ -489,9 +491,7 @@ class FlagStore:
                 restored_from=current.restored_from if current.missing else None,
                 attempts=attempt,
             )
-            return ChangeResult(
-                snapshot=snapshot, applied=applied, attempts=attempt, changed=diff, restored=current.missing
-            )
+            return self._result(snapshot, applied=applied, attempts=attempt, changed=diff, restored=current.missing)
         if expected is not None and conflicts:
             raise self._stale(self._read_current(), expected, moved=True)
         if conflicts:
@@ -499,6 +499,9 @@ class FlagStore:
                 f"the flags kept changing under this write; gave up after {conflicts} attempts", attempts=conflicts
             )
         raise StoreUnavailable("the request's time budget ran out before the write could be attempted")
+
+    def _result(self, snapshot: Snapshot, **outcome: Any) -> ChangeResult:
+        return ChangeResult(snapshot=snapshot, values=snapshot.effective_values(self._clock()), **outcome)
 
     def _stale(self, current: _Current, expected: frozenset[int], moved: bool = False) -> PreconditionFailed:
         if current.missing:
@@ -782,11 +785,11 @@ class FlagStore:
         version = int(item["version"]["N"])
         record = self._get(audit_key(version))
         if record is None:  # the trail kept less than a day: answer with today's state
-            return ChangeResult(snapshot=self.current(), applied=True, attempts=0, replayed=True)
+            return self._result(self.current(), applied=True, attempts=0, replayed=True)
         raw = {**singleton_key(self._sort_key), **record.get(STATE_ATTR, {}).get("M", {})}
         raw[VERSION_ATTR] = {"N": str(version)}
         changes = audit_record(record)["changes"]
-        return ChangeResult(snapshot=self._snapshot(raw), applied=True, attempts=0, changed=changes, replayed=True)
+        return self._result(self._snapshot(raw), applied=True, attempts=0, changed=changes, replayed=True)
 
     # -- history and revert ------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ gc.disable()  # init builds 100k+ long-lived objects, little garbage: no collect
 
 import json
 import os
-import time
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -102,10 +101,9 @@ def _expected_version(if_match: str | None) -> int | None:
     return int(next(iter(tags)))
 
 
-def _deadline() -> float:
-    """The monotonic time by which the store must have answered: the invocation's remaining time less a margin."""
-    remaining = app.lambda_context.get_remaining_time_in_millis() / 1000
-    return time.monotonic() + remaining - DEADLINE_MARGIN_SECONDS
+def _time_budget() -> float:
+    """Seconds the store may spend: the invocation's remaining time less a margin to answer before the timeout."""
+    return app.lambda_context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS
 
 
 def _idempotency(actor: str, request: dict[str, Any], if_match: str | None) -> Idempotency | None:
@@ -130,7 +128,7 @@ def _state_response(result: ChangeResult) -> Response:
     if result.applied and not result.replayed:
         metrics.add_metric(name=CHANGES_APPLIED, unit=MetricUnit.Count, value=1)
     body = {
-        "flags": dict(snapshot.effective_values(time.time())),
+        "flags": dict(result.values),
         "version": snapshot.version,
         "reason": STATIC,
         "fetched_at": iso_time(snapshot.fetched_at),
@@ -152,7 +150,7 @@ def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None)
     expected, actor = _expected_version(if_match), _actor()
     idempotency = _idempotency(actor, {"flags": changes, "reason": reason}, if_match)
     result = STORE.change(
-        changes, actor=actor, reason=reason, expected_version=expected, idempotency=idempotency, deadline=_deadline()
+        changes, actor=actor, reason=reason, expected_version=expected, idempotency=idempotency, time_budget=_time_budget()
     )
     return _state_response(result)
 
@@ -164,7 +162,7 @@ def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = Non
     idempotency = _idempotency(actor, {"version": body.version, "reason": reason}, if_match)
     result = STORE.revert(
         body.version, actor=actor, reason=reason, expected_version=expected, idempotency=idempotency,
-        deadline=_deadline(),
+        time_budget=_time_budget(),
     )
     return _state_response(result)
 
