@@ -1,0 +1,241 @@
+"""Writes apply exactly once when DynamoDB's answer is lost, and a client's Idempotency-Key makes its retry safe.
+
+The client here is moto's, behind ``LossyClient``: it commits a transaction and then loses the answer, the way a
+read timeout does, and answers a repeated ClientRequestToken with success without applying it again (what
+DynamoDB documents for TransactWriteItems, and what DynamoDB Local does: the integration tier checks it there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ReadTimeoutError
+from unit_support import WriteApi, assert_refused, body_of, headers_of
+
+from flags.store import MAX_RESENDS
+
+
+class LossyClient:
+    """A DynamoDB client whose TransactWriteItems answers are lost ``lose`` times (after committing, or before,
+    with ``commit=False``); every other call goes to the real client."""
+
+    def __init__(self, real: Any, *, lose: int, commit: bool = True, lose_reads_of: str | None = None) -> None:
+        self._real = real
+        self._lose = lose
+        self._commit = commit
+        self._lose_reads_of = lose_reads_of
+        self.tokens: list[str] = []
+        self._committed: set[str] = set()
+
+    def transact_write_items(self, **params: Any) -> Any:
+        token = params["ClientRequestToken"]
+        self.tokens.append(token)
+        if token in self._committed:
+            answer: Any = {}  # DynamoDB: the same token again succeeds and applies nothing
+        elif self._commit or self._lose == 0:
+            answer = self._real.transact_write_items(**params)
+            self._committed.add(token)
+        if self._lose > 0:
+            self._lose -= 1
+            raise ReadTimeoutError(endpoint_url="https://dynamodb.local")
+        return answer
+
+    def get_item(self, **params: Any) -> Any:
+        if self._lose_reads_of and params["Key"]["PK"]["S"].startswith(self._lose_reads_of):
+            raise ReadTimeoutError(endpoint_url="https://dynamodb.local")
+        return self._real.get_item(**params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def versions(api: WriteApi) -> list[int]:
+    _, trail = api.state()
+    return sorted(int(record["version"]["N"]) for record in trail)
+
+
+def test_a_lost_answer_is_resent_with_the_same_token_and_applies_once(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given DynamoDB committing the write but its answer lost once
+    client = LossyClient(api.client, lose=1)
+    api.use_store(monkeypatch, client)
+    # When a PATCH is sent
+    response = api.patch({"signup_enabled": False})
+    # Then the identical request went again with the same token, and the caller hears the committed result
+    assert response["statusCode"] == 200, body_of(response)
+    assert body_of(response)["applied"] is True and body_of(response)["version"] == 2
+    assert len(client.tokens) == 2 and len(set(client.tokens)) == 1
+    assert versions(api) == [1, 2]
+
+
+def test_when_every_answer_is_lost_the_audit_record_tells_that_the_write_committed(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the write committed on the first send and every answer lost
+    client = LossyClient(api.client, lose=1 + MAX_RESENDS)
+    api.use_store(monkeypatch, client)
+    # When a PATCH is sent / Then the store reads version 2's record, finds its own token: 200, applied once
+    response = api.patch({"signup_enabled": False})
+    assert response["statusCode"] == 200, body_of(response)
+    assert body_of(response)["version"] == 2 and versions(api) == [1, 2]
+    _, trail = api.state()
+    assert {record["token"]["S"] for record in trail if record["version"]["N"] == "2"} == {client.tokens[0]}
+
+
+def test_an_outcome_that_cannot_be_learned_is_503_outcome_unknown(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given every answer lost and the audit record unreadable
+    client = LossyClient(api.client, lose=1 + MAX_RESENDS, commit=False, lose_reads_of="AUDIT#")
+    api.use_store(monkeypatch, client)
+    before = api.state()
+    # When a PATCH is sent / Then 503 OUTCOME_UNKNOWN, saying how to find out, with Retry-After
+    response = api.patch({"signup_enabled": False})
+    error = assert_refused(api, response, before, 503, "OUTCOME_UNKNOWN")
+    assert "history" in error["message"] and "Idempotency-Key" in error["message"]
+    assert error["version"] == 2 and "Retry-After" in headers_of(response)
+
+
+def test_no_record_of_the_version_after_lost_answers_is_outcome_unknown_not_an_outage(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given every answer lost, the request never applied, and no record of the version it meant to write
+    client = LossyClient(api.client, lose=1 + MAX_RESENDS, commit=False)
+    api.use_store(monkeypatch, client)
+    before = api.state()
+    # When a PATCH is sent / Then it may still be in flight as far as anyone can tell: OUTCOME_UNKNOWN
+    assert_refused(api, api.patch({"signup_enabled": False}), before, 503, "OUTCOME_UNKNOWN")
+
+
+# -- Idempotency-Key ------------------------------------------------------------------------------------
+
+
+def test_the_same_idempotency_key_and_body_answers_the_original_result(api: WriteApi) -> None:
+    # Given a PATCH applied with an Idempotency-Key
+    first = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "k-1"})
+    api.patch({"ai_search_enabled": False})  # another change after it
+    before = api.state()
+    # When the same request is sent again with the same key
+    again = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "k-1"})
+    # Then the original 200 (same version, same changes), marked as replayed, and nothing written
+    assert again["statusCode"] == 200 and headers_of(again)["Idempotent-Replayed"] == "true"
+    assert body_of(again)["version"] == body_of(first)["version"] == 2
+    assert body_of(again)["changed"] == body_of(first)["changed"]
+    assert headers_of(again)["ETag"] == '"2"'
+    assert api.state() == before
+    assert "Idempotent-Replayed" not in headers_of(first)
+
+
+def test_the_same_idempotency_key_with_another_body_is_422(api: WriteApi) -> None:
+    api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "k-2"})
+    before = api.state()
+    response = api.patch({"signup_enabled": True}, headers={"Idempotency-Key": "k-2"})
+    assert_refused(api, response, before, 422, "IDEMPOTENCY_KEY_REUSED")
+
+
+def test_an_idempotency_key_belongs_to_its_caller(api: WriteApi) -> None:
+    # Given alice's key / When bob sends the same key for the same body / Then bob's write is his own
+    api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "shared"})
+    api.patch({"signup_enabled": True})
+    other = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "shared"},
+                      caller_arn="arn:aws:iam::123456789012:user/bob")
+    assert "Idempotent-Replayed" not in headers_of(other) and body_of(other)["applied"] is True
+
+
+def test_a_revert_retried_with_its_idempotency_key_applies_once(api: WriteApi) -> None:
+    api.patch({"signup_enabled": False})
+    first = api.revert(1, headers={"Idempotency-Key": "revert-1"})
+    again = api.revert(1, headers={"Idempotency-Key": "revert-1"})
+    assert body_of(first)["version"] == body_of(again)["version"] == 3
+    assert headers_of(again)["Idempotent-Replayed"] == "true" and versions(api) == [1, 2, 3]
+
+
+def test_a_retry_after_outcome_unknown_with_the_same_key_answers_the_committed_write(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a write that committed but whose outcome could not be learned (answers lost, record unreadable)
+    lossy = LossyClient(api.client, lose=1 + MAX_RESENDS, lose_reads_of="AUDIT#")
+    api.use_store(monkeypatch, lossy)
+    unknown = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "retry-me"})
+    assert body_of(unknown)["error"]["code"] == "OUTCOME_UNKNOWN"
+    # When the client retries with the same key once DynamoDB answers again
+    api.use_store(monkeypatch, api.client)
+    retried = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "retry-me"})
+    # Then it hears the committed result; the change exists once
+    assert retried["statusCode"] == 200 and headers_of(retried)["Idempotent-Replayed"] == "true"
+    assert body_of(retried)["version"] == 2 and versions(api) == [1, 2]
+
+
+@pytest.mark.parametrize("key", ["", " ", "x" * 256, "caf\u00e9", "a b", "tab\there"], ids=repr)
+def test_an_idempotency_key_that_is_not_1_to_255_visible_ascii_characters_is_400(api: WriteApi, key: str) -> None:
+    before = api.state()
+    response = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": key})
+    assert_refused(api, response, before, 400, "INVALID_REQUEST", rule="idempotency_key")
+
+
+# -- time budget ----------------------------------------------------------------------------------------
+
+
+class ShortContext:
+    """A Lambda context with little time left."""
+
+    def __init__(self, real: Any, remaining_ms: int) -> None:
+        self._real = real
+        self._remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self._remaining_ms
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def test_a_write_with_too_little_time_left_answers_503_before_calling_dynamodb(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an invocation with 2 s left, less than one DynamoDB call may take (plus the margin)
+    calls: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(api.client, name)
+
+    api.use_store(monkeypatch, Counting(), call_seconds=6.0)
+    before = api.state()
+    api.context = ShortContext(api.context, 2000)
+    # When a PATCH comes / Then 503 with Retry-After at once, no call made, nothing written
+    response = api.patch({"signup_enabled": False})
+    assert_refused(api, response, before, 503, "STORE_UNAVAILABLE")
+    assert calls == []
+
+
+def test_conflicts_stop_at_the_time_budget_with_a_409_before_the_function_times_out(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given every transaction cancelled by a concurrent writer, and each attempt taking 2 s of a 10 s budget
+    from botocore.exceptions import ClientError
+
+    now = [0.0]
+
+    class Cancelling:
+        def transact_write_items(self, **_: Any) -> Any:
+            now[0] += 2.0
+            raise ClientError(
+                {"Error": {"Code": "TransactionCanceledException"},
+                 "CancellationReasons": [{"Code": "ConditionalCheckFailed"}]},
+                "TransactWriteItems",
+            )
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(api.client, name)
+
+    api.use_store(monkeypatch, Cancelling(), call_seconds=1.0, monotonic=lambda: now[0], max_attempts=50)
+    api.context = ShortContext(api.context, 11_000)
+    before = api.state()
+    # When a PATCH comes / Then 409 with Retry-After once the budget is spent, not at the 50th attempt
+    response = api.patch({"signup_enabled": False})
+    error = assert_refused(api, response, before, 409, "WRITE_CONFLICT")
+    assert 3 <= error["attempts"] <= 6 and now[0] <= 10.0 + 2.0
