@@ -30,7 +30,6 @@ if _FUNCTIONS not in sys.path:  # the functions' asset root, as Lambda and pytes
 
 from flags.declarations import Declarations, load_declarations  # noqa: E402
 from flags.errors import PreconditionFailed, WriteConflict  # noqa: E402
-from flags.seed import seed_update_params  # noqa: E402
 from flags.store import FlagStore  # noqa: E402
 
 WRITERS = 16
@@ -80,8 +79,8 @@ class RunResult:
 
 
 def seed_table(client: Any, table: str, declarations: Declarations) -> None:
-    """Seed the singleton exactly as the stack's custom resource does."""
-    client.update_item(**seed_update_params(table, declarations))
+    """Seed the singleton exactly as the stack's seed does (version 0, the declared initial values)."""
+    FlagStore(client, table, declarations).seed(actor="bench", reason="seed")
 
 
 def _write_retrying_conflicts(
