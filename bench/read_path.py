@@ -204,7 +204,7 @@ def moto_table() -> Iterator[None]:
     from moto import mock_aws
 
     from flags.declarations import load_declarations
-    from flags.seed import seed_update_params
+    from flags.store import FlagStore
 
     with mock_aws():
         client = boto3.client("dynamodb")
@@ -214,7 +214,7 @@ def moto_table() -> Iterator[None]:
             KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
             BillingMode="PAY_PER_REQUEST",
         )
-        client.update_item(**seed_update_params(TABLE, load_declarations()))
+        FlagStore(client, TABLE, load_declarations()).seed(actor="bench", reason="seed")
         yield
 
 

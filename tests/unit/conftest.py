@@ -20,7 +20,6 @@ from flags.declarations import Declarations, load_declarations
 from flags.observability import logger
 from flags.provider import SingletonProvider
 from flags.reader import FlagReader
-from flags.seed import seed_update_params
 from flags.store import FlagStore
 
 
@@ -129,7 +128,7 @@ def write_api(ddb: Any, table_name: str, monkeypatch: pytest.MonkeyPatch) -> Mod
     counted by the module's own metric hook)."""
     import write_api.handler as module
 
-    ddb.update_item(**seed_update_params(table_name, module.DECLARATIONS))
+    FlagStore(ddb, table_name, module.DECLARATIONS).seed(actor="test", reason="seed")
     store = FlagStore(ddb, table_name, module.DECLARATIONS, sleep=lambda _: None, on_retry=module.STORE._on_retry)
     monkeypatch.setattr(module, "STORE", store)
     return module
@@ -163,6 +162,6 @@ def api(
     import write_api.handler as module
 
     install(module, ddb, table_name, clock, monkeypatch)
-    ddb.update_item(**seed_update_params(table_name, module.DECLARATIONS))
+    FlagStore(ddb, table_name, module.DECLARATIONS).seed(actor="test", reason="seed")
     module.STORE.change({"ai_search_enabled": True}, actor="setup", reason="version 1")
     return WriteApi(module, ddb, table_name, make_event, lambda_context)

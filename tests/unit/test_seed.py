@@ -1,87 +1,111 @@
-"""The seed: adds every declared flag with its initial value and leaves live values alone."""
+"""The seed (``FlagStore.seed``, what the stack runs when the declarations change, and the local runner at start).
+
+It adds every declared flag the item lacks as one new version of kind ``seed``, never changes a live value,
+never reuses a version, and restores a lost item from its trail by the same rule as every write.
+"""
 
 from __future__ import annotations
 
-import re
+import json
 from typing import Any
 
 from flags.codec import decode
-from flags.declarations import Declarations
-from flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
-from flags.seed import seed_update_params
-
-CLAUSE = re.compile(r"(#\w+) = if_not_exists\(\1, (:\w+)\)")
+from flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
+from flags.keys import VERSION_ATTR, singleton_key
+from flags.store import FlagStore
 
 
-def stored(ddb: Any, table_name: str) -> dict[str, Any]:
-    return ddb.get_item(TableName=table_name, Key=singleton_key(), ConsistentRead=True)["Item"]
+def stored(ddb: Any, table_name: str) -> dict[str, Any] | None:
+    return ddb.get_item(TableName=table_name, Key=singleton_key(), ConsistentRead=True).get("Item")
 
 
-def test_params_set_every_flag_and_the_version_only_if_absent(declarations: Declarations) -> None:
-    # Given the declarations
-    # When the seed's UpdateItem parameters are built
-    params = seed_update_params("flags-table", declarations)
-    # Then they address the singleton by its literal full key
-    assert params["TableName"] == "flags-table"
-    assert params["Key"] == {"PK": {"S": "SETTINGS#APP"}, "SK": {"S": SINGLETON_SK}}
-    # And SET each flag and schema_version through if_not_exists, and nothing else
-    names = params["ExpressionAttributeNames"]
-    values = params["ExpressionAttributeValues"]
-    clauses = CLAUSE.findall(params["UpdateExpression"].removeprefix("SET "))
-    assert ", ".join(f"{n} = if_not_exists({n}, {v})" for n, v in clauses) == params["UpdateExpression"][4:]
-    assert {names[name] for name, _ in clauses} == {*declarations, VERSION_ATTR}
-    # And each placeholder holds the flag's initial value (version 0)
-    for name, value in clauses:
-        attribute = names[name]
-        if attribute == VERSION_ATTR:
-            assert values[value] == {"N": "0"}
-        else:
-            assert decode(declarations[attribute], values[value]) == declarations[attribute].initial
+def seed(ddb: Any, table_name: str, declarations: Declarations) -> Any:
+    return FlagStore(ddb, table_name, declarations).seed(actor="deploy", reason="declarations changed")
 
 
-def test_a_fresh_table_gets_every_initial_value(ddb: Any, table_name: str, declarations: Declarations) -> None:
-    # Given an empty table
-    # When the seed runs
-    ddb.update_item(**seed_update_params(table_name, declarations))
-    # Then the singleton holds every initial value at version 0
-    item = stored(ddb, table_name)
-    assert item[VERSION_ATTR] == {"N": "0"}
-    assert {name: decode(spec, item[name]) for name, spec in declarations.items()} == declarations.initials()
+def kinds(ddb: Any, table_name: str, declarations: Declarations) -> list[tuple[int, str]]:
+    records, _ = FlagStore(ddb, table_name, declarations).history(limit=100)
+    return [(record["version"], record["kind"]) for record in reversed(records)]
 
 
-def test_seeding_twice_keeps_live_values(ddb: Any, table_name: str, declarations: Declarations) -> None:
-    # Given a seeded table whose values an operator then changed
-    ddb.update_item(**seed_update_params(table_name, declarations))
-    ddb.update_item(
-        TableName=table_name,
-        Key=singleton_key(),
-        UpdateExpression="SET signup_enabled = :off, api_rate_limit_per_minute = :rate, #v = :v",
-        ExpressionAttributeNames={"#v": VERSION_ATTR},
-        ExpressionAttributeValues={":off": {"BOOL": False}, ":rate": {"N": "1234"}, ":v": {"N": "7"}},
+def with_new_flag(declarations: Declarations) -> Declarations:
+    document = json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
+    document["flags"].append(
+        {"name": "beta_banner", "type": "bool", "initial": True, "fallback": False, "description": "new"}
     )
-    # When the seed runs again (every deploy runs it)
-    ddb.update_item(**seed_update_params(table_name, declarations))
-    # Then the changed values and the version are untouched
-    item = stored(ddb, table_name)
-    assert item["signup_enabled"] == {"BOOL": False}
-    assert item["api_rate_limit_per_minute"] == {"N": "1234"}
-    assert item[VERSION_ATTR] == {"N": "7"}
+    return parse_declarations(document)
 
 
-def test_a_newly_declared_flag_is_added_without_touching_the_others(
+def test_a_fresh_table_gets_every_initial_value_at_version_zero_without_a_record(
     ddb: Any, table_name: str, declarations: Declarations
 ) -> None:
-    # Given a live item that predates one declared flag
-    ddb.update_item(**seed_update_params(table_name, declarations))
+    # Given an empty table / When the seed runs
+    result = seed(ddb, table_name, declarations)
+    # Then the singleton holds every initial value at version 0 (what version 0 always names), no record
+    item = stored(ddb, table_name)
+    assert item is not None and item[VERSION_ATTR] == {"N": "0"}
+    assert {name: decode(spec, item[name]) for name, spec in declarations.items()} == declarations.initials()
+    assert result.snapshot.version == 0 and kinds(ddb, table_name, declarations) == []
+
+
+def test_seeding_again_changes_nothing_and_writes_no_version(ddb: Any, table_name: str, declarations: Declarations) -> None:
+    # Given a seeded table whose values an operator then changed (version 1)
+    seed(ddb, table_name, declarations)
+    FlagStore(ddb, table_name, declarations).change(
+        {"signup_enabled": False, "api_rate_limit_per_minute": 1234}, actor="op", reason="live change"
+    )
+    before = stored(ddb, table_name)
+    # When the seed runs again / Then the live values, the version and the trail are untouched
+    result = seed(ddb, table_name, declarations)
+    assert result.applied is False and stored(ddb, table_name) == before
+    assert kinds(ddb, table_name, declarations) == [(1, "change")]
+
+
+def test_a_newly_declared_flag_is_a_version_of_its_own_and_live_values_stay(
+    ddb: Any, table_name: str, declarations: Declarations
+) -> None:
+    # Given a live item (maintenance on by hand at version 1) and a deploy that declares one more flag
+    seed(ddb, table_name, declarations)
+    FlagStore(ddb, table_name, declarations).change({"maintenance_mode": True}, actor="op", reason="incident")
+    grown = with_new_flag(declarations)
+    # When the seed runs
+    result = seed(ddb, table_name, grown)
+    # Then version 2 (kind seed) adds the new flag with its initial value; nothing live changed
+    item = stored(ddb, table_name)
+    assert item is not None and item["beta_banner"] == {"BOOL": True} and item["maintenance_mode"] == {"BOOL": True}
+    assert result.changed == {"beta_banner": {"old": None, "new": True}}
+    assert kinds(ddb, table_name, grown) == [(1, "change"), (2, "seed")]
+
+
+def test_a_lost_item_is_restored_from_the_trail_and_then_seeded(
+    ddb: Any, table_name: str, declarations: Declarations
+) -> None:
+    # Given version 1 (signup off), then the item deleted by hand, and a deploy that declares one more flag
+    seed(ddb, table_name, declarations)
+    FlagStore(ddb, table_name, declarations).change({"signup_enabled": False}, actor="op", reason="off")
+    ddb.delete_item(TableName=table_name, Key=singleton_key())
+    grown = with_new_flag(declarations)
+    # When the seed runs
+    seed(ddb, table_name, grown)
+    # Then version 2 restores version 1's state (signup stays off), version 3 adds the flag: no version reused
+    item = stored(ddb, table_name)
+    assert item is not None and item["signup_enabled"] == {"BOOL": False} and item["beta_banner"] == {"BOOL": True}
+    assert item[VERSION_ATTR] == {"N": "3"}
+    assert kinds(ddb, table_name, grown) == [(1, "change"), (2, "restore"), (3, "seed")]
+
+
+def test_a_stored_value_of_the_wrong_type_is_left_for_the_operators(
+    ddb: Any, table_name: str, declarations: Declarations
+) -> None:
+    # Given signup_enabled stored as a string (readers serve its fallback)
+    seed(ddb, table_name, declarations)
     ddb.update_item(
         TableName=table_name,
         Key=singleton_key(),
-        UpdateExpression="SET maintenance_mode = :on REMOVE search_ranking",
-        ExpressionAttributeValues={":on": {"BOOL": True}},
+        UpdateExpression="SET signup_enabled = :s",
+        ExpressionAttributeValues={":s": {"S": "yes"}},
     )
-    # When the seed runs (the deploy that adds the flag)
-    ddb.update_item(**seed_update_params(table_name, declarations))
-    # Then the new flag has its initial value and the live one is kept
+    # When the seed runs / Then it does not overwrite a live attribute: the seed only adds what is absent
+    assert seed(ddb, table_name, declarations).applied is False
     item = stored(ddb, table_name)
-    assert item["search_ranking"] == {"S": declarations["search_ranking"].initial}
-    assert item["maintenance_mode"] == {"BOOL": True}
+    assert item is not None and item["signup_enabled"] == {"S": "yes"}

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from flags.declarations import Declarations
-from flags.seed import seed_update_params
 from flags.store import FlagStore, Ownership
 
 
 def _store(ddb: Any, table_name: str, declarations: Declarations) -> FlagStore:
-    ddb.update_item(**seed_update_params(table_name, declarations))
+    FlagStore(ddb, table_name, declarations).seed(actor="test", reason="seed")
     return FlagStore(ddb, table_name, declarations, sleep=lambda _: None, clock=lambda: 1_700_000_000.0)
 
 

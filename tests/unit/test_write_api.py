@@ -42,8 +42,7 @@ from flags.keys import (
     singleton_key,
 )
 from flags.reader import CACHED
-from flags.seed import seed_update_params
-from flags.store import MAX_RESENDS, Ownership, encode_cursor
+from flags.store import MAX_RESENDS, FlagStore, Ownership, encode_cursor
 
 
 
@@ -194,7 +193,7 @@ def long_text_api(
     try:
         with monkeypatch.context() as patch:
             install(module, ddb, table_name, clock, patch)
-            ddb.update_item(**seed_update_params(table_name, custom))
+            FlagStore(ddb, table_name, custom).seed(actor="test", reason="seed")
             module.STORE.change({"banner_text": "hello"}, actor="setup", reason="version 1")
             yield WriteApi(module, ddb, table_name, make_event, lambda_context)
     finally:

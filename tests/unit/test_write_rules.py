@@ -20,7 +20,7 @@ from flags.keys import (
     VERSION_ATTR,
     singleton_key,
 )
-from flags.store import Ownership
+from flags.store import FlagStore, Ownership
 
 WINDOW = "nightly"
 
@@ -249,3 +249,36 @@ def test_dynamodb_refusing_what_no_client_input_explains_is_a_500_that_pages(
     response = api.patch({"signup_enabled": False})
     assert_refused(api, response, before, 500, "INTERNAL_ERROR")
     assert "Retry-After" not in headers_of(response)
+
+
+# -- room for a window's bookkeeping ---------------------------------------------------------------------
+
+
+def test_a_write_that_would_leave_no_room_for_a_window_start_is_refused(
+    ddb: Any, table_name: str, clock: Clock
+) -> None:
+    # Given a string flag and the longest configured window name
+    import json as _json
+
+    from flags.declarations import DECLARATIONS_FILE, parse_declarations
+    from flags.errors import ItemTooLarge
+    from flags.itemsize import READ_BLOCK_BYTES, item_size
+
+    document = _json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
+    document["flags"].append({"name": "banner_text", "type": "string", "initial": "", "fallback": "", "max_length": 5000})
+    declarations = parse_declarations(document)
+    window = "quarterly-database-engine-upgrade"
+    reserving = FlagStore(ddb, table_name, declarations, clock=clock, reserve_owner=window)
+    plain = FlagStore(ddb, table_name, declarations, clock=clock)
+    reserving.seed(actor="test", reason="seed")
+    # And a banner that leaves the item 8 bytes under 4 KB once written (but not the room a start needs)
+    item = ddb.get_item(TableName=table_name, Key=singleton_key(), ConsistentRead=True)["Item"]
+    written = {**item, "banner_text": {"S": ""}, "schema_version": {"N": "1"}, "updated_by": {"S": "op"},
+               "updated_at": {"S": "2023-11-14T22:13:20.000+00:00"}}
+    length = READ_BLOCK_BYTES - 8 - item_size(written)
+    # When it is written by a store that keeps room for the window / Then 413-class refusal, nothing written
+    with pytest.raises(ItemTooLarge, match="maintenance window"):
+        reserving.change({"banner_text": "x" * length}, actor="op", reason="banner")
+    assert ddb.get_item(TableName=table_name, Key=singleton_key())["Item"]["schema_version"] == {"N": "0"}
+    # And the same write without the reservation fits: the refusal is the room kept, not the 4 KB itself
+    assert plain.change({"banner_text": "x" * length}, actor="op", reason="banner").applied
