@@ -136,16 +136,14 @@ class FlagStore:
 
     @staticmethod
     def validate_reason(reason: Any) -> str:
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidRequest("'reason' is required: say why, it goes into the audit trail", rule="reason")
-        if len(reason) > MAX_REASON_LENGTH:
-            raise InvalidRequest(f"'reason' must be at most {MAX_REASON_LENGTH} characters", rule="reason_length")
-        return reason.strip()
+        from flags.requests import validate_reason  # the request rules live with the request validation
+
+        return validate_reason(reason)
 
     @staticmethod
     def validate_version(version: Any) -> int:
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise InvalidRequest("'version' must be a positive integer", rule="version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise InvalidRequest("'version' must be an integer >= 0 (0: the seeded state)", rule="version")
         return version
 
     # -- reads -------------------------------------------------------------------------------------
@@ -202,7 +200,7 @@ class FlagStore:
         *,
         actor: str,
         reason: str,
-        expected_version: int | None = None,
+        expected_version: int | frozenset[int] | None = None,
         ownership: Ownership | None = None,
         condition: Callable[[Snapshot], bool] | None = None,
         kind: str = "change",
@@ -220,7 +218,9 @@ class FlagStore:
         attempts = self._max_attempts if expected_version is None else 1
         for attempt in range(1, attempts + 1):
             current = self._read_current()
-            if expected_version is not None and current.version != expected_version:
+            if expected_version is not None and current.version not in (
+                {expected_version} if isinstance(expected_version, int) else expected_version
+            ):
                 raise PreconditionFailed(
                     f"the flags are at version {current.version}, not {expected_version}: re-read and retry",
                     current_version=current.version,
@@ -418,7 +418,9 @@ class FlagStore:
             )
         return {name: decode_plain(value) for name, value in item["state"]["M"].items() if name in self._declarations}
 
-    def revert(self, version: Any, *, actor: str, reason: str, expected_version: int | None = None) -> ChangeResult:
+    def revert(
+        self, version: Any, *, actor: str, reason: str, expected_version: int | frozenset[int] | None = None
+    ) -> ChangeResult:
         version = self.validate_version(version)
         normalized = self.validate_changes(self.state_at(version))  # today's rules apply to old values
         return self.change(
