@@ -236,6 +236,12 @@ CASES: tuple[Case, ...] = (
     read("read-if-none-match-weak-current", "/flags", ("If-None-Match", 'W/"0"'), status=304, code=None),
     read("read-if-none-match-in-a-second-field", "/flags", ("If-None-Match", '"5"'), ("If-None-Match", '"0"'),
          status=304, code=None),
+    read("read-encoded-static-segment-is-a-flag-name", "/flags/%68istory", status=404, code="FLAG_NOT_FOUND",
+         path_parameters={"name": "%68istory"}),
+    Case("write-encoded-history-path", "GET", "/flags/%68istory", None, headers=(), status=404, code="NOT_FOUND",
+         to=WRITE),
+    Case("write-encoded-slash-path", "PATCH", "/flags/%2F", VALID_BODY, status=405, code="METHOD_NOT_ALLOWED",
+         to=WRITE),
     Case("read-unknown-method", "DELETE", "/flags/signup_enabled", None, headers=(), status=405,
          code="METHOD_NOT_ALLOWED", to=READ),
 )
