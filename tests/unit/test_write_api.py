@@ -788,3 +788,12 @@ def test_revert_to_the_current_values_is_a_no_op(api: WriteApi) -> None:
     response = api.revert(1)
     assert response["statusCode"] == 200 and body_of(response)["applied"] is False
     assert api.state() == before
+
+
+def test_revert_to_version_zero_is_not_refused_as_a_bad_version(api: WriteApi) -> None:
+    # Given the flags at version 1 / When a client asks for the seeded state, version 0 (as flagctl revert 0 does)
+    response = api.revert(0)
+    # Then the request is valid: whatever the store answers, it is not a refusal of the version itself
+    error = body_of(response).get("error") or {}
+    assert (response["statusCode"], error.get("rule")) != (400, "version")
+    assert response["statusCode"] < 500
