@@ -281,7 +281,7 @@ def test_port_comes_from_env(raw, port):
     assert parse_port(raw) == port
 
 
-@pytest.mark.parametrize("raw", ["abc", "-1", "70000", "80.5"])
+@pytest.mark.parametrize("raw", ["abc", "-1", "70000", "80.5", "²", "٣٠٠٠", "+80", "8_0", "9" * 5000])
 def test_a_bad_port_is_one_clear_error(raw):
     with pytest.raises(StartupError, match="PORT must be a port number"):
         parse_port(raw)
