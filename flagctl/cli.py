@@ -15,12 +15,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from flagctl.client import DEFAULT_URL, Answer, FlagctlError, FlagsClient, Transport, url_from_stack_outputs
+from flagctl.client import (
+    DEFAULT_URL,
+    Answer,
+    FlagctlError,
+    FlagsClient,
+    Transport,
+    new_idempotency_key,
+    url_from_stack_outputs,
+)
 
 OK, BAD_INPUT, CONFLICT, AUTH, SERVER = 0, 2, 3, 4, 5
 
@@ -58,12 +68,22 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
     return changes
 
 
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
 def parse_version(text: str) -> int:
-    """A version as the API writes it: 7, or the ETag form "7"."""
+    """A version as the API writes it: 7, or the ETag form "7" (ASCII digits; 0 is the seeded state)."""
     digits = text.strip().strip('"')
-    if not digits.isdigit():
+    if not _DIGITS.fullmatch(digits):
         raise argparse.ArgumentTypeError(f"a version is a non-negative integer, got {text!r}")
     return int(digits)
+
+
+def parse_limit(text: str) -> int:
+    """Records per page as the API takes them: ASCII digits, 1-100."""
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= 100:
+        raise argparse.ArgumentTypeError(f"a limit is an integer from 1 to 100, got {text!r}")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     change.add_argument("--if-match", type=parse_version, metavar="VERSION", help="only if still at VERSION (else 412)")
 
     history = commands.add_parser("history", help="audit records, newest first")
-    history.add_argument("--limit", type=int, help="records per page (1-100, API default 20)")
+    history.add_argument("--limit", type=parse_limit, help="records per page (1-100, API default 20)")
     history.add_argument("--cursor", help="the next-page cursor a previous page printed")
 
     revert = commands.add_parser("revert", help="restore the values of VERSION as a new version")
@@ -100,11 +120,27 @@ def build_parser() -> argparse.ArgumentParser:
 # -- tables ----------------------------------------------------------------------------------------------
 
 
+def safe(text: Any) -> str:
+    """``text`` fit for a terminal: control and format characters (ANSI escapes, newlines, bidirectional
+    overrides) shown as escapes, so one operator's reason cannot rewrite another operator's screen."""
+    return "".join(
+        char if unicodedata.category(char) not in ("Cc", "Cf", "Cs", "Zl", "Zp") else _escape(char)
+        for char in str(text)
+    )
+
+
+def _escape(char: str) -> str:
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(char) or (
+        f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    )
+
+
 def _show(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return safe(json.dumps(value, ensure_ascii=False))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    rows = [[safe(cell) for cell in row] for row in rows]
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in (headers, *rows)]
     return "\n".join(lines)
@@ -117,7 +153,7 @@ def _state_line(body: dict[str, Any]) -> str:
         line += f" · fetched {body['fetched_at']}"
     if body.get("maintenance_ended_by"):
         line += f" · maintenance ended by its {body['maintenance_ended_by']}"
-    return line
+    return safe(line)
 
 
 def render_flags(body: dict[str, Any]) -> str:
@@ -126,25 +162,33 @@ def render_flags(body: dict[str, Any]) -> str:
 
 
 def render_flag(body: dict[str, Any]) -> str:
-    return f"{body['name']} = {_show(body['value'])}\n{_state_line(body)}"
+    return f"{safe(body['name'])} = {_show(body['value'])}\n{_state_line(body)}"
 
 
 def render_change(body: dict[str, Any]) -> str:
     if not body.get("applied"):
-        return f"no change: the flags already hold these values (version {body.get('version')})"
+        return safe(f"no change: the flags already hold these values (version {body.get('version')})")
     rows = [(name, _show(change.get("old")), _show(change.get("new"))) for name, change in body["changed"].items()]
-    return table(("FLAG", "OLD", "NEW"), rows) + f"\nnow at version {body['version']}"
+    return table(("FLAG", "OLD", "NEW"), rows) + "\nnow at version " + safe(body["version"])
+
+
+def _owner(name: Any) -> str:
+    return "manual" if name is None else str(name)
 
 
 def render_history(body: dict[str, Any]) -> str:
     rows = []
     for record in body["records"]:
-        changes = "; ".join(f"{name} {_show(c.get('old'))} -> {_show(c.get('new'))}" for name, c in record["changes"].items())
+        described = [f"{name} {_show(c.get('old'))} -> {_show(c.get('new'))}" for name, c in record["changes"].items()]
+        owner = record.get("maintenance_owner")
+        if isinstance(owner, dict):  # who holds maintenance changed (a window took it, or it went back to manual)
+            described.append(f"maintenance owner {_owner(owner.get('old'))} -> {_owner(owner.get('new'))}")
+        changes = "; ".join(described)
         kind = record["kind"] + (f" to {record['reverted_to']}" if record.get("reverted_to") is not None else "")
         rows.append((str(record["version"]), record["at"], record["actor"], kind, record["reason"], changes))
     text = table(("VERSION", "AT", "ACTOR", "KIND", "REASON", "CHANGES"), rows) if rows else "no audit records"
     if body.get("next_cursor"):
-        text += f"\nolder records: --cursor {body['next_cursor']}"
+        text += f"\nolder records: --cursor {safe(body['next_cursor'])}"
     return text
 
 
@@ -157,7 +201,7 @@ def _error_text(answer: Answer) -> str:
         return f"HTTP {answer.status}: {answer.body if answer.body is not None else 'no body'}"
     details = {key: value for key, value in error.items() if key not in ("code", "message")}
     extra = f" ({', '.join(f'{key}={value}' for key, value in details.items())})" if details else ""
-    return f"HTTP {answer.status} {error.get('code')}: {error.get('message')}{extra}"
+    return safe(f"HTTP {answer.status} {error.get('code')}: {error.get('message')}{extra}")
 
 
 def _client(args: argparse.Namespace, transport: Transport | None) -> FlagsClient:
@@ -166,15 +210,16 @@ def _client(args: argparse.Namespace, transport: Transport | None) -> FlagsClien
 
 
 def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
-    if args.command == "get" and args.name:
+    if args.command == "get" and args.name is not None:
         return client.flag(args.name), render_flag
     if args.command == "get":
         return client.flags(), render_flags
     if args.command == "set":
-        return client.change(parse_assignments(args.assignments), args.reason, args.if_match), render_change
+        changes = parse_assignments(args.assignments)
+        return client.change(changes, args.reason, args.if_match, new_idempotency_key()), render_change
     if args.command == "history":
         return client.history(args.limit, args.cursor), render_history
-    return client.revert(args.version, args.reason, args.if_match), render_change
+    return client.revert(args.version, args.reason, args.if_match, new_idempotency_key()), render_change
 
 
 def main(
@@ -198,5 +243,18 @@ def main(
     if code != OK:
         print(json.dumps(answer.body) if args.json else f"flagctl: {_error_text(answer)}", file=err)
         return code
-    print(json.dumps(answer.body, indent=2, ensure_ascii=False) if args.json else render(answer.body), file=out)
+    if args.json:
+        print(json.dumps(answer.body, indent=2, ensure_ascii=False), file=out)
+        return OK
+    try:
+        text = render(answer.body)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        print(f"flagctl: unexpected answer from the API (HTTP {answer.status}): {safe(_excerpt(answer.body))}", file=err)
+        return SERVER
+    print(text, file=out)
     return OK
+
+
+def _excerpt(body: Any) -> str:
+    text = json.dumps(body) if not isinstance(body, str) else body
+    return text if len(text) <= 200 else text[:200] + "..."

@@ -12,6 +12,7 @@ import json
 import re
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,9 @@ DEFAULT_URL = "http://127.0.0.1:3000"
 SERVICE = "execute-api"
 STACK_OUTPUT_API_URL = "ApiUrl"  # infra.constants.OUTPUT_API_URL (a unit test holds them equal)
 TIMEOUT_SECONDS = 15.0
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+# flags.declarations.NAME_PATTERN (a unit test holds them equal): a name the API could have declared.
+FLAG_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
 
 
@@ -173,17 +177,42 @@ class FlagsClient:
         return self.request("GET", "/flags")
 
     def flag(self, name: str) -> Answer:
+        check_flag_name(name)
         return self.request("GET", "/flags/" + quote(name, safe=""))
 
-    def change(self, flags: Mapping[str, Any], reason: str, if_match: int | None = None) -> Answer:
-        return self.request("PATCH", "/flags", body={"flags": dict(flags), "reason": reason}, headers=_if_match(if_match))
+    def change(
+        self, flags: Mapping[str, Any], reason: str, if_match: int | None = None, idempotency_key: str | None = None
+    ) -> Answer:
+        for name in flags:
+            check_flag_name(name)
+        body = {"flags": dict(flags), "reason": reason}
+        return self.request("PATCH", "/flags", body=body, headers=_write_headers(if_match, idempotency_key))
 
     def history(self, limit: int | None = None, cursor: str | None = None) -> Answer:
         return self.request("GET", "/flags/history", query={"limit": limit, "cursor": cursor})
 
-    def revert(self, version: int, reason: str, if_match: int | None = None) -> Answer:
-        return self.request("POST", "/flags/revert", body={"version": version, "reason": reason}, headers=_if_match(if_match))
+    def revert(
+        self, version: int, reason: str, if_match: int | None = None, idempotency_key: str | None = None
+    ) -> Answer:
+        body = {"version": version, "reason": reason}
+        return self.request("POST", "/flags/revert", body=body, headers=_write_headers(if_match, idempotency_key))
 
 
-def _if_match(version: int | None) -> dict[str, str]:
-    return {} if version is None else {"If-Match": f'"{version}"'}
+def check_flag_name(name: str) -> str:
+    """A name the API could have declared, or bad input: the API would only answer 404 for anything else."""
+    if not FLAG_NAME.match(name):
+        raise FlagctlError(f"{name!r} is not a flag name (lowercase letters, digits and _, starting with a letter)",
+                           2, "BAD_INPUT")
+    return name
+
+
+def new_idempotency_key() -> str:
+    """One key per command invocation: a retry of the same command sends it again, a new command a new one."""
+    return str(uuid.uuid4())
+
+
+def _write_headers(version: int | None, idempotency_key: str | None) -> dict[str, str]:
+    headers = {} if version is None else {"If-Match": f'"{version}"'}
+    if idempotency_key is not None:
+        headers[IDEMPOTENCY_HEADER] = idempotency_key
+    return headers

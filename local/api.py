@@ -99,6 +99,13 @@ class LocalApi:
         self._caller = caller or Caller()
 
     def handle(self, request: Request) -> HttpResponse:
+        """The answer to ``request``; every answer carries ``x-amzn-RequestId``, as API Gateway's do."""
+        response = self._answer(request)
+        if any(name.lower() == "x-amzn-requestid" for name, _ in response.headers):
+            return response
+        return HttpResponse(response.status, [*response.headers, ("x-amzn-RequestId", str(uuid.uuid4()))], response.body)
+
+    def _answer(self, request: Request) -> HttpResponse:
         found = match_route((*ROUTES, *LOCAL_ROUTES), request.method, request.raw_path)
         if not isinstance(found, RouteMatch):
             return self._no_route(request)

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl
 
 from flags.routes import RouteMatch
 
@@ -63,7 +63,7 @@ def proxy_event(
     """The API Gateway REST proxy event (payload format 1.0) for one request."""
     request_id = request_id or str(uuid.uuid4())
     now = time.time() if now is None else now
-    path = unquote(raw_path)
+    path = raw_path  # a REST API delivers path and pathParameters percent-encoded, query strings decoded
     query_pairs = parse_qsl(query, keep_blank_values=True)
     single_headers = {name: value for name, value in headers}  # the last value wins, as in API Gateway
     user_agent = next((value for name, value in headers if name.lower() == "user-agent"), None)

@@ -9,6 +9,7 @@ Ctrl-C (or SIGTERM) stops it and exits 0.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from collections.abc import Mapping
@@ -43,7 +44,7 @@ class StartupError(RuntimeError):
 
 def parse_port(raw: str | None) -> int:
     value = (raw or "").strip() or str(DEFAULT_PORT)
-    if not value.isdigit() or not 0 <= int(value) <= 65535:
+    if not re.fullmatch(r"[0-9]{1,5}", value) or not 0 <= int(value) <= 65535:  # ASCII digits only
         raise StartupError(f"PORT must be a port number (0-65535; 0 picks a free one), got {raw!r}")
     return int(value)
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import time
+import uuid
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -15,8 +18,26 @@ LOOPBACK = "127.0.0.1"
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
 
 
+_DIGITS = re.compile(rb"[0-9]{1,19}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+# What the standard library's own refusals (bad request line, too many or too long headers) are called here.
+_STDLIB_ERRORS = {
+    400: "BAD_REQUEST",
+    408: "REQUEST_TIMEOUT",
+    413: "REQUEST_TOO_LARGE",
+    414: "URI_TOO_LONG",
+    431: "REQUEST_HEADER_FIELDS_TOO_LARGE",
+    501: "NOT_IMPLEMENTED",
+    505: "HTTP_VERSION_NOT_SUPPORTED",
+}
+
+
 class BodyTooLarge(ValueError):
     pass
+
+
+class MalformedRequest(ValueError):
+    """A framing error (Content-Length, chunk size) that makes the body unreadable: 400, never 413."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -28,7 +49,10 @@ class _Handler(BaseHTTPRequestHandler):
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             chunks, total = [], 0
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                size_text = self.rfile.readline().split(b";")[0].strip() or b"0"
+                if not _HEX.fullmatch(size_text):
+                    raise MalformedRequest(f"malformed chunk size {size_text[:20]!r}")
+                size = int(size_text, 16)
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass  # trailers
@@ -38,7 +62,13 @@ class _Handler(BaseHTTPRequestHandler):
                     raise BodyTooLarge(total)
                 chunks.append(self.rfile.read(size))
                 self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
+        lengths = self.headers.get_all("Content-Length") or []
+        if len(set(value.strip() for value in lengths)) > 1:
+            raise MalformedRequest("Content-Length is given more than once, with different values")
+        text = (lengths[0].strip() if lengths else "0").encode("latin-1", errors="replace")
+        if not _DIGITS.fullmatch(text):
+            raise MalformedRequest(f"malformed Content-Length {text[:20]!r}: it must be ASCII digits")
+        length = int(text)
         if length > MAX_BODY_BYTES:
             raise BodyTooLarge(length)
         return self.rfile.read(length) if length > 0 else b""
@@ -47,10 +77,13 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.monotonic()
         try:
             body = self._read_body()
-        except (BodyTooLarge, ValueError):
+        except BodyTooLarge:
             self.close_connection = True
-            self._send(HttpResponse(int(HTTPStatus.REQUEST_ENTITY_TOO_LARGE), [("Content-Type", "application/json")],
-                                    b'{"error":{"code":"REQUEST_TOO_LARGE","message":"request body over 10 MB"}}'))
+            self._send(_error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "REQUEST_TOO_LARGE", "request body over 10 MB"))
+            return
+        except MalformedRequest as exc:
+            self.close_connection = True
+            self._send(_error(HTTPStatus.BAD_REQUEST, "BAD_REQUEST", str(exc)))
             return
         target = urlsplit(self.path)
         request = Request(
@@ -78,6 +111,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not no_body:
             self.wfile.write(response.body)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own refusals (a malformed request line, more than 100 headers, a header line
+        over 64 KiB) in the API's JSON error contract instead of its HTML page."""
+        self.close_connection = True
+        status = HTTPStatus(code)
+        text = message or status.phrase
+        if not self.command:  # the request line itself was unreadable: answer as HTTP/1.1 anyway
+            self.request_version = "HTTP/1.1"
+        self._send(_error(status, _STDLIB_ERRORS.get(code, status.name), text))
+
     def __getattr__(self, name: str) -> object:
         # BaseHTTPRequestHandler looks up do_<METHOD>: every method goes to the route table (404/405 there)
         if name.startswith("do_"):
@@ -89,6 +132,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's signature
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+def _error(status: HTTPStatus, code: str, message: str) -> HttpResponse:
+    body = json.dumps({"error": {"code": code, "message": message}}, separators=(",", ":")).encode("utf-8")
+    headers = [("Content-Type", "application/json"), ("x-amzn-RequestId", str(uuid.uuid4()))]
+    return HttpResponse(int(status), headers, body)
 
 
 class LocalServer(ThreadingHTTPServer):

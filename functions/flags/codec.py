@@ -6,10 +6,13 @@ its TypeDeserializer (and no Decimal round trips).
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Any
 
 from flags.declarations import FlagSpec, FlagValue
+
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 def iso_time(epoch_seconds: float) -> str:
@@ -62,7 +65,7 @@ def decode_plain(attribute: dict[str, Any]) -> Any:
     if kind == "NULL":
         return None
     if kind == "N":
-        return int(raw) if raw.lstrip("-").isdigit() else float(raw)
+        return int(raw) if _INTEGER.fullmatch(raw) else float(raw)  # DynamoDB numbers: 38 digits at most
     if kind == "M":
         return {key: decode_plain(item) for key, item in raw.items()}
     if kind == "L":

@@ -23,16 +23,57 @@ DECLARATIONS_FILE = Path(__file__).with_name("declarations.json")
 
 FlagValue = bool | int | float | str
 
+_INTEGER_LITERAL = re.compile(r"-?[0-9]+")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 DEFAULT_STRING_MAX_LENGTH = 256
 TYPES: dict[str, tuple[type, ...]] = {"bool": (bool,), "int": (int,), "float": (float, int), "string": (str,)}
 _FIELDS = {"name", "type", "initial", "fallback", "description", "min", "max", "enum", "max_length"}
+
+# What a DynamoDB Number can hold (docs/decisions.md): 0, or a magnitude from 1E-130 to below 1E+126, with at
+# most 38 significant digits.
+NUMBER_MIN_MAGNITUDE = 1e-130
+NUMBER_MAX_MAGNITUDE_EXCLUSIVE = 10**126
+NUMBER_MAX_SIGNIFICANT_DIGITS = 38
+
+
+class UnstorableNumber:
+    """A JSON number too large or too small for DynamoDB (or for a float), kept as its text, never converted."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        shown = self.text if len(self.text) <= 40 else f"{self.text[:20]}...({len(self.text)} characters)"
+        return shown
+
+
+def number_violation(value: int | float | UnstorableNumber) -> str | None:
+    """Why DynamoDB could not store ``value`` as a Number, or None when it can. No int-to-str conversion of a
+    number before its magnitude is known to be small (Python refuses ints over 4,300 digits)."""
+    if isinstance(value, UnstorableNumber):
+        return f"{value!r} is outside what DynamoDB can store (magnitude 1E-130 to 9.99E+125)"
+    if isinstance(value, int):
+        if abs(value) >= NUMBER_MAX_MAGNITUDE_EXCLUSIVE:
+            return "the magnitude must be below 1E+126, what DynamoDB can store"
+        if len(str(abs(value)).rstrip("0")) > NUMBER_MAX_SIGNIFICANT_DIGITS:
+            return f"DynamoDB stores at most {NUMBER_MAX_SIGNIFICANT_DIGITS} significant digits, got {value!r}"
+        return None
+    if not math.isfinite(value):
+        return None  # the type rule refuses it
+    # compared as floats: what is stored is repr(value), and repr(1e126) is "1e+126", which DynamoDB refuses
+    if value != 0 and not NUMBER_MIN_MAGNITUDE <= abs(value) < float(NUMBER_MAX_MAGNITUDE_EXCLUSIVE):
+        return f"the magnitude must be 0 or between 1E-130 and 9.99E+125, what DynamoDB can store; got {value!r}"
+    return None
 
 
 def type_matches(flag_type: str, value: Any) -> bool:
     """JSON types are strict: the string "true" is not a bool, and a bool is never a number."""
     if isinstance(value, bool):
         return flag_type == "bool"
+    if isinstance(value, UnstorableNumber):
+        return flag_type == "float" or (flag_type == "int" and _INTEGER_LITERAL.fullmatch(value.text) is not None)
     if isinstance(value, float) and not math.isfinite(value):
         return False
     return isinstance(value, TYPES[flag_type])
@@ -54,6 +95,10 @@ class FlagSpec:
         """The rule ``value`` breaks and why, or None when it is a valid value of this flag."""
         if not type_matches(self.type, value):
             return "type", f"expected a JSON {_JSON_TYPE_NAMES[self.type]}, got {_json_type_name(value)}"
+        if self.type in ("int", "float"):
+            unstorable = number_violation(value)
+            if unstorable is not None:
+                return "range", unstorable
         if self.minimum is not None and value < self.minimum:
             return "min", f"must be >= {self.minimum}, got {value!r}"
         if self.maximum is not None and value > self.maximum:
@@ -92,6 +137,8 @@ def _json_type_name(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "boolean"
+    if isinstance(value, UnstorableNumber):
+        return "number"
     if isinstance(value, int):
         return "integer"
     if isinstance(value, float):
@@ -143,10 +190,15 @@ def _spec_from(raw: Any, position: int) -> FlagSpec:
     for field in ("min", "max"):
         if field in raw and (flag_type not in ("int", "float") or not type_matches(flag_type, raw[field])):
             raise DeclarationError(f"flag '{name}': '{field}' must be a {flag_type} and only numbers take it")
+        if field in raw and (unstorable := number_violation(raw[field])) is not None:
+            raise DeclarationError(f"flag '{name}': '{field}' breaks rule 'range': {unstorable}")
     if "enum" in raw:
         choices = raw["enum"]
         if not isinstance(choices, list) or not choices or not all(type_matches(flag_type, c) for c in choices):
             raise DeclarationError(f"flag '{name}': 'enum' must be a non-empty list of {flag_type} values")
+        for choice in choices if flag_type in ("int", "float") else ():
+            if (unstorable := number_violation(choice)) is not None:
+                raise DeclarationError(f"flag '{name}': an 'enum' value breaks rule 'range': {unstorable}")
     if "max_length" in raw and (flag_type != "string" or not type_matches("int", raw["max_length"])):
         raise DeclarationError(f"flag '{name}': 'max_length' is an int and only strings take it")
     if not isinstance(raw.get("description", ""), str):

@@ -65,6 +65,13 @@ class ItemTooLarge(FlagsError):
     code = "ITEM_TOO_LARGE"
 
 
+class PayloadTooLarge(FlagsError):
+    """The request body is over the write API's limit (checked before it is parsed)."""
+
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+    code = "PAYLOAD_TOO_LARGE"
+
+
 class WriteConflict(FlagsError):
     status = HTTPStatus.CONFLICT
     code = "WRITE_CONFLICT"

@@ -6,7 +6,6 @@ the ``functions/`` asset root.
 
 from collections.abc import Iterable
 from typing import NamedTuple
-from urllib.parse import unquote
 
 READ_FUNCTION = "read"
 WRITE_FUNCTION = "write"
@@ -43,7 +42,8 @@ def _segments(path: str) -> list[str]:
 
 
 def _bind(template: str, raw_path: str) -> dict[str, str] | None:
-    """Path parameters of ``raw_path`` under ``template`` (segments are URL-decoded one by one), or None."""
+    """Path parameters of ``raw_path`` under ``template``, or None. Values stay percent-encoded, as a REST API
+    delivers ``pathParameters`` (docs/decisions.md): ``/flags/%2F`` names the flag ``%2F``, not the collection."""
     wanted, actual = _segments(template), _segments(raw_path)
     if len(wanted) != len(actual):
         return None
@@ -52,7 +52,7 @@ def _bind(template: str, raw_path: str) -> dict[str, str] | None:
         if pattern.startswith("{") and pattern.endswith("}"):
             if not segment:
                 return None
-            parameters[pattern[1:-1]] = unquote(segment)
+            parameters[pattern[1:-1]] = segment
         elif pattern != segment:
             return None
     return parameters

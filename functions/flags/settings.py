@@ -7,11 +7,13 @@ Powertools' own ``POWERTOOLS_PARAMETERS_MAX_AGE``, validated here and passed exp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from flags.keys import SINGLETON_SK
 
+_INTEGER = re.compile(r"[0-9]{1,9}")
 MAX_STALE_LIMIT_SECONDS = 3600
 MAX_AGE_LIMIT_SECONDS = 3600
 DEFAULT_MAX_AGE_SECONDS = 5  # Powertools' own default, restated for the docs
@@ -25,10 +27,9 @@ def _int_env(env: Mapping[str, str], key: str, default: int, low: int, high: int
     raw = env.get(key)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise SettingsError(f"{key} must be an integer, got {raw!r}") from exc
+    if not _INTEGER.fullmatch(raw):  # ASCII digits, counted first: int() also takes " 5", "+5" and "1_0"
+        raise SettingsError(f"{key} must be an integer, got {raw!r}")
+    value = int(raw)
     if not low <= value <= high:
         raise SettingsError(f"{key} must be between {low} and {high}, got {value}")
     return value

@@ -78,8 +78,10 @@ from flags.keys import (
 )
 from flags.observability import logger
 from flags.provider import Snapshot
+from flags.requests import MAX_REASON_LENGTH, validate_reason
 
 __all__ = [
+    "MAX_REASON_LENGTH",
     "ChangeResult",
     "FlagStore",
     "Idempotency",
@@ -90,7 +92,6 @@ __all__ = [
     "encode_cursor",
 ]
 
-MAX_REASON_LENGTH = 500
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
@@ -269,17 +270,13 @@ class FlagStore:
 
     @staticmethod
     def validate_reason(reason: Any) -> str:
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidRequest("'reason' is required: say why, it goes into the audit trail", rule="reason")
-        if len(reason) > MAX_REASON_LENGTH:
-            raise InvalidRequest(f"'reason' must be at most {MAX_REASON_LENGTH} characters", rule="reason_length")
-        return reason.strip()
+        return validate_reason(reason)  # the request rules live with the request validation
 
     @staticmethod
     def validate_version(version: Any) -> int:
         """A version to revert to: 0 (the seeded state) or any later version."""
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise InvalidRequest("'version' must be a non-negative integer (0 is the seeded state)", rule="version")
+            raise InvalidRequest("'version' must be an integer >= 0 (0: the seeded state)", rule="version")
         return version
 
     # -- reads -------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from flags.aws import dynamodb_client
 from flags.declarations import load_declarations
 from flags.errors import FlagNotFound, FlagsError
 from flags.codec import iso_time
-from flags.http import JSON, error_response, format_etag, no_route_response, parse_entity_tags
+from flags.http import JSON, error_response, format_etag, header_values, holds_version, no_route_response
 from flags.observability import logger
 from flags.provider import SingletonProvider
 from flags.reader import DEFAULT, FlagReader, FlagState
@@ -46,12 +46,9 @@ app = APIGatewayRestResolver()
 _NO_STORE = {"Cache-Control": "no-store"}
 
 
-def _if_none_match() -> str | None:
-    """The If-None-Match header, looked up once in the raw event (Powertools' ``headers`` copies them all)."""
-    for name, value in (app.current_event.raw_event.get("headers") or {}).items():
-        if name.lower() == "if-none-match":
-            return value
-    return None
+def _if_none_match() -> list[str] | None:
+    """Every If-None-Match field value, looked up once in the raw event (Powertools' ``headers`` copies them all)."""
+    return header_values(app.current_event.raw_event, "If-None-Match")
 
 
 def _metadata(state: FlagState) -> dict[str, Any]:
@@ -97,8 +94,7 @@ def _respond(state: FlagState, body: Callable[[], str]) -> Response:
     if state.reason == DEFAULT or state.version is None or state.maintenance_deadline_passed:
         return Response(status_code=200, content_type=JSON, body=body(), headers=_NO_STORE)
     headers = {"ETag": format_etag(state.version), "Cache-Control": "no-cache"}
-    held = parse_entity_tags(_if_none_match())
-    if held is not None and ("*" in held or str(state.version) in held):
+    if holds_version(_if_none_match(), state.version):
         return Response(status_code=int(HTTPStatus.NOT_MODIFIED), headers=headers)
     return Response(status_code=200, content_type=JSON, body=body(), headers=headers)
 

@@ -8,7 +8,7 @@ import gc
 
 gc.disable()  # init builds 100k+ long-lived objects, little garbage: no collection until it ends (decisions.md)
 
-import json
+import binascii
 import os
 from http import HTTPStatus
 from typing import Annotated, Any
@@ -27,7 +27,17 @@ from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client, worst_call_seconds
 from flags.declarations import load_declarations
 from flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType
 from flags.codec import iso_time
-from flags.http import error_response, format_etag, json_response, no_route_response, parse_entity_tags
+from flags.http import (
+    WILDCARD,
+    Versions,
+    acceptable_versions,
+    error_response,
+    format_etag,
+    header_values,
+    json_response,
+    no_route_response,
+    parse_entity_tags,
+)
 from flags.observability import (
     CHANGES_APPLIED,
     DIMENSION_CODE,
@@ -41,6 +51,14 @@ from flags.observability import (
 )
 from flags.provider import SingletonProvider
 from flags.reader import STATIC, FlagReader
+from flags.requests import (
+    JSON_MEDIA_TYPE,
+    is_json_media_type,
+    media_type,
+    parse_json_body,
+    query_integer,
+    single_query_value,
+)
 from flags.settings import Settings
 from flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore, Idempotency, decode_cursor
 from flags.windows import windows_from_env
@@ -77,11 +95,25 @@ RevertRequest = MODELS["RevertRequest"]
 FlagsState = MODELS["FlagsState"]
 History = MODELS["History"]
 
-app = APIGatewayRestResolver(enable_validation=True)
 
+
+def _json_body(text: str) -> dict[str, Any]:
+    """The body deserializer Powertools' validation calls: the write API's JSON rules (flags.requests)."""
+    if not _body_is_json():  # application/jsonx and the like, which Powertools takes for JSON
+        raise _not_json()
+    return parse_json_body(text)
+
+
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_json_body)
+
+# A list: a client may send If-Match more than once (RFC 9110 lists); the raw event's fields decide (_expected_version).
 IfMatch = Annotated[
-    str | None,
-    Header(alias="If-Match", description='Write only if the flags are at this version, e.g. "7"; else 412.'),
+    list[str] | None,
+    Header(
+        alias="If-Match",
+        description='Write only if the flags are at one of these versions, e.g. "7" (strong comparison; * for any); '
+        "else 412.",
+    ),
 ]
 
 
@@ -92,13 +124,25 @@ def _actor() -> str:
     return identity.user_arn or identity.caller or "unknown-iam-identity"
 
 
-def _expected_version(if_match: str | None) -> int | None:
-    tags = parse_entity_tags(if_match)
-    if tags is None or tags == {"*"}:
+def _expected_version() -> int | Versions | None:
+    """What the store must find, from every If-Match field of the request (RFC 9110): None without one or
+    for ``*``; else the versions the listed tags accept (a single one as an int)."""
+    tags = parse_entity_tags(header_values(app.current_event.raw_event, "If-Match"))
+    if tags is None or tags == WILDCARD:
         return None
-    if len(tags) != 1 or not next(iter(tags)).isdigit():
-        raise InvalidRequest('If-Match must be one quoted version, e.g. "7"', rule="if_match")
-    return int(next(iter(tags)))
+    versions = acceptable_versions(tags)
+    return next(iter(versions)) if len(versions) == 1 and len(tags) == 1 else versions
+
+
+def _history_query() -> tuple[int, str | None]:
+    """limit and cursor from the raw query: each at most once, limit ASCII digits only (sign, superscripts and
+    over-long numbers refused before any int())."""
+    event = app.current_event.raw_event
+    limit = single_query_value(event, "limit", rule="limit")
+    cursor = single_query_value(event, "cursor", rule="cursor")
+    if limit is None:
+        return DEFAULT_HISTORY_LIMIT, cursor
+    return query_integer(limit, "limit", 1, MAX_HISTORY_LIMIT, rule="limit"), cursor
 
 
 def _time_budget() -> float:
@@ -106,8 +150,9 @@ def _time_budget() -> float:
     return app.lambda_context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS
 
 
-def _idempotency(actor: str, request: dict[str, Any], if_match: str | None) -> Idempotency | None:
-    """The request's ``Idempotency-Key`` (1-255 visible ASCII characters), scoped to the caller."""
+def _idempotency(actor: str, request: dict[str, Any], expected: int | Versions | None) -> Idempotency | None:
+    """The request's ``Idempotency-Key`` (1-255 visible ASCII characters), scoped to the caller; the request it
+    names is its method, path, validated body and the versions its If-Match accepts."""
     key = app.current_event.headers.get("idempotency-key")
     if key is None:
         return None
@@ -117,6 +162,7 @@ def _idempotency(actor: str, request: dict[str, Any], if_match: str | None) -> I
             rule="idempotency_key",
         )
     event = app.current_event
+    if_match = sorted(expected) if isinstance(expected, frozenset) else expected
     return Idempotency.of(actor, key, {"method": event.http_method, "path": event.path, "body": request,
                                        "if_match": if_match})
 
@@ -147,8 +193,8 @@ def _state_response(result: ChangeResult) -> Response:
 def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None):
     changes = STORE.validate_changes(body.flags.model_dump(exclude_unset=True))
     reason = STORE.validate_reason(body.reason)
-    expected, actor = _expected_version(if_match), _actor()
-    idempotency = _idempotency(actor, {"flags": changes, "reason": reason}, if_match)
+    expected, actor = _expected_version(), _actor()
+    idempotency = _idempotency(actor, {"flags": changes, "reason": reason}, expected)
     result = STORE.change(
         changes, actor=actor, reason=reason, expected_version=expected, idempotency=idempotency, time_budget=_time_budget()
     )
@@ -158,8 +204,8 @@ def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None)
 @app.post("/flags/revert", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}})
 def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):
     reason = STORE.validate_reason(body.reason)
-    expected, actor = _expected_version(if_match), _actor()
-    idempotency = _idempotency(actor, {"version": body.version, "reason": reason}, if_match)
+    expected, actor = _expected_version(), _actor()
+    idempotency = _idempotency(actor, {"version": body.version, "reason": reason}, expected)
     result = STORE.revert(
         body.version, actor=actor, reason=reason, expected_version=expected, idempotency=idempotency,
         time_budget=_time_budget(),
@@ -174,6 +220,9 @@ def get_history(
     ] = DEFAULT_HISTORY_LIMIT,
     cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
 ):
+    limit, cursor = _history_query()  # the raw query decides: pydantic's int() takes "+5" and a repeat's first
+    if cursor is not None:
+        decode_cursor(cursor)
     records, next_cursor = STORE.history(limit=limit, cursor=cursor)
     return json_response(HTTPStatus.OK, {"records": records, "next_cursor": next_cursor})
 
@@ -181,21 +230,13 @@ def get_history(
 def _domain_check() -> None:
     """Re-run the domain validation on the raw request; raises the precise FlagsError if there is one."""
     event = app.current_event
-    _expected_version(event.headers.get("if-match"))
     if event.http_method == "GET":
-        query = event.query_string_parameters or {}
-        limit = query.get("limit", str(DEFAULT_HISTORY_LIMIT))
-        if not limit.isdigit() or not 1 <= int(limit) <= MAX_HISTORY_LIMIT:
-            raise InvalidRequest(f"'limit' must be an integer between 1 and {MAX_HISTORY_LIMIT}", rule="limit")
-        if "cursor" in query:
-            decode_cursor(query["cursor"])
+        _, cursor = _history_query()
+        if cursor is not None:
+            decode_cursor(cursor)
         return
-    try:
-        payload = json.loads(event.body or "")
-    except ValueError as exc:
-        raise InvalidRequest(f"the body is not valid JSON: {exc}", rule="json") from exc
-    if not isinstance(payload, dict):
-        raise InvalidRequest("the body must be a JSON object", rule="json")
+    _expected_version()
+    payload = parse_json_body(_decoded_body())
     expected = {"flags", "reason"} if event.http_method == "PATCH" else {"version", "reason"}
     unknown = set(payload) - expected
     if unknown:
@@ -207,13 +248,21 @@ def _domain_check() -> None:
     STORE.validate_reason(payload.get("reason"))
 
 
+def _decoded_body() -> str:
+    """The body as text; a base64 body (``isBase64Encoded``) that is not base64 of UTF-8 is refused."""
+    try:
+        return app.current_event.decoded_body or ""
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise InvalidRequest("the base64 body is not base64 of UTF-8 text", rule="encoding") from exc
+
+
 def _content_type() -> str:
-    return (app.current_event.headers.get("content-type") or "").split(";")[0].strip().lower()
+    return media_type(app.current_event.headers.get("content-type"))
 
 
 def _body_is_json() -> bool:
-    """No Content-Type or application/json: the only bodies the write API reads."""
-    return _content_type() in ("", "application/json")
+    """No Content-Type or application/json (any case, parameters aside): the only bodies the write API reads."""
+    return is_json_media_type(app.current_event.headers.get("content-type"))
 
 
 def _not_json() -> UnsupportedMediaType:
@@ -229,7 +278,10 @@ def handle_unsupported_content_type(_: RequestUnsupportedContentType) -> Respons
 
 @app.exception_handler(ValueError)
 def handle_unparseable_body(error: ValueError) -> Response:
-    """Powertools raises ValueError for a form body it cannot parse (multipart without a boundary)."""
+    """Powertools raises ValueError for a form body it cannot parse (multipart without a boundary), and for a
+    base64 body that does not decode."""
+    if isinstance(error, (binascii.Error, UnicodeDecodeError)):
+        return handle_flags_error(InvalidRequest("the base64 body is not base64 of UTF-8 text", rule="encoding"))
     if _body_is_json():
         raise error  # not a body-format problem: a bug, let it surface
     return handle_flags_error(_not_json())
@@ -267,7 +319,25 @@ def handle_no_route(_: NotFoundError) -> Response:
 @metrics.log_metrics
 @tracer().capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return app.resolve(event, context)
+    return app.resolve(_with_lowercase_json_media_type(event), context)
+
+
+def _with_lowercase_json_media_type(event: dict[str, Any]) -> dict[str, Any]:
+    """Media types compare case-insensitively (RFC 9110 section 8.3.1), Powertools' validation does not: an
+    ``APPLICATION/JSON`` body is handed on as ``application/json`` (parameters kept), the event otherwise as is."""
+    headers = event.get("headers") or {}
+    name = next((key for key in headers if key.lower() == "content-type"), None)
+    value = headers.get(name) if name is not None else None
+    if not isinstance(value, str) or media_type(value) != JSON_MEDIA_TYPE or value.startswith(JSON_MEDIA_TYPE):
+        return event
+    _, separator, parameters = value.partition(";")
+    lowered = JSON_MEDIA_TYPE + separator + parameters
+    copy = {**event, "headers": {**headers, name: lowered}}
+    multi = event.get("multiValueHeaders") or {}
+    copy["multiValueHeaders"] = {
+        key: ([lowered] if key.lower() == "content-type" else values) for key, values in multi.items()
+    } or None
+    return copy
 
 
 gc.freeze()  # what init built moves to the permanent generation: warm collections never rescan it

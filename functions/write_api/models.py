@@ -14,6 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
 from flags.store import MAX_REASON_LENGTH
 
+# The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
+# flags.requests.validate_reason's; the schema only documents the length, so pydantic is never stricter.
+_REASON_SCHEMA = {"minLength": 1, "maxLength": MAX_REASON_LENGTH}
+
 _BASE_TYPES: dict[str, Any] = {"bool": StrictBool, "int": StrictInt, "float": StrictFloat | StrictInt, "string": StrictStr}
 
 
@@ -48,14 +52,14 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
     class PatchRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
         flags: changes = Field(description="Flags to change, by name; at least one.")  # type: ignore[valid-type]
-        reason: StrictStr = Field(min_length=1, max_length=MAX_REASON_LENGTH, description="Why (audited).")
+        reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
 
     class RevertRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
         version: StrictInt = Field(
             ge=0, description="Version whose values to restore, as a new version (0: the seeded state)."
         )
-        reason: StrictStr = Field(min_length=1, max_length=MAX_REASON_LENGTH, description="Why (audited).")
+        reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
 
     class FlagsState(BaseModel):
         flags: values  # type: ignore[valid-type]

@@ -90,3 +90,9 @@ def test_plain_numbers_keep_int_and_float_apart() -> None:
     assert type(decode_plain(encode_plain(3))) is int
     assert type(decode_plain(encode_plain(3.0))) is float
     assert decode_plain({"N": "-12"}) == -12
+
+
+@pytest.mark.parametrize(("raw", "value"), [("7", 7), ("-7", -7), ("0.5", 0.5), ("1E+3", 1000.0)])
+def test_an_undeclared_stored_number_is_an_int_only_for_ascii_digits(raw: str, value: Any) -> None:
+    decoded = decode_plain({"N": raw})
+    assert decoded == value and type(decoded) is type(value)

@@ -32,6 +32,9 @@ def cold_start(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[int], Any
 
     def load(name: str) -> ModuleType:
         replaced.setdefault(name, sys.modules.pop(name, None))
+        # Start from empty generation counts, as a fresh process does: otherwise the garbage earlier tests left
+        # can trigger a collection in importlib's module lookup, before the module's first line (gc.disable()) runs.
+        gc.collect()
         gc.callbacks.append(on_collection)
         try:
             return importlib.import_module(name)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from flags.declarations import FlagSpec, load_declarations, parse_declarations
+from flags.declarations import FlagSpec, UnstorableNumber, load_declarations, parse_declarations
 from flags.errors import DeclarationError, InvalidValue
 
 SEED_FLAGS = ("signup_enabled", "maintenance_mode", "ai_search_enabled")
@@ -178,3 +178,54 @@ class TestSpecBehaviour:
     def test_file_order_is_kept(self) -> None:
         declarations = parse_declarations(document(declaration(name="b_flag"), declaration(name="a_flag")))
         assert list(declarations) == ["b_flag", "a_flag"]
+
+
+class TestNumbersDynamoDBCanStore:
+    """A DynamoDB Number is 0 or of magnitude 1E-130 to 9.99E+125, with at most 38 significant digits."""
+
+    FLOAT = FlagSpec("sample_rate", "float", 0.5, 0.0, minimum=0.0, maximum=1.0)
+    INT = FlagSpec("rate_limit", "int", 10, 1, minimum=1, maximum=10**120)
+    UNBOUNDED_FLOAT = FlagSpec("scale", "float", 1.0, 1.0)
+
+    @pytest.mark.parametrize(
+        ("spec", "value"),
+        [
+            pytest.param(FLOAT, 1e-200, id="float-below-1e-130-inside-its-min-max"),
+            pytest.param(FLOAT, -1e-131, id="negative-float-below-1e-130"),
+            pytest.param(UNBOUNDED_FLOAT, 1e126, id="float-of-1e126"),
+            pytest.param(UNBOUNDED_FLOAT, 10**400, id="huge-int-to-a-float-flag"),
+            pytest.param(UNBOUNDED_FLOAT, 10**5000, id="int-beyond-the-int-string-limit-to-a-float-flag"),
+            pytest.param(INT, 10**126, id="int-of-127-digits"),
+            pytest.param(INT, int("1" * 39), id="int-with-39-significant-digits"),
+            pytest.param(INT, UnstorableNumber("9" * 5000), id="a-number-json-parsing-kept-as-text"),
+        ],
+    )
+    def test_a_number_dynamodb_refuses_breaks_the_range_rule(self, spec: FlagSpec, value: Any) -> None:
+        # When a number DynamoDB cannot store is validated / Then it is refused as rule 'range', naming the flag
+        with pytest.raises(InvalidValue) as raised:
+            spec.validate(value)
+        assert (raised.value.details["rule"], raised.value.details["flag"]) == ("range", spec.name)
+
+    @pytest.mark.parametrize(
+        ("spec", "value"),
+        [(FLOAT, 0.0), (FLOAT, 1e-130), (UNBOUNDED_FLOAT, 9.99e125), (INT, 10**120), (INT, int("1" * 38))],
+        ids=["zero", "1e-130", "9.99e125", "int-of-121-digits-inside-max", "int-of-38-significant-digits"],
+    )
+    def test_numbers_at_dynamodbs_limits_are_valid(self, spec: FlagSpec, value: Any) -> None:
+        assert spec.validate(value) == value
+
+    @pytest.mark.parametrize(
+        "overrides",
+        [
+            {"type": "float", "initial": 1e-200, "fallback": 0.0, "min": 0.0, "max": 1.0},
+            {"type": "float", "initial": 0.5, "fallback": 0.0, "min": 1e-300, "max": 1.0},
+            {"type": "int", "initial": 10, "fallback": 1, "min": 1, "max": 10**130},
+            {"type": "int", "initial": 10, "fallback": int("1" * 39), "min": 1, "max": ...},
+            {"type": "float", "initial": 0.5, "fallback": 0.5, "min": ..., "max": ..., "enum": [0.5, 1e-200]},
+        ],
+        ids=["initial", "min", "max", "fallback-39-digits", "enum-value"],
+    )
+    def test_the_loader_refuses_a_declaration_dynamodb_could_not_store(self, overrides: dict[str, Any]) -> None:
+        with pytest.raises(DeclarationError) as raised:
+            parse_declarations(document(declaration(**overrides)))
+        assert "rate_limit" in str(raised.value) and "range" in str(raised.value)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import uuid
 from typing import Any
 
 import botocore.auth
@@ -154,10 +155,55 @@ def test_get_prints_a_table_for_people_and_the_json_for_scripts():
     assert json.loads(out) == FLAGS_BODY
 
 
-def test_get_one_flag_quotes_its_name_in_the_path():
-    transport = FakeTransport(200, {"name": "a/b", "value": 1, "version": 1, "reason": "STATIC", "fetched_at": None})
-    run(["--url", "http://localhost:9000/", "get", "a/b"], transport)
-    assert transport.sent[0].url == "http://localhost:9000/flags/a%2Fb"
+def test_get_one_flag_puts_its_name_in_the_path():
+    transport = FakeTransport(200, {"name": "a_b", "value": 1, "version": 1, "reason": "STATIC", "fetched_at": None})
+    run(["--url", "http://localhost:9000/", "get", "a_b"], transport)
+    assert transport.sent[0].url == "http://localhost:9000/flags/a_b"
+
+
+@pytest.mark.parametrize("name", ["/", "a/b", "Signup", "", "1flag", "signup%5Fenabled", "x" * 64, "caf\u00e9"])
+def test_a_name_that_cannot_be_a_flag_is_bad_input_and_nothing_is_sent(name):
+    # Given a name the API could never have declared / When flagctl is asked for it
+    transport = FakeTransport()
+    code, out, err = run(["get", name], transport)
+    # Then it says so, exits 2, and sends nothing (no traceback)
+    assert (code, out, transport.sent) == (BAD_INPUT, "", [])
+    assert err.startswith("flagctl: ") and "not a flag name" in err
+
+
+def test_set_refuses_a_name_that_cannot_be_a_flag_before_sending():
+    transport = FakeTransport()
+    code, _, err = run(["set", "a/b=1", "--reason", "r"], transport)
+    assert (code, transport.sent) == (BAD_INPUT, []) and "not a flag name" in err
+
+
+def test_flagctl_and_the_api_agree_on_what_a_flag_name_is():
+    from flagctl.client import FLAG_NAME
+
+    from flags.declarations import NAME_PATTERN
+
+    assert FLAG_NAME.pattern == NAME_PATTERN.pattern
+
+
+@pytest.mark.parametrize(
+    "body",
+    [None, "not json", [1, 2], {"flags": 3}, {"flags": {"a": 1}}, {"name": "x"}, {"error": "odd"}],
+    ids=["empty", "text", "a-list", "flags-not-an-object", "no-version-line-fields-is-fine", "no-value", "odd"],
+)
+def test_an_unexpected_answer_is_a_clear_message_never_a_traceback(body):
+    # Given an API (or something in front of it) answering 200 with a body flagctl does not expect
+    for argv in (["get"], ["get", "signup_enabled"], ["history"], ["set", "a=1", "--reason", "r"]):
+        # When / Then: either a rendering, or one line on stderr and exit 5
+        code, out, err = run(argv, FakeTransport(200, body if body is not None else {}))
+        if code != OK:
+            assert (code, out) == (SERVER, "") and err.startswith("flagctl: unexpected answer from the API (HTTP 200)")
+
+
+def test_an_empty_200_body_is_an_unexpected_answer():
+    transport = FakeTransport()
+    transport.answer = Answer(200, {}, None)
+    code, out, err = run(["get"], transport)
+    assert (code, out) == (SERVER, "") and "unexpected answer" in err
 
 
 def test_history_passes_limit_and_cursor_and_prints_the_next_cursor():
@@ -168,6 +214,62 @@ def test_history_passes_limit_and_cursor_and_prints_the_next_cursor():
     assert transport.sent[0].url == "http://127.0.0.1:3000/flags/history?limit=1&cursor=xyz"
     assert code == OK and "revert to 1" in out and "maintenance_mode true -> false" in out
     assert out.splitlines()[-1] == "older records: --cursor abc"
+
+
+def test_revert_to_version_zero_the_seeded_state_is_sent():
+    transport = FakeTransport(200, {"applied": True, "version": 9, "changed": {"signup_enabled": {"old": 1, "new": 0}}})
+    code, _, _ = run(["revert", "0", "--reason", "back to the seed"], transport)
+    assert code == OK and json.loads(transport.sent[0].body) == {"version": 0, "reason": "back to the seed"}
+
+
+@pytest.mark.parametrize("version", ["²", "-1", "+1", "1.0", "٣"])
+def test_a_version_is_ascii_digits(version, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["revert", version, "--reason", "r"], transport=FakeTransport())
+    assert caught.value.code == BAD_INPUT
+
+
+@pytest.mark.parametrize("limit", ["0", "101", "+5", "²", "9" * 5000])
+def test_a_history_limit_is_1_to_100_in_ascii_digits(limit, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["history", "--limit", limit], transport=FakeTransport())
+    assert caught.value.code == BAD_INPUT
+
+
+def test_writes_carry_a_fresh_idempotency_key_per_command_and_reads_none():
+    # Given two set commands, one revert and one get
+    transport = FakeTransport(200, {"applied": False, "version": 5, "changed": {}})
+    run(["set", "signup_enabled=false", "--reason", "r"], transport)
+    run(["set", "signup_enabled=false", "--reason", "r"], transport)
+    run(["revert", "3", "--reason", "r"], transport)
+    transport.answer = Answer(200, {}, FLAGS_BODY)
+    run(["get"], transport)
+    # Then every write carries its own uuid4 Idempotency-Key, the read none
+    keys = [sent.headers.get("Idempotency-Key") for sent in transport.sent]
+    assert keys[3] is None
+    assert len(set(keys[:3])) == 3
+    assert all(uuid.UUID(key).version == 4 for key in keys[:3])
+
+
+def test_history_escapes_control_characters_from_the_trail():
+    # Given a record whose reason, actor and kind carry ANSI escapes and newlines
+    record = {"version": 4, "kind": "change\u001b[2J", "actor": "arn:aws:iam::1:user/\u001b]0;owned\u0007",
+              "reason": "fine\n5  fake row\u001b[31m\u202e", "at": "T", "changes": {}}
+    code, out, _ = run(["history"], FakeTransport(200, {"records": [record], "next_cursor": None}))
+    # Then the terminal gets no control character but the table's newlines, and the escapes are visible
+    assert code == OK
+    assert not any(char in out for char in "\u001b\u0007\u202e\r")
+    assert len(out.splitlines()) == 2  # the header and one row: no forged row
+    assert "\\x1b[2J" in out and "fine\\n5  fake row" in out and "\\u202e" in out
+
+
+def test_a_change_of_maintenance_ownership_alone_is_shown():
+    # Given a record that changed no value, only who holds maintenance
+    record = {"version": 6, "kind": "window-start", "actor": "scheduler:weekly", "reason": "window", "at": "T",
+              "changes": {}, "maintenance_owner": {"old": None, "new": "weekly"}}
+    code, out, _ = run(["history"], FakeTransport(200, {"records": [record], "next_cursor": None}))
+    # Then the row says whose it became
+    assert code == OK and "maintenance owner manual -> weekly" in out
 
 
 def test_revert_posts_the_version_and_reason():
@@ -253,7 +355,7 @@ def test_a_deployed_api_is_called_signed_for_execute_api_with_the_default_creden
     authorization = sent.headers["Authorization"]
     assert authorization.startswith(
         "AWS4-HMAC-SHA256 Credential=testing/20150830/eu-west-1/execute-api/aws4_request, "
-        "SignedHeaders=accept;content-type;host;x-amz-date;x-amz-security-token, Signature="
+        "SignedHeaders=accept;content-type;host;idempotency-key;x-amz-date;x-amz-security-token, Signature="
     )
     assert len(authorization.rsplit("Signature=", 1)[1]) == 64
     assert sent.headers["X-Amz-Security-Token"] == "testing" and sent.headers["X-Amz-Date"] == "20150830T123600Z"

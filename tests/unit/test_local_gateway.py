@@ -64,7 +64,8 @@ def request(method: str, target: str, body: bytes = b"", headers: list[tuple[str
         ("GET", "/flags/history", "/flags/history", WRITE_FUNCTION, {}),  # a static segment beats {name}
         ("PATCH", "/flags", "/flags", WRITE_FUNCTION, {}),
         ("POST", "/flags/revert", "/flags/revert", WRITE_FUNCTION, {}),
-        ("GET", "/flags/a%20b%2Fc", "/flags/{name}", READ_FUNCTION, {"name": "a b/c"}),
+        ("GET", "/flags/a%20b%2Fc", "/flags/{name}", READ_FUNCTION, {"name": "a%20b%2Fc"}),  # kept encoded
+        ("GET", "/flags/%2F", "/flags/{name}", READ_FUNCTION, {"name": "%2F"}),  # a name, not the collection
     ],
 )
 def test_a_request_goes_to_the_route_api_gateway_would_pick(method, path, template, function, parameters):
@@ -121,9 +122,9 @@ def test_the_event_is_an_api_gateway_rest_proxy_event():
     )
     # Then
     assert event["httpMethod"] == "GET"
-    assert event["path"] == "/flags/signup_enabled"
+    assert event["path"] == "/flags/signup%5Fenabled"  # path and path parameters arrive percent-encoded
     assert event["resource"] == event["requestContext"]["resourcePath"] == "/flags/{name}"
-    assert event["pathParameters"] == {"name": "signup_enabled"}
+    assert event["pathParameters"] == {"name": "signup%5Fenabled"}
     assert event["headers"]["Accept"] == "b"  # the last value, as API Gateway does
     assert event["multiValueHeaders"]["Accept"] == ["a", "b"]
     assert event["queryStringParameters"] == {"x": "2", "y": ""}
@@ -131,7 +132,7 @@ def test_the_event_is_an_api_gateway_rest_proxy_event():
     assert event["body"] is None and event["isBase64Encoded"] is False
     context = event["requestContext"]
     assert (context["requestId"], context["stage"], context["httpMethod"]) == ("req-1", "prod", "GET")
-    assert context["path"] == "/prod/flags/signup_enabled"
+    assert context["path"] == "/prod/flags/signup%5Fenabled"
     assert context["requestTimeEpoch"] == 1_700_000_000_000
     assert context["identity"]["userArn"] == "arn:aws:iam::000000000000:user/local-admin"
     assert context["identity"]["sourceIp"] == "127.0.0.9"
@@ -280,7 +281,7 @@ def test_port_comes_from_env(raw, port):
     assert parse_port(raw) == port
 
 
-@pytest.mark.parametrize("raw", ["abc", "-1", "70000", "80.5"])
+@pytest.mark.parametrize("raw", ["abc", "-1", "70000", "80.5", "²", "٣٠٠٠", "+80", "8_0", "9" * 5000])
 def test_a_bad_port_is_one_clear_error(raw):
     with pytest.raises(StartupError, match="PORT must be a port number"):
         parse_port(raw)
@@ -294,3 +295,16 @@ def test_the_banner_gives_the_addresses_and_three_curl_commands(config, declarat
     assert curls[0] == "curl -i http://127.0.0.1:3000/flags"
     assert "-X PATCH" in curls[1] and '"reason"' in curls[1]
     assert curls[2].endswith("/flags/history")
+
+
+def test_query_strings_arrive_decoded_and_path_parameters_encoded():
+    # Given a request with percent-encoding in its path and in its query
+    match = match_route(ROUTES, "GET", "/flags/caf%C3%A9")
+    # When it becomes a proxy event
+    event = proxy_event(
+        method="GET", raw_path="/flags/caf%C3%A9", query="limit=%C2%B2&c=a%2Bb+c", headers=[], body=b"",
+        match=match, stage="prod", caller=Caller(),
+    )
+    # Then the path keeps its encoding and the query is decoded, as a REST API delivers them
+    assert (event["path"], event["pathParameters"]) == ("/flags/caf%C3%A9", {"name": "caf%C3%A9"})
+    assert event["queryStringParameters"] == {"limit": "\u00b2", "c": "a+b c"}

@@ -126,11 +126,20 @@ def test_a_reason_of_the_maximum_length_is_accepted(api: WriteApi) -> None:
     assert response["statusCode"] == 200
 
 
-@pytest.mark.parametrize("if_match", ["7", '"seven"', '"1", "2"', '"-1"', '""'])
-def test_patch_refuses_a_bad_if_match(api: WriteApi, if_match: str) -> None:
+@pytest.mark.parametrize("if_match", ["7", "", "   ", ",", 'xx "1"', '"1', "W/1", '*, "1"', '"1" "1"'])
+def test_patch_refuses_a_malformed_if_match(api: WriteApi, if_match: str) -> None:
     before = api.state()
     response = api.patch({"signup_enabled": False}, headers={"If-Match": if_match})
     assert_refused(api, response, before, 400, "INVALID_REQUEST", rule="if_match")
+
+
+@pytest.mark.parametrize("if_match", ['"seven"', '"-1"', '""', 'W/"1"', '"0001"', '"*"', '"2", W/"1"'])
+def test_an_if_match_naming_no_current_version_strongly_is_412(api: WriteApi, if_match: str) -> None:
+    # Given the flags at version 1 / When If-Match names tags that are not "1" compared strongly
+    before = api.state()
+    response = api.patch({"signup_enabled": False}, headers={"If-Match": if_match})
+    # Then 412 with the current version, and nothing was written
+    assert assert_refused(api, response, before, 412, "PRECONDITION_FAILED")["current_version"] == 1
 
 
 def test_a_stale_if_match_is_412_with_the_current_version(api: WriteApi) -> None:
@@ -379,7 +388,7 @@ def test_revert_to_an_unknown_version_is_404(api: WriteApi) -> None:
     assert error["version"] == 99
 
 
-@pytest.mark.parametrize("version", ["1", 1.5, True, -3, None, [1]], ids=repr)
+@pytest.mark.parametrize("version", ["1", 1.5, True, -1, -3, None, [1]], ids=repr)
 def test_revert_refuses_a_version_that_is_not_a_non_negative_integer(api: WriteApi, version: Any) -> None:
     before = api.state()
     response = api.revert(version)
@@ -507,7 +516,7 @@ def test_a_float_flag_given_an_integer_is_the_same_value(api: WriteApi) -> None:
     assert api.state() == before
 
 
-@pytest.mark.parametrize("if_match", ['"1"', 'W/"1"', "*"])
+@pytest.mark.parametrize("if_match", ['"1"', "*", '"2", "1"', '"1",', ' , "1" ,', 'W/"5", "1"'])
 def test_a_write_with_a_current_if_match_succeeds(api: WriteApi, if_match: str) -> None:
     response = api.patch({"signup_enabled": False}, headers={"If-Match": if_match})
     assert response["statusCode"] == 200
@@ -686,3 +695,12 @@ def test_revert_to_the_current_values_is_a_no_op(api: WriteApi) -> None:
     response = api.revert(1)
     assert response["statusCode"] == 200 and body_of(response)["applied"] is False
     assert api.state() == before
+
+
+def test_revert_to_version_zero_is_not_refused_as_a_bad_version(api: WriteApi) -> None:
+    # Given the flags at version 1 / When a client asks for the seeded state, version 0 (as flagctl revert 0 does)
+    response = api.revert(0)
+    # Then the request is valid: whatever the store answers, it is not a refusal of the version itself
+    error = body_of(response).get("error") or {}
+    assert (response["statusCode"], error.get("rule")) != (400, "version")
+    assert response["statusCode"] < 500

@@ -1,0 +1,174 @@
+"""What a client sends to the write API, checked before anything else looks at it.
+
+- ``parse_json_body``: the body as a JSON object, within bounds (64 KiB, depth 32, numbers DynamoDB can hold),
+  strict JSON (no NaN/Infinity, no duplicate keys) and valid Unicode (no U+FFFD, no lone surrogates);
+- ``validate_reason``: the audited reason, trimmed, with a visible character and no control characters;
+- ``query_integer``: a query parameter given at most once, ASCII digits only, counted before any ``int()``;
+- ``is_json_media_type``: ``application/json`` compared as RFC 9110 says (case-insensitive, parameters aside).
+
+Every refusal is a ``FlagsError`` naming its rule, so a hostile request is a 4xx, never a Lambda error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from flags.declarations import UnstorableNumber
+from flags.errors import InvalidRequest, PayloadTooLarge
+
+MAX_REASON_LENGTH = 500  # characters of the trimmed reason (what the audit trail keeps)
+
+MAX_BODY_BYTES = 64 * 1024
+MAX_JSON_DEPTH = 32
+MAX_INT_DIGITS = 126  # DynamoDB's largest number is below 1E+126: a longer integer can never be stored
+JSON_MEDIA_TYPE = "application/json"
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+_BAD_TEXT = re.compile("[\ud800-\udfff\ufffd]")
+_DIGITS = re.compile(r"[0-9]+")
+_NONZERO_DIGIT = re.compile(r"[1-9]")
+# Bidirectional embeddings, overrides and isolates reorder what the next operator sees: refused like controls.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_ALLOWED_CONTROLS = frozenset("\n\t")
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidRequest(f"the body is not valid JSON: {name} is not a JSON number", rule="json")
+
+
+def _parse_int(text: str) -> int | UnstorableNumber:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        return UnstorableNumber(text)  # counted before int(): no conversion of a huge literal
+    return int(text)
+
+
+def _parse_float(text: str) -> float | UnstorableNumber:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        return UnstorableNumber(text)
+    if value == 0.0 and _NONZERO_DIGIT.search(text.partition("e")[0].partition("E")[0]):
+        return UnstorableNumber(text)  # a non-zero number that underflowed: not the value the client sent
+    return value
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise InvalidRequest(f"the body names {key!r} twice; give each key once", rule="duplicate_key", key=key)
+        result[key] = value
+    return result
+
+
+def _depth(text: str) -> int:
+    deepest = depth = 0
+    for bracket in _BRACKET.findall(_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _check_strings(value: Any) -> None:
+    """No decoded string (key or value) holds U+FFFD or a lone surrogate (a \\ud800 escape decodes to one)."""
+    if isinstance(value, str):
+        if _BAD_TEXT.search(value):
+            raise InvalidRequest(
+                "the body holds text that is not valid UTF-8 (U+FFFD or a lone surrogate)", rule="encoding"
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key)
+            _check_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item)
+
+
+def parse_json_body(text: str | bytes | None) -> dict[str, Any]:
+    """The body as a JSON object, or the FlagsError that says what is wrong with it."""
+    if isinstance(text, (bytes, bytearray)):
+        raw = bytes(text)
+        text = raw.decode("utf-8", errors="replace")
+    else:
+        text = text or ""
+        raw = text.encode("utf-8", errors="surrogatepass")
+    if len(raw) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(
+            f"the body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}", size=len(raw), limit=MAX_BODY_BYTES,
+            rule="body_size",
+        )
+    if _BAD_TEXT.search(text):
+        raise InvalidRequest("the body is not valid UTF-8 (U+FFFD or a lone surrogate in it)", rule="encoding")
+    if _depth(text) > MAX_JSON_DEPTH:
+        raise InvalidRequest(f"the body nests deeper than {MAX_JSON_DEPTH} levels", rule="depth", limit=MAX_JSON_DEPTH)
+    try:
+        payload = json.loads(
+            text,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_reject_constant,
+            object_pairs_hook=_object,
+        )
+    except ValueError as exc:
+        raise InvalidRequest(f"the body is not valid JSON: {exc}", rule="json") from exc
+    if not isinstance(payload, dict):
+        raise InvalidRequest("the body must be a JSON object", rule="json")
+    _check_strings(payload)
+    return payload
+
+
+def validate_reason(reason: Any) -> str:
+    """The reason as the audit trail keeps it (trimmed), or InvalidRequest naming the rule it breaks."""
+    if not isinstance(reason, str):
+        raise InvalidRequest("'reason' is required: say why, it goes into the audit trail", rule="reason")
+    trimmed = reason.strip()
+    if not any(unicodedata.category(char)[0] in "LNPS" for char in trimmed):
+        raise InvalidRequest(
+            "'reason' is required and needs a visible character: say why, it goes into the audit trail", rule="reason"
+        )
+    for char in trimmed:
+        if (unicodedata.category(char) == "Cc" and char not in _ALLOWED_CONTROLS) or char in _BIDI_CONTROLS:
+            raise InvalidRequest(
+                f"'reason' holds the control character U+{ord(char):04X}; only newline and tab are allowed",
+                rule="reason_characters",
+            )
+    if len(trimmed) > MAX_REASON_LENGTH:
+        raise InvalidRequest(f"'reason' must be at most {MAX_REASON_LENGTH} characters", rule="reason_length")
+    return trimmed
+
+
+def query_values(event: Mapping[str, Any], name: str) -> list[str]:
+    """Every value of query parameter ``name`` (REST proxy events carry repeats in the multi-value map)."""
+    multi = event.get("multiValueQueryStringParameters") or {}
+    if name in multi:
+        return list(multi[name] or [])
+    single = event.get("queryStringParameters") or {}
+    return [single[name]] if name in single else []
+
+
+def single_query_value(event: Mapping[str, Any], name: str, rule: str) -> str | None:
+    values = query_values(event, name)
+    if len(values) > 1:
+        raise InvalidRequest(f"'{name}' is given {len(values)} times; give it once", rule=rule)
+    return values[0] if values else None
+
+
+def query_integer(text: str, name: str, low: int, high: int, rule: str) -> int:
+    """``text`` as an integer in [low, high]: ASCII digits only (no sign, no superscripts), length first."""
+    if not _DIGITS.fullmatch(text) or len(text) > len(str(high)) or not low <= int(text) <= high:
+        raise InvalidRequest(f"'{name}' must be an integer between {low} and {high} (digits only)", rule=rule)
+    return int(text)
+
+
+def media_type(content_type: str | None) -> str:
+    """The media type of a Content-Type value, lowercased, parameters aside ('' when absent)."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    return media_type(content_type) in ("", JSON_MEDIA_TYPE)
