@@ -76,19 +76,38 @@ class Monitoring(Construct):
 
     def _build_topic(self) -> sns.Topic:
         # CloudWatch cannot publish to a topic encrypted with the AWS-managed aws/sns key: a customer
-        # managed key whose policy lets CloudWatch use it is required.
+        # managed key whose policy lets CloudWatch use it is required. A topic policy replaces SNS's default
+        # one, so it must itself allow CloudWatch to publish. Both grants hold for this account's alarms in
+        # this region only (aws:SourceAccount, aws:SourceArn: the confused-deputy guard).
         key = kms.Key(self, "AlarmTopicKey", description="singleton-flags alarm topic", enable_key_rotation=True)
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsPublish",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                 resources=["*"],  # in a key policy, "*" is this key
+                conditions=self._alarms_of_this_account(),
             )
         )
         topic = sns.Topic(self, "AlarmTopic", display_name="singleton-flags alarms", master_key=key, enforce_ssl=True)
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions=self._alarms_of_this_account(),
+            )
+        )
         topic.add_subscription(subscriptions.EmailSubscription(self._config.alarm_email))
         return topic
+
+    @staticmethod
+    def _alarms_of_this_account() -> dict[str, dict[str, str]]:
+        return {
+            "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+            "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"},
+        }
 
     def _alarm(
         self,

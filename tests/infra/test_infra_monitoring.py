@@ -14,6 +14,11 @@ from flags.routes import HANDLERS
 pytestmark = pytest.mark.infra
 
 SERVICE = {"Name": "service", "Value": "singleton-flags"}
+ALARM_ARNS = "arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:*"
+
+
+def namespace(synth: Synth) -> str:
+    return f"SingletonFlags/{synth.config.stage}"
 
 
 def alarms(synth: Synth) -> list[dict[str, Any]]:
@@ -92,18 +97,34 @@ def test_alarm_email_adds_an_encrypted_topic_as_every_alarm_action(variant: Synt
     key_id, key = variant.one("AWS::KMS::Key")
     assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     assert key["Properties"]["EnableKeyRotation"] is True
-    cloudwatch = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
-                  if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
-    assert [sorted(tt.as_list(s["Action"])) for s in cloudwatch] == [["kms:Decrypt", "kms:GenerateDataKey"]]
+    # CloudWatch may use the key only for this account's alarms in this region
+    (cloudwatch,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
+                     if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert sorted(tt.as_list(cloudwatch["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert_alarms_of_this_account(cloudwatch)
     (subscription,) = variant.resources("AWS::SNS::Subscription").values()
     assert subscription["Properties"]["Protocol"] == "email"
     assert subscription["Properties"]["Endpoint"] == "ops@example.com"
     assert subscription["Properties"]["TopicArn"] == {"Ref": topic_id}
+    # A topic policy replaces SNS's default one: it must itself allow CloudWatch to publish, and keep TLS only
     _, topic_policy = variant.one("AWS::SNS::TopicPolicy")
-    (deny,) = topic_policy["Properties"]["PolicyDocument"]["Statement"]
-    assert (deny["Effect"], deny["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
+    statements = topic_policy["Properties"]["PolicyDocument"]["Statement"]
+    (deny,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    (publish,) = [s for s in statements if s["Effect"] == "Allow"]
+    assert publish["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert publish["Action"] == "sns:Publish"
+    assert publish["Resource"] == {"Ref": topic_id}
+    assert_alarms_of_this_account(publish)
     for alarm in alarms(variant):
         assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+
+
+def assert_alarms_of_this_account(statement: dict[str, Any]) -> None:
+    condition = statement["Condition"]
+    assert set(condition) == {"StringEquals", "ArnLike"}
+    assert condition["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert {key: tt.render(value) for key, value in condition["ArnLike"].items()} == {"aws:SourceArn": ALARM_ARNS}
 
 
 def test_dashboard_shows_reads_refreshes_conflicts_changes_windows_latency(synth: Synth) -> None:
