@@ -7,7 +7,8 @@ import json
 import re
 from fnmatch import fnmatchcase
 
-from aws_cdk import aws_apigateway as apigw, aws_iam as iam, aws_lambda as lambda_
+from aws_cdk import CustomResource, Duration, aws_apigateway as apigw, aws_iam as iam, aws_lambda as lambda_
+from aws_cdk import aws_xray as xray
 from constructs import Construct
 from flags.http import allowed_methods
 from flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
@@ -156,7 +157,11 @@ class Api(Construct):
             resource = self.rest_api.root.resource_for_path(route.path)
             method = resource.add_method(
                 route.method,
-                apigw.LambdaIntegration(self._functions[route.function], allow_test_invoke=False),
+                apigw.LambdaIntegration(
+                    self._functions[route.function],
+                    allow_test_invoke=False,
+                    timeout=Duration.seconds(constants.INTEGRATION_TIMEOUT_SECONDS),
+                ),
                 authorization_type=apigw.AuthorizationType.IAM,
                 request_validator=validator,
                 request_parameters={

@@ -61,8 +61,12 @@ OUTPUT_READER_POLICY_ARN = "ReaderPolicyArn"
 OUTPUT_ADMIN_POLICY_ARN = "AdminPolicyArn"
 
 # Function settings (names are those of flags.routes.HANDLERS)
-MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256}
-TIMEOUT_SECONDS = {"read": 5, "write": 10, "maintenance": 30}
+MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "seed": 256}
+# The write function works against a deadline taken from its remaining time; 20 s leaves API Gateway's 29 s
+# integration limit a margin, so a caller gets the function's answer, never a gateway timeout.
+TIMEOUT_SECONDS = {"read": 5, "write": 20, "maintenance": 30, "seed": 60}
+# Explicit on every Lambda integration: REST API Gateway's maximum (50 ms - 29 s without a quota increase).
+INTEGRATION_TIMEOUT_SECONDS = 29
 
 # Scheduler delivery of maintenance windows
 SCHEDULE_RETRY_ATTEMPTS = 3

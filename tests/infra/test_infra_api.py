@@ -107,6 +107,26 @@ def test_stage_throttling_tracing_and_access_logs(any_synth: Synth) -> None:
     assert {"requestId", "status", "resourcePath", "httpMethod", "responseLatency"} <= set(fields)
 
 
+# ---------------------------------------------------------------------------------------------- time budgets
+
+API_GATEWAY_MAX_INTEGRATION_MS = 29_000  # REST API quota: 50 ms - 29 s (without a quota increase)
+
+
+def test_each_function_times_out_before_its_integration_which_fits_api_gateways_quota(synth: Synth) -> None:
+    # A function that outlives its integration keeps working for a caller that already got a 504
+    functions = synth.resources("AWS::Lambda::Function")
+    for (method, path), properties in methods(synth).items():
+        integration = properties["Integration"]
+        if integration["Type"] != "AWS_PROXY":
+            continue
+        timeout_ms = integration.get("TimeoutInMillis")
+        assert timeout_ms is not None and timeout_ms <= API_GATEWAY_MAX_INTEGRATION_MS, (method, path)
+        (function_id,) = [lid for lid in functions if f"<{lid}.Arn>" in tt.render(integration["Uri"])]
+        assert functions[function_id]["Properties"]["Timeout"] * 1000 < timeout_ms, (method, path)
+    _, write = tt.function_by_handler(synth.template, HANDLERS["write"])
+    assert write["Properties"]["Timeout"] == 20
+
+
 def test_api_is_regional_and_gateway_errors_follow_the_contract(synth: Synth) -> None:
     _, api = synth.one("AWS::ApiGateway::RestApi")
     assert api["Properties"]["EndpointConfiguration"] == {"Types": ["REGIONAL"]}

@@ -28,7 +28,7 @@ TABLE_ACTIONS = {
 LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 MEMORY = {"read": 256, "write": 512, "maintenance": 256}
-TIMEOUT = {"read": 5, "write": 10, "maintenance": 30}
+TIMEOUT = {"read": 5, "write": 20, "maintenance": 30}
 
 
 def function(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
