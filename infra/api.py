@@ -51,15 +51,31 @@ def reader_routes() -> tuple[Route, ...]:
     return tuple(route for route in ROUTES if route.function == READ_FUNCTION)
 
 
-def reader_denied_routes() -> tuple[Route, ...]:
-    """Routes the reader's wildcard grants would match without being reader routes (GET /flags/history)."""
-    readable = reader_routes()
-    return tuple(
-        route
-        for route in ROUTES
-        if route not in readable
-        and any(route.method == grant.method and fnmatchcase(route.path, execute_api_path(grant)) for grant in readable)
-    )
+def reader_deny_paths(routes: tuple[Route, ...] = ROUTES) -> tuple[str, ...]:
+    """``METHOD/path`` patterns the reader policy denies: every static path a reader's wildcard grant would
+    also match, with and without anything below it (``GET/flags/history`` and ``GET/flags/history/*``).
+
+    API Gateway does not document how it routes a trailing slash, so both forms are denied whatever it does.
+    The patterns come from the route table: a static route added under /flags is denied to readers by
+    construction, whatever its method. A flag whose name only starts like a route (``history_days``) stays
+    readable. Granting flag names one by one instead would hit IAM's 6,144-character managed policy limit.
+    """
+    readable = tuple(route for route in routes if route.function == READ_FUNCTION)
+    grants = [(grant.method, execute_api_path(grant)) for grant in readable if execute_api_path(grant) != grant.path]
+    denied: list[str] = []
+    for path in sorted({route.path for route in routes if route not in readable and "{" not in route.path}):
+        for method, pattern in grants:
+            if fnmatchcase(path, pattern):
+                for form in (f"{method}{path}", f"{method}{path}/*"):
+                    if form not in denied:
+                        denied.append(form)
+    return tuple(denied)
+
+
+def _method_and_path(pattern: str) -> tuple[str, str]:
+    """``GET/flags/history/*`` -> (``GET``, ``/flags/history/*``)."""
+    method, _, path = pattern.partition("/")
+    return method, f"/{path}"
 
 
 def method_throttling_key(route: Route) -> str:
@@ -91,7 +107,7 @@ class Api(Construct):
             constants.READER_POLICY_ID,
             "Invoke the read routes of the singleton-flags API (GET /flags, GET /flags/{name})",
             allow=reader_routes(),
-            deny=reader_denied_routes(),
+            deny=reader_deny_paths(),
         )
         self.admin_policy = self._build_policy(
             constants.ADMIN_POLICY_ID,
@@ -250,7 +266,7 @@ class Api(Construct):
         description: str,
         *,
         allow: tuple[Route, ...],
-        deny: tuple[Route, ...],
+        deny: tuple[str, ...],
     ) -> iam.ManagedPolicy:
         statements = [
             iam.PolicyStatement(
@@ -265,7 +281,7 @@ class Api(Construct):
                     sid="DenyOtherRoutesUnderWildcard",
                     effect=iam.Effect.DENY,
                     actions=["execute-api:Invoke"],
-                    resources=[self._arn(route.method, route.path) for route in deny],
+                    resources=[self._arn(*_method_and_path(pattern)) for pattern in deny],
                 )
             )
         policy = iam.ManagedPolicy(self, construct_id, description=description, statements=statements)
@@ -275,7 +291,8 @@ class Api(Construct):
                     policy,
                     "AwsSolutions-IAM5",
                     f"'*' stands for the path parameter of {route.method} {route.path} (any flag name), on this API "
-                    "and stage only; static routes it would also match are denied by the reader policy.",
+                    "and stage only; static routes it would also match (and below them) are denied by the reader "
+                    "policy.",
                     finding=f"Resource::{self._finding_arn(route.method, execute_api_path(route))}",
                 )
         return policy

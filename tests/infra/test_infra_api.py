@@ -160,7 +160,51 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
     assert allow["Effect"] == "Allow"
     assert invoke_arns(synth, allow) == {"GET/flags", "GET/flags/*"}
     assert deny["Effect"] == "Deny"
-    assert invoke_arns(synth, deny) == {"GET/flags/history"}
+    # every static child of /flags, in both forms (a trailing slash and below), from the route table
+    assert invoke_arns(synth, deny) == {"GET/flags/history", "GET/flags/history/*",
+                                        "GET/flags/revert", "GET/flags/revert/*"}
+
+
+def allowed(synth: Synth, output: str, request: str) -> bool:
+    """IAM's evaluation of ``request`` (``METHOD/path``) under one managed policy: an explicit deny wins,
+    then an allow; ``*`` matches any run of characters, ``/`` included (as in an execute-api ARN)."""
+    from fnmatch import fnmatchcase
+
+    verdicts = {statement["Effect"]: any(fnmatchcase(request, pattern) for pattern in invoke_arns(synth, statement))
+                for statement in managed_policy(synth, output)}
+    return not verdicts.get("Deny", False) and verdicts.get("Allow", False)
+
+
+@pytest.mark.parametrize(
+    ("request_path", "reader"),
+    [
+        ("GET/flags", True),
+        ("GET/flags/signup_enabled", True),
+        ("GET/flags/history_days", True),  # a flag whose name begins like a static route stays readable
+        ("GET/flags/history", False),
+        ("GET/flags/history/", False),
+        ("GET/flags/history/x", False),
+        ("GET/flags/revert", False),
+        ("GET/flags/revert/", False),
+        ("POST/flags/revert", False),
+        ("PATCH/flags", False),
+        ("PATCH/flags/signup_enabled", False),
+        ("DELETE/flags", False),
+    ],
+)
+def test_reader_policy_as_iam_evaluates_it(synth: Synth, request_path: str, reader: bool) -> None:
+    assert allowed(synth, "ReaderPolicyArn", request_path) is reader
+
+
+def test_a_new_static_route_under_flags_is_denied_to_readers_by_construction() -> None:
+    from flags.routes import WRITE_FUNCTION, Route
+
+    from infra.api import reader_deny_paths
+
+    routes = (*ROUTES, Route("GET", "/flags/schedules", WRITE_FUNCTION), Route("PUT", "/flags/guards", WRITE_FUNCTION))
+    denied = reader_deny_paths(routes)
+    assert {"GET/flags/schedules", "GET/flags/schedules/*", "GET/flags/guards", "GET/flags/guards/*"} <= set(denied)
+    assert "GET/flags/*" not in denied and "GET/flags" not in denied
 
 
 def test_admin_policy_allows_every_route(synth: Synth) -> None:
