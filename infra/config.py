@@ -435,11 +435,17 @@ def load_config(path: str | Path = "cdk.json") -> FlagsConfig:
     return parse_config(document.get("context", {}).get(CONTEXT_KEY))
 
 
-def schedule_payload(window_name: str, action: str) -> dict[str, str]:
-    """The event a window's schedule sends to the maintenance function (the local runner sends the same)."""
+# EventBridge Scheduler's context attribute, replaced by the time the occurrence was scheduled for
+# (e.g. 2022-03-22T18:59:43Z) in each delivery's input.
+SCHEDULED_TIME_ATTRIBUTE = "<aws.scheduler.scheduled-time>"
+
+
+def schedule_payload(window_name: str, action: str, scheduled_time: str = SCHEDULED_TIME_ATTRIBUTE) -> dict[str, str]:
+    """The event a window's schedule sends to the maintenance function. Deployed, Scheduler substitutes the
+    occurrence's scheduled time; the local runner passes the current time."""
     if action not in ACTIONS:
         raise ValueError(f"action must be one of {ACTIONS}, got {action!r}")
-    return {"action": action, "window": window_name}
+    return {"action": action, "window": window_name, "scheduled_time": scheduled_time}
 
 
 def function_environment(config: FlagsConfig, table_name: str, function: str) -> dict[str, str]:

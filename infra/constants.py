@@ -18,6 +18,7 @@ from flags.vocabulary import (  # noqa: F401 - the functions' own names: alarms 
     READS as METRIC_READS,
     REFUSALS as METRIC_REFUSALS,
     WINDOW_ENDS as METRIC_WINDOW_ENDS,
+    WINDOW_FAILURES as METRIC_WINDOW_FAILURES,
     WINDOW_SKIPS as METRIC_WINDOW_SKIPS,
     WINDOW_STARTS as METRIC_WINDOW_STARTS,
     WRITE_CONFLICTS as METRIC_WRITE_CONFLICTS,
@@ -73,6 +74,15 @@ SCHEDULE_RETRY_ATTEMPTS = 3
 SCHEDULE_MAX_EVENT_AGE_SECONDS = 3600
 SCHEDULE_MIN_EVENT_AGE_SECONDS = 60  # EventBridge Scheduler's lower bound
 DLQ_RETENTION_DAYS = 14
+# Lambda's asynchronous invocation of the maintenance function (what Scheduler's delivery hands over to)
+ASYNC_RETRY_ATTEMPTS = 2  # Lambda's maximum
+ASYNC_MAX_EVENT_AGE_SECONDS = 3600
+# Custom resources (seed, API Gateway account role): CloudFormation gives up after this, not after an hour
+CUSTOM_RESOURCE_TIMEOUT_SECONDS = 300
+
+# Tags on every resource that takes them
+TAG_PROJECT = "project"
+TAG_STAGE = "stage"
 
 # STALE reads alarm: "sustained" = STALE served in at least this many of the last N one-minute periods.
 STALE_ALARM_DATAPOINTS = 5

@@ -58,12 +58,14 @@ class Monitoring(Construct):
         stage: apigw.Stage,
         functions: dict[str, lambda_.IFunction],
         dead_letter_queue: sqs.IQueue,
+        failure_queue: sqs.IQueue,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
         self._stage = stage
         self._functions = functions
         self._dead_letter_queue = dead_letter_queue
+        self._failure_queue = failure_queue
         self.topic = self._build_topic() if config.alarm_email else None
         self.alarms: dict[str, cw.Alarm] = {}
         self._build_api_alarms()
@@ -165,6 +167,21 @@ class Monitoring(Construct):
             "A maintenance window start or end could not be delivered: see the dead-letter queue. A missed end "
             "still expires at the window's stored deadline.",
         )
+        self._alarm(
+            "MaintenanceFailures",
+            self._failure_queue.metric_approximate_number_of_messages_visible(
+                period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM
+            ),
+            "The maintenance function failed a window start or end through all of Lambda's retries (DynamoDB "
+            "unavailable, throttled, contention): see the on-failure queue and the function's ERROR logs.",
+        )
+        self._alarm(
+            "WindowFailures",
+            flags_metric(constants.METRIC_WINDOW_FAILURES, FIVE_MINUTES),
+            "A maintenance window delivery was refused and will not be retried: rejected payload, late (a start "
+            "more than half its window after its scheduled time, or an end of an earlier occurrence), or a change "
+            "the store refused (item too large). See the maintenance function's ERROR logs.",
+        )
 
     def _build_read_alarms(self) -> None:
         self._alarm(
@@ -212,9 +229,12 @@ class Monitoring(Construct):
             self._graph("Refusals by error code", [refusals]),
             self._graph(
                 "Maintenance windows",
-                [*self._counts(constants.METRIC_WINDOW_STARTS, constants.METRIC_WINDOW_ENDS, constants.METRIC_WINDOW_SKIPS),
+                [*self._counts(constants.METRIC_WINDOW_STARTS, constants.METRIC_WINDOW_ENDS, constants.METRIC_WINDOW_SKIPS,
+                               constants.METRIC_WINDOW_FAILURES),
                  self._dead_letter_queue.metric_approximate_number_of_messages_visible(
-                     period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Undelivered (DLQ)")],
+                     period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Undelivered (DLQ)"),
+                 self._failure_queue.metric_approximate_number_of_messages_visible(
+                     period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Failed (on-failure queue)")],
             ),
             self._graph(
                 "API latency",

@@ -45,6 +45,7 @@ class FlagsStack(Stack):
             stage=self.api.stage,
             functions=self.functions.functions,
             dead_letter_queue=self.maintenance.dead_letter_queue,
+            failure_queue=self.maintenance.failure_queue,
         )
         self._build_outputs()
 

@@ -7,7 +7,7 @@ maintenance functions ask for ``tracer()``.
 
 Metric vocabulary (EMF, namespace ``SingletonFlags``, dimension ``service`` plus the one named):
 ``Reads`` {reason}, ``CacheRefreshes``, ``CacheRefreshFailures``, ``WriteConflicts``, ``WriteRetries``,
-``ChangesApplied``, ``Refusals`` {code}, ``WindowStarts``, ``WindowEnds``, ``WindowSkips``.
+``ChangesApplied``, ``Refusals`` {code}, ``WindowStarts``, ``WindowEnds``, ``WindowSkips``, ``WindowFailures``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from flags.vocabulary import (  # noqa: F401 - the metric names, re-exported for
     REFUSALS,
     STALE,
     WINDOW_ENDS,
+    WINDOW_FAILURES,
     WINDOW_SKIPS,
     WINDOW_STARTS,
     WRITE_CONFLICTS,

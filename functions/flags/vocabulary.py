@@ -25,6 +25,7 @@ REFUSALS = "Refusals"
 WINDOW_STARTS = "WindowStarts"
 WINDOW_ENDS = "WindowEnds"
 WINDOW_SKIPS = "WindowSkips"
+WINDOW_FAILURES = "WindowFailures"  # a delivery no retry can fix: rejected, late, or a change the store refuses
 DIMENSION_SERVICE = "service"
 DIMENSION_REASON = "reason"
 DIMENSION_CODE = "code"

@@ -141,7 +141,10 @@ def test_each_function_has_its_own_role_with_exactly_what_it_uses(synth: Synth, 
     ]
     statements = tt.role_statements(synth.template, role_id)  # also refuses any attached managed policy
     assert all(statement["Effect"] == "Allow" for statement in statements)
-    assert tt.actions(statements) == TABLE_ACTIONS[name] | LOG_ACTIONS | XRAY_ACTIONS
+    # the maintenance function also hands failed asynchronous events to its on-failure queue (CDK's
+    # SqsDestination grants what sending takes: SendMessage, with GetQueueUrl and GetQueueAttributes)
+    extra = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"} if name == "maintenance" else set()
+    assert tt.actions(statements) == TABLE_ACTIONS[name] | LOG_ACTIONS | XRAY_ACTIONS | extra
 
     table_id, _ = synth.one("AWS::DynamoDB::GlobalTable")
     (table_statement,) = [s for s in statements if any(a.startswith("dynamodb:") for a in tt.as_list(s["Action"]))]
@@ -156,6 +159,11 @@ def test_each_function_has_its_own_role_with_exactly_what_it_uses(synth: Synth, 
 
     (xray_statement,) = [s for s in statements if any(a.startswith("xray:") for a in tt.as_list(s["Action"]))]
     assert xray_statement["Resource"] == "*"  # X-Ray has no resource-level permissions
+
+    if extra:
+        (sqs_statement,) = [s for s in statements if any(a.startswith("sqs:") for a in tt.as_list(s["Action"]))]
+        (queue_id,) = [lid for lid in synth.resources("AWS::SQS::Queue") if lid.startswith("MaintenanceFailureQueue")]
+        assert sqs_statement["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]}
 
 
 def test_roles_are_not_shared(synth: Synth) -> None:

@@ -18,7 +18,7 @@ ALARM_ARNS = "arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:ala
 
 
 def namespace(synth: Synth) -> str:
-    return f"SingletonFlags/{synth.config.stage}"
+    return "SingletonFlags"
 
 
 def alarms(synth: Synth) -> list[dict[str, Any]]:
@@ -79,11 +79,20 @@ def test_function_alarms(synth: Synth, name: str, metric: str) -> None:
     assert_above_zero(alarm)
 
 
-def test_dead_letter_queue_alarm(synth: Synth) -> None:
-    queue_id, _ = synth.one("AWS::SQS::Queue")
+@pytest.mark.parametrize("queue", ["DeadLetterQueue", "FailureQueue"])
+def test_maintenance_queue_alarms(synth: Synth, queue: str) -> None:
+    # the schedules' dead-letter queue (undelivered) and the function's on-failure destination (failed)
+    (queue_id,) = [lid for lid in synth.resources("AWS::SQS::Queue") if lid.startswith(f"Maintenance{queue}")]
     alarm = find(synth, "AWS/SQS", "ApproximateNumberOfMessagesVisible",
                  QueueName={"Fn::GetAtt": [queue_id, "QueueName"]})
     assert_above_zero(alarm, statistic="Maximum")
+
+
+def test_window_failures_alarm(synth: Synth) -> None:
+    # late, rejected or impossible deliveries: the function returns (no retry helps) and counts WindowFailures
+    alarm = find(synth, namespace(synth), "WindowFailures")
+    assert dimensions(alarm) == [SERVICE]
+    assert_above_zero(alarm)
 
 
 def test_no_topic_without_alarm_email(synth: Synth) -> None:
@@ -136,7 +145,7 @@ def test_dashboard_shows_reads_refreshes_conflicts_changes_windows_latency(synth
     metrics = [line for widget in body["widgets"] for line in widget["properties"].get("metrics", [])]
     flags_metrics = {line[1] for line in metrics if line[0] == "SingletonFlags"}
     assert flags_metrics >= {"Reads", "CacheRefreshes", "CacheRefreshFailures", "WriteConflicts", "WriteRetries",
-                             "ChangesApplied", "WindowStarts", "WindowEnds", "WindowSkips"}
+                             "ChangesApplied", "WindowStarts", "WindowEnds", "WindowSkips", "WindowFailures"}
     reasons = {line[line.index("reason") + 1] for line in metrics if line[:2] == ["SingletonFlags", "Reads"]}
     assert reasons == {"STATIC", "CACHED", "STALE", "DEFAULT"}
     latency = [line for line in metrics if "Latency" in line]
