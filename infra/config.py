@@ -22,7 +22,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
-from flags.routes import MAINTENANCE_FUNCTION
+from flags.routes import READ_FUNCTION
 
 from infra.constants import METRICS_NAMESPACE, SERVICE_NAME
 
@@ -461,7 +461,9 @@ def function_environment(config: FlagsConfig, table_name: str, function: str) ->
         "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
     }
-    if function == MAINTENANCE_FUNCTION:
+    if function != READ_FUNCTION:
+        # Every writer of the item knows the windows (the maintenance function acts on them; the write
+        # function and the seed can size the item with the owner a window may store on it).
         environment["MAINTENANCE_WINDOWS"] = windows_env(config)
     return environment
 

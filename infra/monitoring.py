@@ -188,7 +188,8 @@ class Monitoring(Construct):
             "DefaultReads",
             reads("DEFAULT"),
             "Readers were served the declared fallbacks (DEFAULT): the settings item is missing or DynamoDB has "
-            "been unreachable for longer than max_stale.",
+            "been unreachable for longer than max_stale. A missing item: `flagctl restore` brings it back from "
+            "the audit trail (docs/operations.md).",
         )
         self._alarm(
             "StaleReadsSustained",

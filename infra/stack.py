@@ -30,10 +30,9 @@ class FlagsStack(Stack):
         """``declarations`` defaults to functions/flags/declarations.json (tests pass another set)."""
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
-        self.storage = Storage(
-            self, constants.STORAGE_ID, log_retention_days=config.log_retention_days, declarations=declarations
-        )
+        self.storage = Storage(self, constants.STORAGE_ID, declarations=declarations)
         self.functions = Functions(self, constants.FUNCTIONS_ID, config=config, table=self.storage.table)
+        self.storage.add_seed(self.functions.seed)
         self.api = Api(self, constants.API_ID, config=config, functions=self.functions.functions)
         self.maintenance = Maintenance(
             self, constants.MAINTENANCE_ID, config=config, function=self.functions.maintenance

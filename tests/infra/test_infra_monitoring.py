@@ -55,6 +55,8 @@ def test_default_reads_alarm_on_the_first_fallback(synth: Synth) -> None:
     alarm = find(synth, "SingletonFlags", "Reads", reason="DEFAULT")
     assert dimensions(alarm) == [{"Name": "reason", "Value": "DEFAULT"}, SERVICE]
     assert_above_zero(alarm, period=60)
+    # the operator is told how to bring a missing item back
+    assert "flagctl restore" in alarm["AlarmDescription"]
 
 
 def test_stale_reads_alarm_when_sustained(synth: Synth) -> None:
