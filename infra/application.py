@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import App, Validations
+from aws_cdk import App, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 from flags.declarations import Declarations
 
@@ -29,8 +29,11 @@ def build_app(
         config=config,
         declarations=declarations,
         stack_name=constants.stack_name(config.stage),
+        termination_protection=config.termination_protection,
         description="singleton-flags: application-wide flags in one DynamoDB item, behind an IAM-authorised API",
     )
+    Tags.of(stack).add(constants.TAG_PROJECT, constants.SERVICE_NAME)
+    Tags.of(stack).add(constants.TAG_STAGE, config.stage)
     # cdk-nag v3 is a policy-validation plugin: findings fail `cdk synth` (and app.synth()) and land in the
     # cloud assembly's policy-validation report; acknowledgments are written to template metadata too.
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True, write_suppressions_to_cloud_formation=True))

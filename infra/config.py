@@ -41,7 +41,7 @@ MAX_WINDOW = timedelta(hours=24)
 
 _WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
 _TOP_FIELDS = {"stage", "cache_max_age_seconds", "max_stale_seconds", "audit_retention_days", "log_retention_days",
-               "api_throttling", "alarm_email", "maintenance_windows", "system_log_level"}
+               "api_throttling", "alarm_email", "maintenance_windows", "system_log_level", "termination_protection"}
 # Lambda's platform (START/END/REPORT) log level. WARN keeps those lines out of the bill; INFO brings them back.
 SYSTEM_LOG_LEVELS = ("DEBUG", "INFO", "WARN")
 DEFAULT_SYSTEM_LOG_LEVEL = "WARN"
@@ -88,6 +88,7 @@ class FlagsConfig:
     alarm_email: str
     maintenance_windows: tuple[MaintenanceWindow, ...]
     system_log_level: str = DEFAULT_SYSTEM_LOG_LEVEL
+    termination_protection: bool = True
 
     def window(self, name: str) -> MaintenanceWindow:
         for window in self.maintenance_windows:
@@ -405,6 +406,9 @@ def parse_config(raw: Any) -> FlagsConfig:
     if system_log_level not in SYSTEM_LOG_LEVELS:
         raise ConfigError(f"{path}.system_log_level", f"must be one of {list(SYSTEM_LOG_LEVELS)}, "
                                                       f"got {system_log_level!r}")
+    termination_protection = raw.get("termination_protection", True)
+    if not isinstance(termination_protection, bool):
+        raise ConfigError(f"{path}.termination_protection", f"must be true or false, got {termination_protection!r}")
     alarm_email = _string(raw.get("alarm_email", ""), f"{path}.alarm_email")
     if alarm_email and not EMAIL_PATTERN.match(alarm_email):
         raise ConfigError(f"{path}.alarm_email", f"must be an email address or empty, got {alarm_email!r}")
@@ -420,6 +424,7 @@ def parse_config(raw: Any) -> FlagsConfig:
         alarm_email=alarm_email,
         maintenance_windows=_windows(raw.get("maintenance_windows", []), f"{path}.maintenance_windows"),
         system_log_level=system_log_level,
+        termination_protection=termination_protection,
     )
 
 

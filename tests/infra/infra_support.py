@@ -2,8 +2,8 @@
 
 ``cdk.json`` is the app exactly as the repository configures it (what `cdk deploy` ships); the variant
 changes what cdk.json cannot show at once: an alarm email (SNS topic), a second window given by an explicit
-end cron, other throttling and stage, platform log lines back on, and one more declared flag (the seed must
-pick it up).
+end cron, other throttling and stage, platform log lines back on, termination protection off, and one more
+declared flag (the seed must pick it up).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class Synth:
     declarations: Any
     outdir: Path
     validation_report: dict[str, Any] = field(default_factory=dict)
+    termination_protection: bool | None = None
 
     def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
         return tt.resources(self.template, resource_type)
@@ -79,6 +80,7 @@ def variant_context() -> dict[str, Any]:
     settings["api_throttling"] = {"read": {"rate_limit": 50, "burst_limit": 100},
                                   "write": {"rate_limit": 2, "burst_limit": 4}}
     settings["maintenance_windows"] = [*settings["maintenance_windows"], NIGHTLY_WINDOW]
+    settings["termination_protection"] = False
     return context
 
 
@@ -105,6 +107,7 @@ def synthesize(context: dict[str, Any], outdir: Path, declarations: Any = None) 
         declarations=declarations if declarations is not None else load_declarations(),
         outdir=outdir,
         validation_report=json.loads(report_file.read_text()) if report_file.exists() else {},
+        termination_protection=artifact.termination_protection,
     )
 
 
