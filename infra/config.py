@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterBadDateError, croniter
 from flags.routes import READ_FUNCTION
 
-from infra.constants import METRICS_NAMESPACE, SERVICE_NAME
+from infra.constants import SERVICE_NAME, metrics_namespace
 
 CONTEXT_KEY = "singleton-flags"
 STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
@@ -42,6 +42,9 @@ MAX_WINDOW = timedelta(hours=24)
 _WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
 _TOP_FIELDS = {"stage", "cache_max_age_seconds", "max_stale_seconds", "audit_retention_days", "log_retention_days",
                "api_throttling", "alarm_email", "maintenance_windows", "system_log_level", "termination_protection"}
+# `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
+# be overridden with -c).
+STAGE_CONTEXT_KEY = "stage"
 # Lambda's platform (START/END/REPORT) log level. WARN keeps those lines out of the bill; INFO brings them back.
 SYSTEM_LOG_LEVELS = ("DEBUG", "INFO", "WARN")
 DEFAULT_SYSTEM_LOG_LEVEL = "WARN"
@@ -387,9 +390,21 @@ def _windows(raw: Any, path: str) -> tuple[MaintenanceWindow, ...]:
 # ---------------------------------------------------------------------------------------------- entry points
 
 
-def parse_config(raw: Any) -> FlagsConfig:
-    """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``)."""
+def _logging_role(value: Any, path: str) -> str:
+    if value in (LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING) or (isinstance(value, str) and ROLE_ARN_PATTERN.match(value)):
+        return value
+    raise ConfigError(path, f"must be '{LOGGING_ROLE_AUTO}', '{LOGGING_ROLE_EXISTING}' or an IAM role ARN "
+                            f"(arn:aws:iam::<12-digit account>:role/<name>), got {value!r}")
+
+
+def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
+    """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``).
+
+    ``stage`` (the context's top-level ``stage``, from ``-c stage=<name>``) overrides the object's ``stage``.
+    """
     path = CONTEXT_KEY
+    if stage is not None:
+        _string(stage, STAGE_CONTEXT_KEY, STAGE_PATTERN)
     if raw is None:
         raise ConfigError(path, "is missing from cdk.json's context")
     if isinstance(raw, str):
@@ -413,7 +428,7 @@ def parse_config(raw: Any) -> FlagsConfig:
     if alarm_email and not EMAIL_PATTERN.match(alarm_email):
         raise ConfigError(f"{path}.alarm_email", f"must be an email address or empty, got {alarm_email!r}")
     return FlagsConfig(
-        stage=_string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN),
+        stage=stage if stage is not None else _string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN),
         cache_max_age_seconds=_int(_require(raw, "cache_max_age_seconds", path), f"{path}.cache_max_age_seconds",
                                    1, 300),
         max_stale_seconds=_int(_require(raw, "max_stale_seconds", path), f"{path}.max_stale_seconds", 0, 3600),
@@ -464,7 +479,8 @@ def function_environment(config: FlagsConfig, table_name: str, function: str) ->
         "FLAGS_MAX_STALE_SECONDS": str(config.max_stale_seconds),
         "FLAGS_AUDIT_RETENTION_DAYS": str(config.audit_retention_days),
         "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
-        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+        # One namespace per stage: two stages in one account and region never count each other's metrics.
+        "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config.stage),
     }
     if function != READ_FUNCTION:
         # Every writer of the item knows the windows (the maintenance function acts on them; the write

@@ -39,11 +39,21 @@ POWERTOOLS_LAYER_PARAMETER = (
 
 
 def stack_name(stage: str) -> str:
+    """The stack's name, and its construct id: one stack per stage, side by side in one app or account."""
     return f"{SERVICE_NAME}-{stage}"
 
 
-# Construct ids
-STACK_ID = "SingletonFlags"
+def metrics_namespace(stage: str) -> str:
+    """The functions' EMF namespace in a stage (POWERTOOLS_METRICS_NAMESPACE), watched by that stage's alarms."""
+    return f"{METRICS_NAMESPACE}/{stage}"
+
+
+def sampling_rule_name(stage: str) -> str:
+    """The read routes' X-Ray sampling rule: account-wide, so named per stage (X-Ray allows 32 characters)."""
+    return f"flags-{stage}-read"
+
+
+# Construct ids (the stack's is its name: constants.stack_name)
 STORAGE_ID = "Storage"
 TABLE_ID = "Table"
 SEED_ID = "Seed"

@@ -5,7 +5,7 @@ print: a renamed metric cannot leave an alarm watching nothing.
 """
 
 DEFAULT_SERVICE = "singleton-flags"  # POWERTOOLS_SERVICE_NAME
-DEFAULT_NAMESPACE = "SingletonFlags"  # POWERTOOLS_METRICS_NAMESPACE
+DEFAULT_NAMESPACE = "SingletonFlags"  # POWERTOOLS_METRICS_NAMESPACE: the stack sets SingletonFlags/<stage>
 
 # Where a read's values came from, in OpenFeature's vocabulary (see flags.reader).
 STATIC = "STATIC"

@@ -3,7 +3,8 @@
 ``cdk.json`` is the app exactly as the repository configures it (what `cdk deploy` ships); the variant
 changes what cdk.json cannot show at once: an alarm email (SNS topic), a second window given by an explicit
 end cron, other throttling and stage, platform log lines back on, termination protection off, and one more
-declared flag (the seed must pick it up).
+declared flag (the seed must pick it up). ``two_stages`` is one app holding cdk.json's stage and a ``dev``
+stage.
 """
 
 from __future__ import annotations
@@ -109,6 +110,32 @@ def synthesize(context: dict[str, Any], outdir: Path, declarations: Any = None) 
         validation_report=json.loads(report_file.read_text()) if report_file.exists() else {},
         termination_protection=artifact.termination_protection,
     )
+
+
+def synthesize_two_stages(context: dict[str, Any], outdir: Path) -> dict[str, Synth]:
+    """One app, two stacks: the context's stage, and ``dev``."""
+    import dataclasses
+
+    from aws_cdk import App
+    from flags.declarations import load_declarations
+
+    from infra.application import add_stage
+    from infra.config import CONTEXT_KEY, parse_config
+
+    app = App(context=context, outdir=str(outdir))
+    first = parse_config(context[CONTEXT_KEY])
+    second = dataclasses.replace(first, stage="dev")
+    stacks = {config.stage: add_stage(app, config) for config in (first, second)}
+    assembly = app.synth()
+    return {
+        stage: Synth(
+            template=assembly.get_stack_artifact(stack.artifact_id).template,
+            config=stack.config,
+            declarations=load_declarations(),
+            outdir=outdir,
+        )
+        for stage, stack in stacks.items()
+    }
 
 
 @dataclass

@@ -12,7 +12,6 @@ from infra_support import CliSynth, Synth
 
 pytestmark = pytest.mark.infra
 
-STACK = "SingletonFlags"
 # What cdk-nag reports and the stack acknowledges, each next to its resource with its reason (infra/*.py).
 # (rule id as reported, construct path below the stack with the stage name as {stage})
 ACKNOWLEDGED = {
@@ -52,6 +51,10 @@ CFN_LINT_EXCLUSIONS = {
 CFN_LINT_REGIONS = ["us-east-1", "eu-west-1"]
 
 
+def stack_name(synth: Synth) -> str:
+    return f"singleton-flags-{synth.config.stage}"
+
+
 def nag_report(synth: Synth) -> dict[str, Any]:
     (report,) = [r for r in synth.validation_report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
     return report
@@ -79,7 +82,7 @@ def test_cdk_nag_acknowledgments_are_the_known_ones_each_scoped_and_reasoned(any
         assert path.startswith(finding["acknowledgedAt"] + "/"), finding["acknowledgedAt"]
         assert finding["acknowledgedAt"].count("/") >= 2, finding["acknowledgedAt"]
         assert len(finding["reason"]) > 60, finding["reason"]
-        relative = path.removeprefix(f"{STACK}/").replace(f"DeploymentStage.{any_synth.config.stage}/",
+        relative = path.removeprefix(f"{stack_name(any_synth)}/").replace(f"DeploymentStage.{any_synth.config.stage}/",
                                                           "DeploymentStage.{stage}/")
         acknowledged.add((short_rule(finding["ruleName"]), relative))
     assert acknowledged == ACKNOWLEDGED
@@ -124,7 +127,7 @@ def test_npx_cdk_synth_with_the_pinned_cli(cli_synth: CliSynth, synth: Synth) ->
     # Given the pinned CLI synthesizes cdk.json's app (offline, in the background since the session began)
     returncode, output = cli_synth.wait()
     assert returncode == 0, output[-4000:]
-    cli_template = json.loads((cli_synth.outdir / f"{STACK}.template.json").read_text())
+    cli_template = json.loads((cli_synth.outdir / f"{stack_name(synth)}.template.json").read_text())
 
     # Then it deploys exactly what the tests asserted (the CLI only adds its version-reporting resource)
     resources = {lid: r for lid, r in cli_template["Resources"].items() if r["Type"] != "AWS::CDK::Metadata"}

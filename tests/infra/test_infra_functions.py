@@ -92,7 +92,7 @@ def test_function_environment(synth: Synth, name: str) -> None:
         "FLAGS_MAX_STALE_SECONDS": "300",
         "FLAGS_AUDIT_RETENTION_DAYS": "365",
         "POWERTOOLS_SERVICE_NAME": "singleton-flags",
-        "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags",
+        "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags/prod",
     }
     if name != "read":  # every writer of the item knows the windows
         expected["MAINTENANCE_WINDOWS"] = json.dumps({"weekly-patching": {"duration_seconds": 3600}},

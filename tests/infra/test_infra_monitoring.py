@@ -18,7 +18,7 @@ ALARM_ARNS = "arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:ala
 
 
 def namespace(synth: Synth) -> str:
-    return "SingletonFlags"
+    return f"SingletonFlags/{synth.config.stage}"
 
 
 def alarms(synth: Synth) -> list[dict[str, Any]]:
@@ -52,7 +52,7 @@ def assert_above_zero(alarm: dict[str, Any], *, statistic: str = "Sum", evaluati
 
 
 def test_default_reads_alarm_on_the_first_fallback(synth: Synth) -> None:
-    alarm = find(synth, "SingletonFlags", "Reads", reason="DEFAULT")
+    alarm = find(synth, namespace(synth), "Reads", reason="DEFAULT")
     assert dimensions(alarm) == [{"Name": "reason", "Value": "DEFAULT"}, SERVICE]
     assert_above_zero(alarm, period=60)
     # the operator is told how to bring a missing item back
@@ -60,7 +60,7 @@ def test_default_reads_alarm_on_the_first_fallback(synth: Synth) -> None:
 
 
 def test_stale_reads_alarm_when_sustained(synth: Synth) -> None:
-    alarm = find(synth, "SingletonFlags", "Reads", reason="STALE")
+    alarm = find(synth, namespace(synth), "Reads", reason="STALE")
     assert dimensions(alarm) == [{"Name": "reason", "Value": "STALE"}, SERVICE]
     assert_above_zero(alarm, period=60, evaluation=10, datapoints=5)
 
@@ -145,10 +145,10 @@ def test_dashboard_shows_reads_refreshes_conflicts_changes_windows_latency(synth
     assert {"Reads by reason", "Cache refreshes", "Changes and conflicts", "Maintenance windows",
             "API latency", "Refusals by error code", "Alarms"} <= titles
     metrics = [line for widget in body["widgets"] for line in widget["properties"].get("metrics", [])]
-    flags_metrics = {line[1] for line in metrics if line[0] == "SingletonFlags"}
+    flags_metrics = {line[1] for line in metrics if line[0] == namespace(synth)}
     assert flags_metrics >= {"Reads", "CacheRefreshes", "CacheRefreshFailures", "WriteConflicts", "WriteRetries",
                              "ChangesApplied", "WindowStarts", "WindowEnds", "WindowSkips", "WindowFailures"}
-    reasons = {line[line.index("reason") + 1] for line in metrics if line[:2] == ["SingletonFlags", "Reads"]}
+    reasons = {line[line.index("reason") + 1] for line in metrics if line[:2] == [namespace(synth), "Reads"]}
     assert reasons == {"STATIC", "CACHED", "STALE", "DEFAULT"}
     latency = [line for line in metrics if "Latency" in line]
     assert {line[-1]["stat"] for line in latency} == {"p50", "p99"}
