@@ -93,12 +93,17 @@ class Api(Construct):
         *,
         config: FlagsConfig,
         functions: dict[str, lambda_.IFunction],
+        account_setting: CustomResource | None = None,
     ) -> None:
+        """``account_setting``: what sets API Gateway's account-level CloudWatch Logs role; the stage waits
+        for it (its access logging cannot be created before the account has the role)."""
         super().__init__(scope, construct_id)
         self._config = config
         self._functions = functions
         self.access_logs = log_group(self, "AccessLogs", config.log_retention_days)
         self.rest_api = self._build_rest_api()
+        if account_setting is not None:
+            self.stage.node.add_dependency(account_setting)
         self._acknowledge_stage()
         self._build_routes()
         self._build_no_route_answers()
@@ -124,9 +129,9 @@ class Api(Construct):
         acknowledge(
             self.stage,
             "AwsSolutions-APIG6",
-            "Execution logging needs the account-wide API Gateway CloudWatch role, which this stack deliberately "
-            "does not own (@aws-cdk/aws-apigateway:disableCloudWatchRole). Every request is in the JSON access log "
-            "and every function logs its own errors.",
+            "Execution logging is off on purpose: it would ingest every request's execution trace (the read path's "
+            "main log cost). Every request is in the JSON access log and every function logs its own errors. "
+            "(The account-level CloudWatch Logs role that access logging needs is set by ApiGatewayAccount.)",
         )
         acknowledge(
             self.stage,

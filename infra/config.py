@@ -41,10 +41,17 @@ MAX_WINDOW = timedelta(hours=24)
 
 _WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
 _TOP_FIELDS = {"stage", "cache_max_age_seconds", "max_stale_seconds", "audit_retention_days", "log_retention_days",
-               "api_throttling", "alarm_email", "maintenance_windows", "system_log_level", "termination_protection"}
+               "api_throttling", "alarm_email", "maintenance_windows", "system_log_level",
+               "apigw_account_logging_role", "termination_protection"}
 # `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
 # be overridden with -c).
 STAGE_CONTEXT_KEY = "stage"
+# API Gateway's account-level CloudWatch Logs role (needed by the stage's access logging):
+# auto = create one and set it where the account has none; existing = the account already has one;
+# or the ARN of a role to set where the account has none. A role already set is never overwritten.
+LOGGING_ROLE_AUTO = "auto"
+LOGGING_ROLE_EXISTING = "existing"
+ROLE_ARN_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 # Lambda's platform (START/END/REPORT) log level. WARN keeps those lines out of the bill; INFO brings them back.
 SYSTEM_LOG_LEVELS = ("DEBUG", "INFO", "WARN")
 DEFAULT_SYSTEM_LOG_LEVEL = "WARN"
@@ -91,6 +98,7 @@ class FlagsConfig:
     alarm_email: str
     maintenance_windows: tuple[MaintenanceWindow, ...]
     system_log_level: str = DEFAULT_SYSTEM_LOG_LEVEL
+    apigw_account_logging_role: str = LOGGING_ROLE_AUTO
     termination_protection: bool = True
 
     def window(self, name: str) -> MaintenanceWindow:
@@ -439,6 +447,8 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
         alarm_email=alarm_email,
         maintenance_windows=_windows(raw.get("maintenance_windows", []), f"{path}.maintenance_windows"),
         system_log_level=system_log_level,
+        apigw_account_logging_role=_logging_role(raw.get("apigw_account_logging_role", LOGGING_ROLE_AUTO),
+                                                 f"{path}.apigw_account_logging_role"),
         termination_protection=termination_protection,
     )
 

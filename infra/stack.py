@@ -9,6 +9,7 @@ from constructs import Construct
 from flags.declarations import Declarations
 
 from infra import constants
+from infra.account import ApiGatewayAccount
 from infra.api import Api
 from infra.config import FlagsConfig
 from infra.functions import Functions
@@ -33,7 +34,9 @@ class FlagsStack(Stack):
         self.storage = Storage(self, constants.STORAGE_ID, declarations=declarations)
         self.functions = Functions(self, constants.FUNCTIONS_ID, config=config, table=self.storage.table)
         self.storage.add_seed(self.functions.seed)
-        self.api = Api(self, constants.API_ID, config=config, functions=self.functions.functions)
+        self.apigw_account = ApiGatewayAccount(self, constants.ACCOUNT_ID, config=config, code=self.functions.code)
+        self.api = Api(self, constants.API_ID, config=config, functions=self.functions.functions,
+                       account_setting=self.apigw_account.setting)
         self.maintenance = Maintenance(
             self, constants.MAINTENANCE_ID, config=config, function=self.functions.maintenance
         )

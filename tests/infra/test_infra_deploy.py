@@ -1,5 +1,5 @@
-"""What sets one deployment apart from another: stages side by side in one account, tags, termination
-protection."""
+"""What a first deploy needs from the account and what sets one deployment apart from another: API Gateway's
+account-level logging role, stages side by side in one account, tags, termination protection."""
 
 from __future__ import annotations
 
@@ -8,15 +8,95 @@ from typing import Any
 
 import pytest
 import template_tools as tt
-from infra_support import Synth, cdk_json_context
+from infra_support import VARIANT_LOGGING_ROLE, Synth, cdk_json_context
 
 from infra.config import CONTEXT_KEY, ConfigError, parse_config
 
 pytestmark = pytest.mark.infra
 
+ACCOUNT_SETTING = "Custom::ApiGatewayAccountLoggingRole"
+ACCOUNT_HANDLER = "apigw_account.handler.handler"
+PUSH_TO_LOGS = "arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"
+
 
 def settings(**changes: Any) -> dict[str, Any]:
     return {**cdk_json_context()[CONTEXT_KEY], **changes}
+
+
+def apigateway_roles(synth: Synth) -> dict[str, dict[str, Any]]:
+    """Roles API Gateway may assume (the account-level CloudWatch Logs role)."""
+    return {
+        lid: role for lid, role in synth.resources("AWS::IAM::Role").items()
+        if any(s["Principal"] == {"Service": "apigateway.amazonaws.com"}
+               for s in role["Properties"]["AssumeRolePolicyDocument"]["Statement"])
+    }
+
+
+def stage_dependencies(synth: Synth) -> list[str]:
+    (_, stage), = synth.resources("AWS::ApiGateway::Stage").items()
+    return tt.as_list(stage.get("DependsOn", []))
+
+
+# ---------------------------------------------------------------------------------------------- account logging role
+
+
+def test_auto_mode_creates_a_logging_role_and_sets_it_only_where_none_is_set(synth: Synth) -> None:
+    # Given cdk.json (apigw_account_logging_role: auto)
+    assert synth.config.apigw_account_logging_role == "auto"
+    (setting_id, setting), = synth.resources(ACCOUNT_SETTING).items()
+    # Then a retained role API Gateway can assume, with AWS's documented policy, is what the setting applies
+    (role_id, role), = apigateway_roles(synth).items()
+    assert [tt.render(arn) for arn in role["Properties"]["ManagedPolicyArns"]] == [PUSH_TO_LOGS]
+    assert role["DeletionPolicy"] == "Retain"  # the account setting outlives the stack: so must its role
+    assert setting["Properties"]["RoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    # And the setting is our own function's custom resource, retained, and the stage waits for it
+    assert setting["DeletionPolicy"] == "Retain"
+    function_id = tt.referenced_id(setting["Properties"]["ServiceToken"])
+    assert synth.template["Resources"][function_id]["Properties"]["Handler"] == ACCOUNT_HANDLER
+    assert setting_id in stage_dependencies(synth)
+
+
+def test_account_setting_function_may_only_read_and_set_the_account_and_pass_that_role(synth: Synth) -> None:
+    (_, setting), = synth.resources(ACCOUNT_SETTING).items()
+    function_id = tt.referenced_id(setting["Properties"]["ServiceToken"])
+    role_id = tt.referenced_id(synth.template["Resources"][function_id]["Properties"]["Role"])
+    statements = tt.role_statements(synth.template, role_id)
+    by_action = {action: s for s in statements for action in tt.as_list(s["Action"])}
+    assert set(by_action) == {"apigateway:GET", "apigateway:PATCH", "iam:PassRole",
+                              "logs:CreateLogStream", "logs:PutLogEvents"}
+    account = "arn:<AWS::Partition>:apigateway:<AWS::Region>::/account"
+    assert tt.render(by_action["apigateway:GET"]["Resource"]) == account
+    assert tt.render(by_action["apigateway:PATCH"]["Resource"]) == account
+    assert by_action["iam:PassRole"]["Resource"] == setting["Properties"]["RoleArn"]
+    assert by_action["iam:PassRole"]["Condition"] == {"StringEquals": {"iam:PassedToService":
+                                                                       "apigateway.amazonaws.com"}}
+
+
+def test_an_explicit_role_arn_is_set_only_where_none_is_set_and_no_role_is_created(variant: Synth) -> None:
+    (setting_id, setting), = variant.resources(ACCOUNT_SETTING).items()
+    assert setting["Properties"]["RoleArn"] == VARIANT_LOGGING_ROLE
+    assert apigateway_roles(variant) == {}
+    assert setting_id in stage_dependencies(variant)
+
+
+def test_existing_mode_creates_nothing_at_the_account_level(two_stages: dict[str, Synth]) -> None:
+    dev = two_stages["dev"]
+    assert dev.config.apigw_account_logging_role == "existing"
+    assert dev.resources(ACCOUNT_SETTING) == {}
+    assert apigateway_roles(dev) == {}
+
+
+@pytest.mark.parametrize("value", ["", "none", "arn:aws:iam::123:role/x", "arn:aws:iam::123456789012:user/x", 7])
+def test_a_bad_logging_role_setting_is_refused_naming_its_key(value: Any) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(settings(apigw_account_logging_role=value))
+    assert caught.value.path == f"{CONTEXT_KEY}.apigw_account_logging_role"
+
+
+@pytest.mark.parametrize("value", ["auto", "existing", "arn:aws:iam::123456789012:role/service-role/apigw-logs",
+                                   "arn:aws-us-gov:iam::123456789012:role/apigw"])
+def test_the_logging_role_setting_accepts_its_three_forms(value: str) -> None:
+    assert parse_config(settings(apigw_account_logging_role=value)).apigw_account_logging_role == value
 
 
 # ---------------------------------------------------------------------------------------------- stages side by side
