@@ -104,7 +104,9 @@ def test_stage_throttling_tracing_and_access_logs(any_synth: Synth) -> None:
     assert log_group["Properties"]["RetentionInDays"] == config.log_retention_days
     fields = json.loads(access["Format"])
     assert fields["userArn"] == "$context.identity.userArn"
-    assert {"requestId", "status", "resourcePath", "httpMethod", "responseLatency"} <= set(fields)
+    # who, what, how it ended, how long: nothing the other fields or the function's own log already say
+    assert set(fields) == {"requestId", "requestTime", "ip", "userArn", "httpMethod", "path", "status",
+                           "responseLatency", "errorType", "errorMessage", "xrayTraceId"}
 
 
 # ---------------------------------------------------------------------------------------------- time budgets
@@ -125,6 +127,22 @@ def test_each_function_times_out_before_its_integration_which_fits_api_gateways_
         assert functions[function_id]["Properties"]["Timeout"] * 1000 < timeout_ms, (method, path)
     _, write = tt.function_by_handler(synth.template, HANDLERS["write"])
     assert write["Properties"]["Timeout"] == 20
+
+
+# ---------------------------------------------------------------------------------------------- tracing
+
+
+def test_read_routes_are_traced_at_a_low_rate_by_a_per_stage_sampling_rule(any_synth: Synth) -> None:
+    (_, rule), = any_synth.resources("AWS::XRay::SamplingRule").items()
+    properties = rule["Properties"]["SamplingRule"]
+    stage = any_synth.config.stage
+    assert properties["RuleName"] == f"flags-{stage}-read" and len(properties["RuleName"]) <= 32
+    assert properties["ServiceName"] == f"singleton-flags-{stage}/{stage}"  # API Gateway's: <api name>/<stage>
+    assert properties["ServiceType"] == "AWS::ApiGateway::Stage"
+    assert properties["HTTPMethod"] == "GET"
+    assert properties["URLPath"] == "*"  # with or without the stage prefix: every GET of this stage
+    assert (properties["ReservoirSize"], properties["FixedRate"]) == (0, 0.01)
+    assert properties["Version"] == 1
 
 
 def test_api_is_regional_and_gateway_errors_follow_the_contract(synth: Synth) -> None:

@@ -113,10 +113,12 @@ def test_two_stages_in_one_app_share_no_name_and_no_metric(two_stages: dict[str,
     def names(synth: Synth) -> dict[str, Any]:
         (_, api), = synth.resources("AWS::ApiGateway::RestApi").items()
         (_, group), = synth.resources("AWS::Scheduler::ScheduleGroup").items()
+        (_, rule), = synth.resources("AWS::XRay::SamplingRule").items()
         (_, dashboard), = synth.resources("AWS::CloudWatch::Dashboard").items()
         return {
             "api": api["Properties"]["Name"],
             "group": group["Properties"]["Name"],
+            "sampling rule": rule["Properties"]["SamplingRule"]["RuleName"],
             "dashboard": json.dumps(dashboard["Properties"]["DashboardName"]),
             "namespaces": flags_alarm_namespaces(synth),
         }
