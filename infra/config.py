@@ -42,7 +42,7 @@ MAX_WINDOW = timedelta(hours=24)
 _WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
 _TOP_FIELDS = {"stage", "cache_max_age_seconds", "max_stale_seconds", "audit_retention_days", "log_retention_days",
                "api_throttling", "alarm_email", "maintenance_windows", "system_log_level",
-               "apigw_account_logging_role", "termination_protection"}
+               "apigw_account_logging_role", "powertools", "termination_protection"}
 # `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
 # be overridden with -c).
 STAGE_CONTEXT_KEY = "stage"
@@ -52,6 +52,10 @@ STAGE_CONTEXT_KEY = "stage"
 LOGGING_ROLE_AUTO = "auto"
 LOGGING_ROLE_EXISTING = "existing"
 ROLE_ARN_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+# Powertools: AWS's public layer (resolved from its SSM parameter), or installed into a layer asset at synth.
+POWERTOOLS_LAYER = "layer"
+POWERTOOLS_BUNDLED = "bundled"
+POWERTOOLS_MODES = (POWERTOOLS_LAYER, POWERTOOLS_BUNDLED)
 # Lambda's platform (START/END/REPORT) log level. WARN keeps those lines out of the bill; INFO brings them back.
 SYSTEM_LOG_LEVELS = ("DEBUG", "INFO", "WARN")
 DEFAULT_SYSTEM_LOG_LEVEL = "WARN"
@@ -99,6 +103,7 @@ class FlagsConfig:
     maintenance_windows: tuple[MaintenanceWindow, ...]
     system_log_level: str = DEFAULT_SYSTEM_LOG_LEVEL
     apigw_account_logging_role: str = LOGGING_ROLE_AUTO
+    powertools: str = POWERTOOLS_LAYER
     termination_protection: bool = True
 
     def window(self, name: str) -> MaintenanceWindow:
@@ -429,6 +434,9 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
     if system_log_level not in SYSTEM_LOG_LEVELS:
         raise ConfigError(f"{path}.system_log_level", f"must be one of {list(SYSTEM_LOG_LEVELS)}, "
                                                       f"got {system_log_level!r}")
+    powertools = _string(raw.get("powertools", POWERTOOLS_LAYER), f"{path}.powertools")
+    if powertools not in POWERTOOLS_MODES:
+        raise ConfigError(f"{path}.powertools", f"must be one of {list(POWERTOOLS_MODES)}, got {powertools!r}")
     termination_protection = raw.get("termination_protection", True)
     if not isinstance(termination_protection, bool):
         raise ConfigError(f"{path}.termination_protection", f"must be true or false, got {termination_protection!r}")
@@ -449,6 +457,7 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
         system_log_level=system_log_level,
         apigw_account_logging_role=_logging_role(raw.get("apigw_account_logging_role", LOGGING_ROLE_AUTO),
                                                  f"{path}.apigw_account_logging_role"),
+        powertools=powertools,
         termination_protection=termination_protection,
     )
 

@@ -1,8 +1,9 @@
 """The Lambda functions, each with its own least-privilege role: read, write and maintenance (the handlers of
 ``flags.routes.HANDLERS``), and the seed custom resource's function.
 
-Handlers come from ``flags.routes.HANDLERS``; the code asset is ``functions/`` as it is (no Docker, no
-bundling: boto3 comes with the runtime and Powertools from AWS's public layer, pinned to the tested version).
+The code asset is ``functions/`` as it is (no Docker): boto3 comes with the runtime, Powertools from AWS's
+public layer pinned to the tested version, or (``powertools: bundled``) from a layer asset installed at synth
+for the functions' runtime and architecture (infra/powertools.py).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from flags.keys import SINGLETON_PK
 from flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 from infra import constants
-from infra.config import FlagsConfig, function_environment
+from infra.config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
 from infra.logs import log_group
 from infra.nag import acknowledge
+from infra.powertools import bundled_layer_directory
 
 SEED_FUNCTION = "seed"
 SEED_HANDLER = "seed.handler.handler"
@@ -84,6 +86,18 @@ class Functions(Construct):
         return self.functions[MAINTENANCE_FUNCTION]
 
     def _build_powertools_layer(self) -> lambda_.ILayerVersion:
+        if self._config.powertools == POWERTOOLS_BUNDLED:
+            # Where AWS publishes no layer (or its parameter is missing): the pinned release, installed for
+            # the functions' runtime and architecture, as a layer of this stack.
+            return lambda_.LayerVersion(
+                self,
+                constants.POWERTOOLS_LAYER_ID,
+                code=lambda_.Code.from_asset(str(bundled_layer_directory())),
+                compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+                compatible_architectures=[lambda_.Architecture.ARM_64],
+                description=f"aws-lambda-powertools {constants.POWERTOOLS_VERSION} ({constants.LAMBDA_RUNTIME}, "
+                            f"{constants.LAMBDA_ARCHITECTURE}), bundled",
+            )
         # Resolved by CloudFormation at deploy time from AWS's public parameter (a stack parameter of type
         # AWS::SSM::Parameter::Value<String>): no lookup at synth, no account needed to synthesize.
         arn = ssm.StringParameter.value_for_string_parameter(self, constants.POWERTOOLS_LAYER_PARAMETER)

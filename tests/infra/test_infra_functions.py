@@ -51,6 +51,25 @@ def test_powertools_version_is_the_tested_one() -> None:
     assert importlib.metadata.version("aws-lambda-powertools") == POWERTOOLS_VERSION
 
 
+def test_bundled_powertools_is_a_layer_asset_built_for_the_runtime_and_architecture(variant: Synth) -> None:
+    # Given powertools: bundled (a region without AWS's public layer) / Then no SSM parameter is resolved
+    assert variant.config.powertools == "bundled"
+    assert not [p for p in variant.template.get("Parameters", {}).values()
+                if str(p.get("Default", "")).startswith("/aws/service/powertools/")]
+    (layer_id, layer), = variant.resources("AWS::Lambda::LayerVersion").items()
+    assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    for resource in variant.resources("AWS::Lambda::Function").values():
+        if resource["Properties"]["Handler"] != "apigw_account.handler.handler":  # standard library + boto3 only
+            assert resource["Properties"]["Layers"] == [{"Ref": layer_id}]
+    # And the asset holds the pinned release, with the native wheels of Lambda's arm64 Python 3.13
+    asset = variant.outdir / layer["Metadata"]["aws:asset:path"]
+    (metadata,) = (asset / "python").glob("aws_lambda_powertools-*.dist-info")
+    assert metadata.name == f"aws_lambda_powertools-{POWERTOOLS_VERSION}.dist-info"
+    native = [path.name for path in (asset / "python").rglob("*.so")]
+    assert native and all("cpython-313-aarch64-linux-gnu" in name for name in native), native
+
+
 def test_layer_is_the_pinned_public_powertools_layer(synth: Synth) -> None:
     parameters = synth.template["Parameters"]
     path = f"/aws/service/powertools/python/arm64/python3.13/{POWERTOOLS_VERSION}"
