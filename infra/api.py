@@ -1,5 +1,5 @@
-"""The REST API: the routes of ``flags.routes.ROUTES``, every method AWS_IAM-authorised, and the two IAM
-managed policies (reader, admin) a caller is given to invoke it."""
+"""The REST API: the routes of ``flags.routes.ROUTES``, every method AWS_IAM-authorised, the two IAM
+managed policies (reader, admin) a caller is given to invoke it, and the X-Ray sampling rule of its reads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import re
 from fnmatch import fnmatchcase
 
-from aws_cdk import aws_apigateway as apigw, aws_iam as iam, aws_lambda as lambda_
+from aws_cdk import CustomResource, Duration, aws_apigateway as apigw, aws_iam as iam, aws_lambda as lambda_
+from aws_cdk import aws_xray as xray
 from constructs import Construct
 from flags.http import allowed_methods
 from flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
@@ -17,25 +18,27 @@ from infra.config import FlagsConfig
 from infra.logs import log_group
 from infra.nag import acknowledge, logical_id
 
-# One JSON line per request: who (the IAM identity), what, how it ended and how long it took.
+# One JSON line per request: who (the IAM identity), what, how it ended and how long it took. Every byte is
+# ingested for every request (reads included): fields another field or the function's log already carries are
+# left out (caller ~ userArn, resourcePath ~ path, protocol, responseLength, integrationLatency).
 ACCESS_LOG_FORMAT = {
     "requestId": "$context.requestId",
     "requestTime": "$context.requestTime",
     "ip": "$context.identity.sourceIp",
-    "caller": "$context.identity.caller",
     "userArn": "$context.identity.userArn",
     "httpMethod": "$context.httpMethod",
-    "resourcePath": "$context.resourcePath",
     "path": "$context.path",
     "status": "$context.status",
-    "protocol": "$context.protocol",
-    "responseLength": "$context.responseLength",
     "responseLatency": "$context.responseLatency",
-    "integrationLatency": "$context.integrationLatency",
     "errorType": "$context.error.responseType",
     "errorMessage": "$context.error.message",
     "xrayTraceId": "$context.xrayTraceId",
 }
+# X-Ray: GET requests of this stage (the read routes, and history) are traced at 1 % with no per-second
+# reservoir; X-Ray's default rule (1 request a second, then 5 %) would record over a tenth of a busy read
+# path. Writes keep the default rule. Priority: before the default rule, after rules an operator adds first.
+READ_SAMPLING_RATE = 0.01
+READ_SAMPLING_PRIORITY = 9000
 # API Gateway's own refusals (missing signature, denied, throttled) in the contract's error shape.
 GATEWAY_ERROR_TEMPLATE = '{"error": {"code": "$context.error.responseType", "message": $context.error.messageString}}'
 _PATH_PARAMETER = re.compile(r"\{([^}]+)\}")
@@ -50,15 +53,31 @@ def reader_routes() -> tuple[Route, ...]:
     return tuple(route for route in ROUTES if route.function == READ_FUNCTION)
 
 
-def reader_denied_routes() -> tuple[Route, ...]:
-    """Routes the reader's wildcard grants would match without being reader routes (GET /flags/history)."""
-    readable = reader_routes()
-    return tuple(
-        route
-        for route in ROUTES
-        if route not in readable
-        and any(route.method == grant.method and fnmatchcase(route.path, execute_api_path(grant)) for grant in readable)
-    )
+def reader_deny_paths(routes: tuple[Route, ...] = ROUTES) -> tuple[str, ...]:
+    """``METHOD/path`` patterns the reader policy denies: every static path a reader's wildcard grant would
+    also match, with and without anything below it (``GET/flags/history`` and ``GET/flags/history/*``).
+
+    API Gateway does not document how it routes a trailing slash, so both forms are denied whatever it does.
+    The patterns come from the route table: a static route added under /flags is denied to readers by
+    construction, whatever its method. A flag whose name only starts like a route (``history_days``) stays
+    readable. Granting flag names one by one instead would hit IAM's 6,144-character managed policy limit.
+    """
+    readable = tuple(route for route in routes if route.function == READ_FUNCTION)
+    grants = [(grant.method, execute_api_path(grant)) for grant in readable if execute_api_path(grant) != grant.path]
+    denied: list[str] = []
+    for path in sorted({route.path for route in routes if route not in readable and "{" not in route.path}):
+        for method, pattern in grants:
+            if fnmatchcase(path, pattern):
+                for form in (f"{method}{path}", f"{method}{path}/*"):
+                    if form not in denied:
+                        denied.append(form)
+    return tuple(denied)
+
+
+def _method_and_path(pattern: str) -> tuple[str, str]:
+    """``GET/flags/history/*`` -> (``GET``, ``/flags/history/*``)."""
+    method, _, path = pattern.partition("/")
+    return method, f"/{path}"
 
 
 def method_throttling_key(route: Route) -> str:
@@ -76,13 +95,19 @@ class Api(Construct):
         *,
         config: FlagsConfig,
         functions: dict[str, lambda_.IFunction],
+        account_setting: CustomResource | None = None,
     ) -> None:
+        """``account_setting``: what sets API Gateway's account-level CloudWatch Logs role; the stage waits
+        for it (its access logging cannot be created before the account has the role)."""
         super().__init__(scope, construct_id)
         self._config = config
         self._functions = functions
         self.access_logs = log_group(self, "AccessLogs", config.log_retention_days)
         self.rest_api = self._build_rest_api()
+        if account_setting is not None:
+            self.stage.node.add_dependency(account_setting)
         self._acknowledge_stage()
+        self.sampling_rule = self._build_sampling_rule()
         self._build_routes()
         self._build_no_route_answers()
         self._build_gateway_responses()
@@ -90,7 +115,7 @@ class Api(Construct):
             constants.READER_POLICY_ID,
             "Invoke the read routes of the singleton-flags API (GET /flags, GET /flags/{name})",
             allow=reader_routes(),
-            deny=reader_denied_routes(),
+            deny=reader_deny_paths(),
         )
         self.admin_policy = self._build_policy(
             constants.ADMIN_POLICY_ID,
@@ -107,9 +132,9 @@ class Api(Construct):
         acknowledge(
             self.stage,
             "AwsSolutions-APIG6",
-            "Execution logging needs the account-wide API Gateway CloudWatch role, which this stack deliberately "
-            "does not own (@aws-cdk/aws-apigateway:disableCloudWatchRole). Every request is in the JSON access log "
-            "and every function logs its own errors.",
+            "Execution logging is off on purpose: it would ingest every request's execution trace (the read path's "
+            "main log cost). Every request is in the JSON access log and every function logs its own errors. "
+            "(The account-level CloudWatch Logs role that access logging needs is set by ApiGatewayAccount.)",
         )
         acknowledge(
             self.stage,
@@ -146,6 +171,27 @@ class Api(Construct):
             ),
         )
 
+    def _build_sampling_rule(self) -> xray.CfnSamplingRule:
+        """X-Ray sampling rules are account-wide: named per stage, matched on this stage's service name."""
+        stage = self._config.stage
+        return xray.CfnSamplingRule(
+            self,
+            "ReadSamplingRule",
+            sampling_rule=xray.CfnSamplingRule.SamplingRuleProperty(
+                rule_name=constants.sampling_rule_name(stage),
+                priority=READ_SAMPLING_PRIORITY,
+                fixed_rate=READ_SAMPLING_RATE,
+                reservoir_size=0,
+                service_name=f"{constants.stack_name(stage)}/{stage}",  # API Gateway's: <api name>/<stage>
+                service_type="AWS::ApiGateway::Stage",
+                host="*",
+                http_method="GET",
+                url_path="*",
+                resource_arn="*",
+                version=1,
+            ),
+        )
+
     def _build_routes(self) -> None:
         # Validates the declared path parameters only: bodies are validated by the functions, which answer
         # in the API's own error contract (an API Gateway model would answer in another shape).
@@ -156,7 +202,11 @@ class Api(Construct):
             resource = self.rest_api.root.resource_for_path(route.path)
             method = resource.add_method(
                 route.method,
-                apigw.LambdaIntegration(self._functions[route.function], allow_test_invoke=False),
+                apigw.LambdaIntegration(
+                    self._functions[route.function],
+                    allow_test_invoke=False,
+                    timeout=Duration.seconds(constants.INTEGRATION_TIMEOUT_SECONDS),
+                ),
                 authorization_type=apigw.AuthorizationType.IAM,
                 request_validator=validator,
                 request_parameters={
@@ -245,7 +295,7 @@ class Api(Construct):
         description: str,
         *,
         allow: tuple[Route, ...],
-        deny: tuple[Route, ...],
+        deny: tuple[str, ...],
     ) -> iam.ManagedPolicy:
         statements = [
             iam.PolicyStatement(
@@ -260,7 +310,7 @@ class Api(Construct):
                     sid="DenyOtherRoutesUnderWildcard",
                     effect=iam.Effect.DENY,
                     actions=["execute-api:Invoke"],
-                    resources=[self._arn(route.method, route.path) for route in deny],
+                    resources=[self._arn(*_method_and_path(pattern)) for pattern in deny],
                 )
             )
         policy = iam.ManagedPolicy(self, construct_id, description=description, statements=statements)
@@ -270,7 +320,8 @@ class Api(Construct):
                     policy,
                     "AwsSolutions-IAM5",
                     f"'*' stands for the path parameter of {route.method} {route.path} (any flag name), on this API "
-                    "and stage only; static routes it would also match are denied by the reader policy.",
+                    "and stage only; static routes it would also match (and below them) are denied by the reader "
+                    "policy.",
                     finding=f"Resource::{self._finding_arn(route.method, execute_api_path(route))}",
                 )
         return policy

@@ -22,9 +22,9 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
-from flags.routes import MAINTENANCE_FUNCTION
+from flags.routes import READ_FUNCTION
 
-from infra.constants import METRICS_NAMESPACE, SERVICE_NAME
+from infra.constants import SERVICE_NAME, metrics_namespace
 
 CONTEXT_KEY = "singleton-flags"
 STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
@@ -41,7 +41,21 @@ MAX_WINDOW = timedelta(hours=24)
 
 _WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
 _TOP_FIELDS = {"stage", "cache_max_age_seconds", "max_stale_seconds", "audit_retention_days", "log_retention_days",
-               "api_throttling", "alarm_email", "maintenance_windows", "system_log_level"}
+               "api_throttling", "alarm_email", "maintenance_windows", "system_log_level",
+               "apigw_account_logging_role", "powertools", "termination_protection"}
+# `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
+# be overridden with -c).
+STAGE_CONTEXT_KEY = "stage"
+# API Gateway's account-level CloudWatch Logs role (needed by the stage's access logging):
+# auto = create one and set it where the account has none; existing = the account already has one;
+# or the ARN of a role to set where the account has none. A role already set is never overwritten.
+LOGGING_ROLE_AUTO = "auto"
+LOGGING_ROLE_EXISTING = "existing"
+ROLE_ARN_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+# Powertools: AWS's public layer (resolved from its SSM parameter), or installed into a layer asset at synth.
+POWERTOOLS_LAYER = "layer"
+POWERTOOLS_BUNDLED = "bundled"
+POWERTOOLS_MODES = (POWERTOOLS_LAYER, POWERTOOLS_BUNDLED)
 # Lambda's platform (START/END/REPORT) log level. WARN keeps those lines out of the bill; INFO brings them back.
 SYSTEM_LOG_LEVELS = ("DEBUG", "INFO", "WARN")
 DEFAULT_SYSTEM_LOG_LEVEL = "WARN"
@@ -88,6 +102,9 @@ class FlagsConfig:
     alarm_email: str
     maintenance_windows: tuple[MaintenanceWindow, ...]
     system_log_level: str = DEFAULT_SYSTEM_LOG_LEVEL
+    apigw_account_logging_role: str = LOGGING_ROLE_AUTO
+    powertools: str = POWERTOOLS_LAYER
+    termination_protection: bool = True
 
     def window(self, name: str) -> MaintenanceWindow:
         for window in self.maintenance_windows:
@@ -386,9 +403,21 @@ def _windows(raw: Any, path: str) -> tuple[MaintenanceWindow, ...]:
 # ---------------------------------------------------------------------------------------------- entry points
 
 
-def parse_config(raw: Any) -> FlagsConfig:
-    """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``)."""
+def _logging_role(value: Any, path: str) -> str:
+    if value in (LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING) or (isinstance(value, str) and ROLE_ARN_PATTERN.match(value)):
+        return value
+    raise ConfigError(path, f"must be '{LOGGING_ROLE_AUTO}', '{LOGGING_ROLE_EXISTING}' or an IAM role ARN "
+                            f"(arn:aws:iam::<12-digit account>:role/<name>), got {value!r}")
+
+
+def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
+    """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``).
+
+    ``stage`` (the context's top-level ``stage``, from ``-c stage=<name>``) overrides the object's ``stage``.
+    """
     path = CONTEXT_KEY
+    if stage is not None:
+        _string(stage, STAGE_CONTEXT_KEY, STAGE_PATTERN)
     if raw is None:
         raise ConfigError(path, "is missing from cdk.json's context")
     if isinstance(raw, str):
@@ -405,11 +434,17 @@ def parse_config(raw: Any) -> FlagsConfig:
     if system_log_level not in SYSTEM_LOG_LEVELS:
         raise ConfigError(f"{path}.system_log_level", f"must be one of {list(SYSTEM_LOG_LEVELS)}, "
                                                       f"got {system_log_level!r}")
+    powertools = _string(raw.get("powertools", POWERTOOLS_LAYER), f"{path}.powertools")
+    if powertools not in POWERTOOLS_MODES:
+        raise ConfigError(f"{path}.powertools", f"must be one of {list(POWERTOOLS_MODES)}, got {powertools!r}")
+    termination_protection = raw.get("termination_protection", True)
+    if not isinstance(termination_protection, bool):
+        raise ConfigError(f"{path}.termination_protection", f"must be true or false, got {termination_protection!r}")
     alarm_email = _string(raw.get("alarm_email", ""), f"{path}.alarm_email")
     if alarm_email and not EMAIL_PATTERN.match(alarm_email):
         raise ConfigError(f"{path}.alarm_email", f"must be an email address or empty, got {alarm_email!r}")
     return FlagsConfig(
-        stage=_string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN),
+        stage=stage if stage is not None else _string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN),
         cache_max_age_seconds=_int(_require(raw, "cache_max_age_seconds", path), f"{path}.cache_max_age_seconds",
                                    1, 300),
         max_stale_seconds=_int(_require(raw, "max_stale_seconds", path), f"{path}.max_stale_seconds", 0, 3600),
@@ -420,6 +455,10 @@ def parse_config(raw: Any) -> FlagsConfig:
         alarm_email=alarm_email,
         maintenance_windows=_windows(raw.get("maintenance_windows", []), f"{path}.maintenance_windows"),
         system_log_level=system_log_level,
+        apigw_account_logging_role=_logging_role(raw.get("apigw_account_logging_role", LOGGING_ROLE_AUTO),
+                                                 f"{path}.apigw_account_logging_role"),
+        powertools=powertools,
+        termination_protection=termination_protection,
     )
 
 
@@ -435,11 +474,17 @@ def load_config(path: str | Path = "cdk.json") -> FlagsConfig:
     return parse_config(document.get("context", {}).get(CONTEXT_KEY))
 
 
-def schedule_payload(window_name: str, action: str) -> dict[str, str]:
-    """The event a window's schedule sends to the maintenance function (the local runner sends the same)."""
+# EventBridge Scheduler's context attribute, replaced by the time the occurrence was scheduled for
+# (e.g. 2022-03-22T18:59:43Z) in each delivery's input.
+SCHEDULED_TIME_ATTRIBUTE = "<aws.scheduler.scheduled-time>"
+
+
+def schedule_payload(window_name: str, action: str, scheduled_time: str = SCHEDULED_TIME_ATTRIBUTE) -> dict[str, str]:
+    """The event a window's schedule sends to the maintenance function. Deployed, Scheduler substitutes the
+    occurrence's scheduled time; the local runner passes the current time."""
     if action not in ACTIONS:
         raise ValueError(f"action must be one of {ACTIONS}, got {action!r}")
-    return {"action": action, "window": window_name}
+    return {"action": action, "window": window_name, "scheduled_time": scheduled_time}
 
 
 def function_environment(config: FlagsConfig, table_name: str, function: str) -> dict[str, str]:
@@ -453,9 +498,12 @@ def function_environment(config: FlagsConfig, table_name: str, function: str) ->
         "FLAGS_MAX_STALE_SECONDS": str(config.max_stale_seconds),
         "FLAGS_AUDIT_RETENTION_DAYS": str(config.audit_retention_days),
         "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
-        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+        # One namespace per stage: two stages in one account and region never count each other's metrics.
+        "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config.stage),
     }
-    if function == MAINTENANCE_FUNCTION:
+    if function != READ_FUNCTION:
+        # Every writer of the item knows the windows (the maintenance function acts on them; the write
+        # function and the seed can size the item with the owner a window may store on it).
         environment["MAINTENANCE_WINDOWS"] = windows_env(config)
     return environment
 

@@ -18,6 +18,7 @@ from flags.vocabulary import (  # noqa: F401 - the functions' own names: alarms 
     READS as METRIC_READS,
     REFUSALS as METRIC_REFUSALS,
     WINDOW_ENDS as METRIC_WINDOW_ENDS,
+    WINDOW_FAILURES as METRIC_WINDOW_FAILURES,
     WINDOW_SKIPS as METRIC_WINDOW_SKIPS,
     WINDOW_STARTS as METRIC_WINDOW_STARTS,
     WRITE_CONFLICTS as METRIC_WRITE_CONFLICTS,
@@ -38,17 +39,28 @@ POWERTOOLS_LAYER_PARAMETER = (
 
 
 def stack_name(stage: str) -> str:
+    """The stack's name, and its construct id: one stack per stage, side by side in one app or account."""
     return f"{SERVICE_NAME}-{stage}"
 
 
-# Construct ids
-STACK_ID = "SingletonFlags"
+def metrics_namespace(stage: str) -> str:
+    """The functions' EMF namespace in a stage (POWERTOOLS_METRICS_NAMESPACE), watched by that stage's alarms."""
+    return f"{METRICS_NAMESPACE}/{stage}"
+
+
+def sampling_rule_name(stage: str) -> str:
+    """The read routes' X-Ray sampling rule: account-wide, so named per stage (X-Ray allows 32 characters)."""
+    return f"flags-{stage}-read"
+
+
+# Construct ids (the stack's is its name: constants.stack_name)
 STORAGE_ID = "Storage"
 TABLE_ID = "Table"
 SEED_ID = "Seed"
 FUNCTIONS_ID = "Functions"
 POWERTOOLS_LAYER_ID = "PowertoolsLayer"
 API_ID = "Api"
+ACCOUNT_ID = "ApiGatewayAccount"
 READER_POLICY_ID = "ReaderPolicy"
 ADMIN_POLICY_ID = "AdminPolicy"
 MAINTENANCE_ID = "Maintenance"
@@ -61,14 +73,27 @@ OUTPUT_READER_POLICY_ARN = "ReaderPolicyArn"
 OUTPUT_ADMIN_POLICY_ARN = "AdminPolicyArn"
 
 # Function settings (names are those of flags.routes.HANDLERS)
-MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256}
-TIMEOUT_SECONDS = {"read": 5, "write": 10, "maintenance": 30}
+MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "seed": 256}
+# The write function works against a deadline taken from its remaining time; 20 s leaves API Gateway's 29 s
+# integration limit a margin, so a caller gets the function's answer, never a gateway timeout.
+TIMEOUT_SECONDS = {"read": 5, "write": 20, "maintenance": 30, "seed": 60}
+# Explicit on every Lambda integration: REST API Gateway's maximum (50 ms - 29 s without a quota increase).
+INTEGRATION_TIMEOUT_SECONDS = 29
 
 # Scheduler delivery of maintenance windows
 SCHEDULE_RETRY_ATTEMPTS = 3
 SCHEDULE_MAX_EVENT_AGE_SECONDS = 3600
 SCHEDULE_MIN_EVENT_AGE_SECONDS = 60  # EventBridge Scheduler's lower bound
 DLQ_RETENTION_DAYS = 14
+# Lambda's asynchronous invocation of the maintenance function (what Scheduler's delivery hands over to)
+ASYNC_RETRY_ATTEMPTS = 2  # Lambda's maximum
+ASYNC_MAX_EVENT_AGE_SECONDS = 3600
+# Custom resources (seed, API Gateway account role): CloudFormation gives up after this, not after an hour
+CUSTOM_RESOURCE_TIMEOUT_SECONDS = 300
+
+# Tags on every resource that takes them
+TAG_PROJECT = "project"
+TAG_STAGE = "stage"
 
 # STALE reads alarm: "sustained" = STALE served in at least this many of the last N one-minute periods.
 STALE_ALARM_DATAPOINTS = 5

@@ -1,7 +1,9 @@
-"""The three Lambda functions (read, write, maintenance), each with its own least-privilege role.
+"""The Lambda functions, each with its own least-privilege role: read, write and maintenance (the handlers of
+``flags.routes.HANDLERS``), and the seed custom resource's function.
 
-Handlers come from ``flags.routes.HANDLERS``; the code asset is ``functions/`` as it is (no Docker, no
-bundling: boto3 comes with the runtime and Powertools from AWS's public layer, pinned to the tested version).
+The code asset is ``functions/`` as it is (no Docker): boto3 comes with the runtime, Powertools from AWS's
+public layer pinned to the tested version, or (``powertools: bundled``) from a layer asset installed at synth
+for the functions' runtime and architecture (infra/powertools.py).
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ from aws_cdk import (
     aws_ssm as ssm,
 )
 from constructs import Construct
-from flags.keys import SINGLETON_PK
+from flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
 from flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 from infra import constants
-from infra.config import FlagsConfig, function_environment
+from infra.config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
 from infra.logs import log_group
 from infra.nag import acknowledge
+from infra.powertools import bundled_layer_directory
+
+SEED_FUNCTION = "seed"
+SEED_HANDLER = "seed.handler.handler"
 
 # What each function does to the table, and nothing more. TransactWriteItems is authorised per contained
 # action (its Update and Put), so it needs no action of its own. Query serves GET /flags/history, and both
@@ -30,9 +36,25 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: ("dynamodb:GetItem",),
     WRITE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
     MAINTENANCE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
+    # FlagStore.seed: read the item, restore it from the trail (Query), add flags as a version (transaction)
+    SEED_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
 }
-# Every item a function may touch lives in the singleton's partition.
-LEADING_KEYS_CONDITION = {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [SINGLETON_PK]}}
+TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
+# The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
+# and nothing else; the writers also the audit trail, and the write API its Idempotency-Key items.
+PARTITIONS: dict[str, tuple[str, ...]] = {
+    READ_FUNCTION: (SINGLETON_PK,),
+    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, f"{IDEMPOTENCY_PK_PREFIX}*"),
+    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK),
+    SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK),
+}
+
+
+def leading_keys_condition(name: str) -> dict[str, dict[str, list[str]]]:
+    """Every key of the request in the function's partitions (StringLike only where a pattern is needed)."""
+    keys = list(PARTITIONS[name])
+    operator = "ForAllValues:StringLike" if any("*" in key for key in keys) else "ForAllValues:StringEquals"
+    return {operator: {"dynamodb:LeadingKeys": keys}}
 
 # What never goes into the asset: caches, tests, editor and tool litter. declarations.json stays.
 ASSET_EXCLUDES = [
@@ -56,11 +78,13 @@ class Functions(Construct):
         super().__init__(scope, construct_id)
         self._config = config
         self._table = table
-        self._code = lambda_.Code.from_asset(str(constants.FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
+        self.code = self._code = lambda_.Code.from_asset(str(constants.FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
         self._layer = self._build_powertools_layer()
         self.functions: dict[str, lambda_.Function] = {
             name: self._build_function(name, handler) for name, handler in HANDLERS.items()
         }
+        # Not in `functions` (alarmed per invocation): CloudFormation reports a failed seed as a failed deploy.
+        self.seed = self._build_function(SEED_FUNCTION, SEED_HANDLER)
 
     @property
     def read(self) -> lambda_.Function:
@@ -75,6 +99,18 @@ class Functions(Construct):
         return self.functions[MAINTENANCE_FUNCTION]
 
     def _build_powertools_layer(self) -> lambda_.ILayerVersion:
+        if self._config.powertools == POWERTOOLS_BUNDLED:
+            # Where AWS publishes no layer (or its parameter is missing): the pinned release, installed for
+            # the functions' runtime and architecture, as a layer of this stack.
+            return lambda_.LayerVersion(
+                self,
+                constants.POWERTOOLS_LAYER_ID,
+                code=lambda_.Code.from_asset(str(bundled_layer_directory())),
+                compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+                compatible_architectures=[lambda_.Architecture.ARM_64],
+                description=f"aws-lambda-powertools {constants.POWERTOOLS_VERSION} ({constants.LAMBDA_RUNTIME}, "
+                            f"{constants.LAMBDA_ARCHITECTURE}), bundled",
+            )
         # Resolved by CloudFormation at deploy time from AWS's public parameter (a stack parameter of type
         # AWS::SSM::Parameter::Value<String>): no lookup at synth, no account needed to synthesize.
         arn = ssm.StringParameter.value_for_string_parameter(self, constants.POWERTOOLS_LAYER_PARAMETER)
@@ -97,7 +133,7 @@ class Functions(Construct):
                         iam.PolicyStatement(
                             actions=list(DYNAMODB_ACTIONS[name]),
                             resources=[self._table.table_arn],
-                            conditions=LEADING_KEYS_CONDITION,
+                            conditions=leading_keys_condition(name),
                         )
                     ]
                 ),
@@ -131,7 +167,7 @@ class Functions(Construct):
             timeout=Duration.seconds(constants.TIMEOUT_SECONDS[name]),
             environment=self._environment(name),
             role=role,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if name in TRACED else lambda_.Tracing.DISABLED,
             log_group=logs_group,
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
@@ -141,13 +177,14 @@ class Functions(Construct):
             function,
             "AwsSolutions-L1",
             f"{constants.LAMBDA_RUNTIME} is the runtime the project tests and the pinned Powertools layer is "
-            "published for (DESIGN 8); moving runtime is a deliberate change of the layer parameter too.",
+            "published for; moving runtime is a deliberate change of the layer parameter too.",
         )
-        acknowledge(
-            role,
-            "AwsSolutions-IAM5",
-            "Added by Lambda active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords do not support "
-            "resource-level permissions, so their resource is '*' (actions are explicit, no action wildcard).",
-            finding="Resource::*",
-        )
+        if name in TRACED:
+            acknowledge(
+                role,
+                "AwsSolutions-IAM5",
+                "Added by Lambda active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords do not support "
+                "resource-level permissions, so their resource is '*' (actions are explicit, no action wildcard).",
+                finding="Resource::*",
+            )
         return function

@@ -1,6 +1,16 @@
 """Maintenance windows: per configured window, an EventBridge Scheduler schedule that opens it and one that
-closes it, delivering ``config.schedule_payload(window, action)`` to the maintenance function, with retries
-and a dead-letter queue."""
+closes it, delivering ``config.schedule_payload(window, action)`` to the maintenance function.
+
+Three failure paths, each seen:
+
+- a delivery Scheduler could not make (Lambda refused or was unreachable): Scheduler's retries, then the
+  schedules' dead-letter queue (alarmed);
+- a function error (DynamoDB unavailable...): Scheduler invokes Lambda asynchronously and counts the delivery
+  done once Lambda accepts it, so the function's own asynchronous configuration retries it (twice, within an
+  hour) and then sends it to its on-failure queue (alarmed);
+- an outcome no retry can fix (rejected, late, item too large): the function returns and counts
+  ``WindowFailures`` (alarmed in infra/monitoring.py).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +21,7 @@ from aws_cdk import (
     TimeZone,
     aws_iam as iam,
     aws_lambda as lambda_,
+    aws_lambda_destinations as destinations,
     aws_scheduler as scheduler,
     aws_scheduler_targets as targets,
     aws_sqs as sqs,
@@ -25,9 +36,9 @@ from infra.nag import acknowledge, logical_id
 def max_event_age_seconds(window: MaintenanceWindow, action: str) -> int:
     """How long Scheduler may keep retrying a delivery.
 
-    A start retried after its own window is over would switch maintenance on again for a whole duration
-    (the payload carries no scheduled time), so a start gives up after half its window (at least the
-    Scheduler minimum of 60 s). A late end is harmless (it only ends what its window still owns).
+    A start is worth delivering only within the first half of its window (the function refuses a later one
+    as late, from the scheduled time in its payload), so a start gives up after half its window (at least
+    the Scheduler minimum of 60 s). A late end is harmless (it only ends what its own occurrence holds).
     """
     if action == "start":
         half = window.duration_seconds // 2
@@ -49,6 +60,7 @@ class Maintenance(Construct):
         super().__init__(scope, construct_id)
         self._function = function
         self.dead_letter_queue = self._build_dead_letter_queue()
+        self.failure_queue = self._build_failure_queue()
         # Its name is derived from the stack's path: a retained group would block re-creating the stack.
         self.group = scheduler.ScheduleGroup(self, "Group", removal_policy=RemovalPolicy.DESTROY)
         self.role = self._build_scheduler_role()
@@ -70,6 +82,29 @@ class Maintenance(Construct):
             "AwsSolutions-SQS3",
             "This queue is itself the dead-letter queue of the maintenance schedules (EventBridge Scheduler "
             "DeadLetterConfig, which cdk-nag does not see); it is alarmed on depth.",
+        )
+        return queue
+
+    def _build_failure_queue(self) -> sqs.Queue:
+        """The maintenance function's on-failure destination: invocations Lambda accepted but whose function
+        kept failing through its asynchronous retries, or that grew too old to retry."""
+        queue = sqs.Queue(
+            self,
+            "FailureQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(constants.DLQ_RETENTION_DAYS),
+        )
+        acknowledge(
+            queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself the on-failure destination of the maintenance function's asynchronous "
+            "invocations (Lambda EventInvokeConfig, which cdk-nag does not see); it is alarmed on depth.",
+        )
+        self._function.configure_async_invoke(
+            retry_attempts=constants.ASYNC_RETRY_ATTEMPTS,
+            max_event_age=Duration.seconds(constants.ASYNC_MAX_EVENT_AGE_SECONDS),
+            on_failure=destinations.SqsDestination(queue),
         )
         return queue
 

@@ -1,7 +1,8 @@
 """Alarms and the dashboard: what an operator needs to see that the flags are served and changed as meant.
 
-The functions emit EMF metrics in namespace ``SingletonFlags`` with the dimension ``service`` (plus ``reason``
-on Reads and ``code`` on Refusals); API Gateway, Lambda and SQS metrics are AWS's own.
+The functions emit EMF metrics in their stage's namespace ``SingletonFlags/<stage>`` with the dimension
+``service`` (plus ``reason`` on Reads and ``code`` on Refusals); API Gateway, Lambda and SQS metrics are AWS's
+own. Every alarm here watches this stage's metrics only.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ ONE_MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
 
 
-def flags_metric(metric_name: str, period: Duration = ONE_MINUTE, **dimensions: str) -> cw.Metric:
-    """A metric the functions emit (EMF): always dimensioned by service, plus ``dimensions``."""
+def flags_metric(stage: str, metric_name: str, period: Duration = ONE_MINUTE, **dimensions: str) -> cw.Metric:
+    """A metric the functions of ``stage`` emit (EMF): always dimensioned by service, plus ``dimensions``."""
     return cw.Metric(
-        namespace=constants.METRICS_NAMESPACE,
+        namespace=constants.metrics_namespace(stage),
         metric_name=metric_name,
         dimensions_map={constants.DIMENSION_SERVICE: constants.SERVICE_NAME, **dimensions},
         statistic=cw.Stats.SUM,
@@ -40,9 +41,9 @@ def flags_metric(metric_name: str, period: Duration = ONE_MINUTE, **dimensions: 
     )
 
 
-def reads(reason: str, period: Duration = ONE_MINUTE) -> cw.Metric:
+def reads(stage: str, reason: str, period: Duration = ONE_MINUTE) -> cw.Metric:
     """Reads served with ``reason`` (STATIC, CACHED, STALE, DEFAULT)."""
-    return flags_metric(constants.METRIC_READS, period, **{constants.DIMENSION_REASON: reason})
+    return flags_metric(stage, constants.METRIC_READS, period, **{constants.DIMENSION_REASON: reason})
 
 
 class Monitoring(Construct):
@@ -58,12 +59,14 @@ class Monitoring(Construct):
         stage: apigw.Stage,
         functions: dict[str, lambda_.IFunction],
         dead_letter_queue: sqs.IQueue,
+        failure_queue: sqs.IQueue,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
         self._stage = stage
         self._functions = functions
         self._dead_letter_queue = dead_letter_queue
+        self._failure_queue = failure_queue
         self.topic = self._build_topic() if config.alarm_email else None
         self.alarms: dict[str, cw.Alarm] = {}
         self._build_api_alarms()
@@ -76,19 +79,38 @@ class Monitoring(Construct):
 
     def _build_topic(self) -> sns.Topic:
         # CloudWatch cannot publish to a topic encrypted with the AWS-managed aws/sns key: a customer
-        # managed key whose policy lets CloudWatch use it is required.
+        # managed key whose policy lets CloudWatch use it is required. A topic policy replaces SNS's default
+        # one, so it must itself allow CloudWatch to publish. Both grants hold for this account's alarms in
+        # this region only (aws:SourceAccount, aws:SourceArn: the confused-deputy guard).
         key = kms.Key(self, "AlarmTopicKey", description="singleton-flags alarm topic", enable_key_rotation=True)
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsPublish",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                 resources=["*"],  # in a key policy, "*" is this key
+                conditions=self._alarms_of_this_account(),
             )
         )
         topic = sns.Topic(self, "AlarmTopic", display_name="singleton-flags alarms", master_key=key, enforce_ssl=True)
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions=self._alarms_of_this_account(),
+            )
+        )
         topic.add_subscription(subscriptions.EmailSubscription(self._config.alarm_email))
         return topic
+
+    @staticmethod
+    def _alarms_of_this_account() -> dict[str, dict[str, str]]:
+        return {
+            "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+            "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"},
+        }
 
     def _alarm(
         self,
@@ -146,17 +168,33 @@ class Monitoring(Construct):
             "A maintenance window start or end could not be delivered: see the dead-letter queue. A missed end "
             "still expires at the window's stored deadline.",
         )
+        self._alarm(
+            "MaintenanceFailures",
+            self._failure_queue.metric_approximate_number_of_messages_visible(
+                period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM
+            ),
+            "The maintenance function failed a window start or end through all of Lambda's retries (DynamoDB "
+            "unavailable, throttled, contention): see the on-failure queue and the function's ERROR logs.",
+        )
+        self._alarm(
+            "WindowFailures",
+            flags_metric(self._config.stage, constants.METRIC_WINDOW_FAILURES, FIVE_MINUTES),
+            "A maintenance window delivery was refused and will not be retried: rejected payload, late (a start "
+            "more than half its window after its scheduled time, or an end of an earlier occurrence), or a change "
+            "the store refused (item too large). See the maintenance function's ERROR logs.",
+        )
 
     def _build_read_alarms(self) -> None:
         self._alarm(
             "DefaultReads",
-            reads("DEFAULT"),
+            reads(self._config.stage, "DEFAULT"),
             "Readers were served the declared fallbacks (DEFAULT): the settings item is missing or DynamoDB has "
-            "been unreachable for longer than max_stale.",
+            "been unreachable for longer than max_stale. A missing item: `flagctl restore` brings it back from "
+            "the audit trail (docs/operations.md).",
         )
         self._alarm(
             "StaleReadsSustained",
-            reads("STALE"),
+            reads(self._config.stage, "STALE"),
             f"Readers were served STALE values in {constants.STALE_ALARM_DATAPOINTS} of the last "
             f"{constants.STALE_ALARM_PERIODS} minutes: cache refreshes keep failing.",
             evaluation_periods=constants.STALE_ALARM_PERIODS,
@@ -171,7 +209,8 @@ class Monitoring(Construct):
     def _build_dashboard(self) -> cw.Dashboard:
         refusals = cw.MathExpression(
             expression=(
-                f"SEARCH('{{{constants.METRICS_NAMESPACE},{constants.DIMENSION_SERVICE},{constants.DIMENSION_CODE}}} "
+                f"SEARCH('{{{constants.metrics_namespace(self._config.stage)},{constants.DIMENSION_SERVICE},"
+                f"{constants.DIMENSION_CODE}}} "
                 f"MetricName=\"{constants.METRIC_REFUSALS}\"', 'Sum', 300)"
             ),
             label="Refusals by code",
@@ -184,7 +223,8 @@ class Monitoring(Construct):
         )
         dashboard.add_widgets(
             self._graph("Reads by reason",
-                        [reads(reason, FIVE_MINUTES).with_(label=reason) for reason in constants.READ_REASONS]),
+                        [reads(self._config.stage, reason, FIVE_MINUTES).with_(label=reason)
+                         for reason in constants.READ_REASONS]),
             self._graph("Cache refreshes", self._counts(constants.METRIC_CACHE_REFRESHES, constants.METRIC_CACHE_REFRESH_FAILURES)),
             self._graph("Changes and conflicts", self._counts(constants.METRIC_CHANGES_APPLIED, constants.METRIC_WRITE_CONFLICTS,
                                                        constants.METRIC_WRITE_RETRIES)),
@@ -193,9 +233,12 @@ class Monitoring(Construct):
             self._graph("Refusals by error code", [refusals]),
             self._graph(
                 "Maintenance windows",
-                [*self._counts(constants.METRIC_WINDOW_STARTS, constants.METRIC_WINDOW_ENDS, constants.METRIC_WINDOW_SKIPS),
+                [*self._counts(constants.METRIC_WINDOW_STARTS, constants.METRIC_WINDOW_ENDS, constants.METRIC_WINDOW_SKIPS,
+                               constants.METRIC_WINDOW_FAILURES),
                  self._dead_letter_queue.metric_approximate_number_of_messages_visible(
-                     period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Undelivered (DLQ)")],
+                     period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Undelivered (DLQ)"),
+                 self._failure_queue.metric_approximate_number_of_messages_visible(
+                     period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Failed (on-failure queue)")],
             ),
             self._graph(
                 "API latency",
@@ -214,6 +257,5 @@ class Monitoring(Construct):
         )
         return dashboard
 
-    @staticmethod
-    def _counts(*metric_names: str) -> list[cw.IMetric]:
-        return [flags_metric(name, FIVE_MINUTES).with_(label=name) for name in metric_names]
+    def _counts(self, *metric_names: str) -> list[cw.IMetric]:
+        return [flags_metric(self._config.stage, name, FIVE_MINUTES).with_(label=name) for name in metric_names]

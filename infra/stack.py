@@ -9,6 +9,7 @@ from constructs import Construct
 from flags.declarations import Declarations
 
 from infra import constants
+from infra.account import ApiGatewayAccount
 from infra.api import Api
 from infra.config import FlagsConfig
 from infra.functions import Functions
@@ -30,11 +31,12 @@ class FlagsStack(Stack):
         """``declarations`` defaults to functions/flags/declarations.json (tests pass another set)."""
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
-        self.storage = Storage(
-            self, constants.STORAGE_ID, log_retention_days=config.log_retention_days, declarations=declarations
-        )
+        self.storage = Storage(self, constants.STORAGE_ID, declarations=declarations)
         self.functions = Functions(self, constants.FUNCTIONS_ID, config=config, table=self.storage.table)
-        self.api = Api(self, constants.API_ID, config=config, functions=self.functions.functions)
+        self.storage.add_seed(self.functions.seed)
+        self.apigw_account = ApiGatewayAccount(self, constants.ACCOUNT_ID, config=config, code=self.functions.code)
+        self.api = Api(self, constants.API_ID, config=config, functions=self.functions.functions,
+                       account_setting=self.apigw_account.setting)
         self.maintenance = Maintenance(
             self, constants.MAINTENANCE_ID, config=config, function=self.functions.maintenance
         )
@@ -45,6 +47,7 @@ class FlagsStack(Stack):
             stage=self.api.stage,
             functions=self.functions.functions,
             dead_letter_queue=self.maintenance.dead_letter_queue,
+            failure_queue=self.maintenance.failure_queue,
         )
         self._build_outputs()
 

@@ -2,7 +2,8 @@
 
 - every route of ``flags.routes.ROUTES``: a REST proxy event to the function the stack maps it to;
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
-  (``infra.config.schedule_payload``), delivered to the maintenance function; never deployed;
+  (``infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
+  function; never deployed;
 - ``GET /openapi.json`` and ``GET /docs`` (Swagger UI).
 
 A path no route knows answers 404; a known path under another method 405 with ``Allow`` (the same answers
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import traceback
 import uuid
 from collections.abc import Sequence
@@ -154,7 +156,7 @@ class LocalApi:
                 "WINDOW_NOT_FOUND",
                 f"no schedule {window}/{action}: windows in cdk.json are {names or 'none'}, actions {list(ACTIONS)}",
             )
-        payload = schedule_payload(window, action)
+        payload = schedule_payload(window, action, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         try:
             result = self._functions.invoke(MAINTENANCE_FUNCTION, payload)
         except Exception as exc:  # noqa: BLE001 - the scheduler would retry, then dead-letter; we report it

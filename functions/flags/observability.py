@@ -1,13 +1,14 @@
 """Logger, metrics and (lazily) tracer, shared by all three functions.
 
 Service and namespace come from Powertools' own variables (POWERTOOLS_SERVICE_NAME,
-POWERTOOLS_METRICS_NAMESPACE) with this project's defaults. Nothing here imports the X-Ray SDK: the
+POWERTOOLS_METRICS_NAMESPACE) with this project's defaults; the stack sets the namespace per stage
+(``SingletonFlags/<stage>``), so stages sharing an account and region never mix their metrics. Nothing here imports the X-Ray SDK: the
 read function relies on Lambda's active tracing (Tracer() costs ~280 ms of cold start); the write and
 maintenance functions ask for ``tracer()``.
 
-Metric vocabulary (EMF, namespace ``SingletonFlags``, dimension ``service`` plus the one named):
+Metric vocabulary (EMF, namespace ``SingletonFlags/<stage>``, dimension ``service`` plus the one named):
 ``Reads`` {reason}, ``CacheRefreshes``, ``CacheRefreshFailures``, ``WriteConflicts``, ``WriteRetries``,
-``ChangesApplied``, ``Refusals`` {code}, ``WindowStarts``, ``WindowEnds``, ``WindowSkips``.
+``ChangesApplied``, ``Refusals`` {code}, ``WindowStarts``, ``WindowEnds``, ``WindowSkips``, ``WindowFailures``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from flags.vocabulary import (  # noqa: F401 - the metric names, re-exported for
     REFUSALS,
     STALE,
     WINDOW_ENDS,
+    WINDOW_FAILURES,
     WINDOW_SKIPS,
     WINDOW_STARTS,
     WRITE_CONFLICTS,

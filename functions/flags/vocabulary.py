@@ -5,7 +5,7 @@ print: a renamed metric cannot leave an alarm watching nothing.
 """
 
 DEFAULT_SERVICE = "singleton-flags"  # POWERTOOLS_SERVICE_NAME
-DEFAULT_NAMESPACE = "SingletonFlags"  # POWERTOOLS_METRICS_NAMESPACE
+DEFAULT_NAMESPACE = "SingletonFlags"  # POWERTOOLS_METRICS_NAMESPACE: the stack sets SingletonFlags/<stage>
 
 # Where a read's values came from, in OpenFeature's vocabulary (see flags.reader).
 STATIC = "STATIC"
@@ -25,6 +25,7 @@ REFUSALS = "Refusals"
 WINDOW_STARTS = "WindowStarts"
 WINDOW_ENDS = "WindowEnds"
 WINDOW_SKIPS = "WindowSkips"
+WINDOW_FAILURES = "WindowFailures"  # a delivery no retry can fix: rejected, late, or a change the store refuses
 DIMENSION_SERVICE = "service"
 DIMENSION_REASON = "reason"
 DIMENSION_CODE = "code"

@@ -2,7 +2,18 @@
 
 The deployment declares its windows in cdk.json; the stack hands the maintenance function only what it
 needs, ``MAINTENANCE_WINDOWS = {"<window>": {"duration_seconds": N}, ...}``, parsed here once, at cold
-start (``windows_from_env``). Each schedule delivers ``{"action": "start"|"end", "window": NAME}``.
+start (``windows_from_env``). Each schedule delivers ``{"action": "start"|"end", "window": NAME,
+"scheduled_time": "<ISO 8601>"}`` (Scheduler substitutes the occurrence's scheduled time).
+
+Late deliveries (Scheduler's retries, then Lambda's asynchronous retries, can deliver long after the
+scheduled time):
+
+- a start is ``late`` when it arrives more than half its window after its scheduled time: nothing is
+  written, so a retried or delayed start never reopens maintenance after (or near the end of) its window.
+  A start in time holds maintenance until its scheduled end (``scheduled_time + duration_seconds``);
+- an end is never late by the clock: ending is safe, and it only ends what its own window holds. It is
+  ``late`` when the window now holds maintenance for a LATER occurrence (one that started after this end
+  was due): an end of yesterday's occurrence never ends today's.
 
 Ownership rules (every decision is re-taken on every attempt of ``FlagStore.change`` against the
 consistent state it is about to write over, so the version condition makes decision + write atomic):
@@ -23,9 +34,12 @@ end
 
 Nothing is written for ``duplicate`` or ``skipped``: there is no new version, hence no audit record
 (audit records are one per version); the structured log line, the ``WindowSkips`` metric and the
-returned outcome carry the skip. A payload that is not one of the above is ``rejected`` (logged at
-ERROR, not raised: a retry cannot fix it). DynamoDB failures raise, so the scheduler retries and,
-in the end, dead-letters the delivery.
+returned outcome carry the skip.
+
+Outcomes no retry can fix return normally, logged at ERROR and counted as ``WindowFailures`` (alarmed):
+``rejected`` (not a schedule delivery), ``late``, ``failed`` (the store refuses the change: the item
+would be too large). DynamoDB failures raise, so Lambda retries the asynchronous invocation and finally
+hands it to the function's on-failure destination (alarmed).
 """
 
 from __future__ import annotations
@@ -34,11 +48,12 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
-from flags.errors import StoreUnavailable, WriteConflict
+from flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
 from flags.keys import MAINTENANCE_FLAG
-from flags.observability import WINDOW_ENDS, WINDOW_SKIPS, WINDOW_STARTS, logger
+from flags.observability import WINDOW_ENDS, WINDOW_FAILURES, WINDOW_SKIPS, WINDOW_STARTS, logger
 from flags.provider import Snapshot
 from flags.settings import SettingsError
 from flags.codec import iso_time
@@ -46,7 +61,7 @@ from flags.store import FlagStore, Ownership
 
 WINDOWS_ENV = "MAINTENANCE_WINDOWS"
 ACTIONS = ("start", "end")
-PAYLOAD_KEYS = frozenset({"action", "window"})
+PAYLOAD_KEYS = frozenset({"action", "window", "scheduled_time"})
 MAX_DURATION_SECONDS = 24 * 3600  # infra/config.py refuses longer windows at synth
 
 STARTED = "started"
@@ -54,8 +69,12 @@ ENDED = "ended"
 DUPLICATE = "duplicate"
 SKIPPED = "skipped"
 REJECTED = "rejected"
+LATE = "late"
+FAILED = "failed"
+FAILURES = (REJECTED, LATE, FAILED)  # returned, not raised: no retry can fix them
 
-_METRIC_BY_STATUS = {STARTED: WINDOW_STARTS, ENDED: WINDOW_ENDS, SKIPPED: WINDOW_SKIPS}
+_METRIC_BY_STATUS = {STARTED: WINDOW_STARTS, ENDED: WINDOW_ENDS, SKIPPED: WINDOW_SKIPS,
+                     **{status: WINDOW_FAILURES for status in FAILURES}}
 
 
 # ---------------------------------------------------------------------------------------------- configuration
@@ -106,19 +125,37 @@ def windows_from_env(env: Mapping[str, str]) -> dict[str, Window]:
 
 
 class InvalidSchedulePayload(ValueError):
-    """A delivery that is not ``{"action": "start"|"end", "window": <configured window>}``."""
+    """A delivery that is not ``{"action": "start"|"end", "window": <configured>, "scheduled_time": <ISO>}``."""
 
 
 @dataclass(frozen=True, slots=True)
 class Command:
     action: str
     window: Window
+    scheduled_at: float  # epoch seconds of the occurrence's scheduled time
+
+
+def _scheduled_at(value: Any) -> float:
+    """Scheduler's ``<aws.scheduler.scheduled-time>`` (e.g. 2022-03-22T18:59:43Z) as epoch seconds."""
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        moment = datetime.fromisoformat(value)
+        if moment.tzinfo is None:
+            raise ValueError(value)
+    except ValueError:
+        raise InvalidSchedulePayload(
+            f"'scheduled_time' must be an ISO 8601 time with its offset (as Scheduler writes "
+            f"<aws.scheduler.scheduled-time>, e.g. 2022-03-22T18:59:43Z), got {value!r}"
+        ) from None
+    return moment.timestamp()
 
 
 def parse_payload(event: Any, windows: Mapping[str, Window]) -> Command:
     if not isinstance(event, dict):
         raise InvalidSchedulePayload(
-            f'the payload must be a JSON object {{"action": "start"|"end", "window": NAME}}, got {type(event).__name__}'
+            f'the payload must be a JSON object {{"action": "start"|"end", "window": NAME, "scheduled_time": '
+            f'TIME}}, got {type(event).__name__}'
         )
     missing, unknown = PAYLOAD_KEYS - set(event), set(event) - PAYLOAD_KEYS
     if missing or unknown:
@@ -131,7 +168,13 @@ def parse_payload(event: Any, windows: Mapping[str, Window]) -> Command:
         raise InvalidSchedulePayload(f"'action' must be one of {list(ACTIONS)}, got {action!r}")
     if not isinstance(name, str) or name not in windows:
         raise InvalidSchedulePayload(f"unknown window {name!r}; configured: {sorted(windows)}")
-    return Command(action=action, window=windows[name])
+    return Command(action=action, window=windows[name], scheduled_at=_scheduled_at(event["scheduled_time"]))
+
+
+def start_is_late(window: Window, scheduled_at: float, now: float) -> bool:
+    """A start more than half its window after its scheduled time would hold maintenance for a window mostly
+    (or entirely) over: refused."""
+    return now - scheduled_at > window.duration_seconds / 2
 
 
 # ---------------------------------------------------------------------------------------------- decisions
@@ -179,8 +222,13 @@ def decide_start(window: Window, snapshot: Snapshot, now: float, deadline: float
     return _Decision(STARTED, f"took maintenance over from window {owner!r}, which ends earlier")
 
 
-def decide_end(window: Window, snapshot: Snapshot) -> _Decision:
+def decide_end(window: Window, snapshot: Snapshot, scheduled_at: float | None = None) -> _Decision:
     owner = snapshot.maintenance_owner
+    if owner == window.name and scheduled_at is not None and snapshot.maintenance_deadline is not None:
+        held_since = snapshot.maintenance_deadline - window.duration_seconds  # the holding occurrence's start
+        if held_since > scheduled_at:
+            return _Decision(LATE, f"the window holds maintenance for a later occurrence (since "
+                                   f"{iso_time(held_since)}), not the one this end was due for: left on")
     if owner == window.name:
         return _Decision(ENDED, "maintenance off, ownership released")
     if owner is None and not _stored_on(snapshot) and snapshot.updated_by == window.actor:
@@ -206,11 +254,11 @@ class Outcome:
     maintenance_mode: bool | None = None
     owner: str | None = None
     deadline: str | None = None  # ISO time, while a window holds maintenance
-    error: str | None = None  # why a payload was rejected
+    error: str | None = None  # why a payload was rejected, or the change failed
 
     @property
     def metric(self) -> str | None:
-        """The metric this invocation counts (WindowStarts / WindowEnds / WindowSkips), if any."""
+        """The metric this invocation counts (WindowStarts / WindowEnds / WindowSkips / WindowFailures), if any."""
         return _METRIC_BY_STATUS.get(self.status)
 
     def as_dict(self) -> dict[str, Any]:
@@ -232,10 +280,21 @@ class MaintenanceWindows:
             logger.error("schedule payload rejected: not retried", error=str(exc), payload=_preview(event))
             return Outcome(status=REJECTED, error=str(exc))
         try:
-            return self.start(command.window) if command.action == "start" else self.end(command.window)
+            if command.action == "start":
+                return self.start(command.window, command.scheduled_at)
+            return self.end(command.window, command.scheduled_at)
+        except ItemTooLarge as exc:
+            logger.error(
+                "maintenance window change failed: not retried (a retry would fail the same way)",
+                window=command.window.name,
+                action=command.action,
+                error=exc.message,
+                code=exc.code,
+            )
+            return Outcome(status=FAILED, action=command.action, window=command.window.name, error=exc.message)
         except (StoreUnavailable, WriteConflict) as exc:
             logger.error(
-                "maintenance window change failed; the scheduler will retry",
+                "maintenance window change failed; Lambda will retry the invocation",
                 window=command.window.name,
                 action=command.action,
                 error=exc.message,
@@ -243,9 +302,14 @@ class MaintenanceWindows:
             )
             raise
 
-    def start(self, window: Window) -> Outcome:
+    def start(self, window: Window, scheduled_at: float | None = None) -> Outcome:
+        """Open ``window``; ``scheduled_at`` (the occurrence's scheduled time) defaults to now."""
         now = self._clock()
-        deadline = int(now) + window.duration_seconds
+        scheduled = now if scheduled_at is None else scheduled_at
+        if start_is_late(window, scheduled, now):
+            return self._late(window, "start", scheduled, f"delivered {int(now - scheduled)} s after its scheduled "
+                                                         f"time, more than half the window: maintenance not opened")
+        deadline = int(scheduled) + window.duration_seconds
         return self._apply(
             window,
             "start",
@@ -255,11 +319,11 @@ class MaintenanceWindows:
             Ownership(owner=window.name, deadline=deadline),
         )
 
-    def end(self, window: Window) -> Outcome:
+    def end(self, window: Window, scheduled_at: float | None = None) -> Outcome:
         return self._apply(
             window,
             "end",
-            lambda snapshot: decide_end(window, snapshot),
+            lambda snapshot: decide_end(window, snapshot, scheduled_at),
             f"maintenance window '{window.name}' ended",
             {MAINTENANCE_FLAG: False},
             Ownership(owner=None),
@@ -292,6 +356,8 @@ class MaintenanceWindows:
             extra_audit={"window": window.name},
         )
         decision = decisions[-1]
+        if decision.status == LATE:
+            return self._late(window, action, None, decision.detail, result.snapshot)
         if decision.go and not result.applied:  # already in the wanted state: nothing to write
             decision = _Decision(DUPLICATE, "nothing to change")
         snapshot = result.snapshot
@@ -318,6 +384,33 @@ class MaintenanceWindows:
             last_changed_by=snapshot.updated_by,
         )
         return outcome
+
+
+    def _late(
+        self,
+        window: Window,
+        action: str,
+        scheduled_at: float | None,
+        detail: str,
+        snapshot: Snapshot | None = None,
+    ) -> Outcome:
+        outcome = Outcome(
+            status=LATE,
+            action=action,
+            window=window.name,
+            detail=detail,
+            version=snapshot.version if snapshot is not None else None,
+            maintenance_mode=snapshot.values.get(MAINTENANCE_FLAG) is True if snapshot is not None else None,
+            owner=snapshot.maintenance_owner if snapshot is not None else None,
+        )
+        extra = {"scheduled_time": _iso_utc(scheduled_at)} if scheduled_at is not None else {}
+        logger.error(f"maintenance window {action}: {LATE}", window=window.name, action=action, status=LATE,
+                     detail=detail, **extra)
+        return outcome
+
+
+def _iso_utc(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 def _preview(event: Any, limit: int = 500) -> str:

@@ -1,8 +1,11 @@
-"""Maintenance function: EventBridge Scheduler delivers ``{"action": "start"|"end", "window": NAME}``.
+"""Maintenance function: EventBridge Scheduler delivers ``{"action": "start"|"end", "window": NAME,
+"scheduled_time": TIME}``, invoking it asynchronously.
 
-Thin: the rules (ownership, idempotency, rejection) live in ``flags.windows``. A payload that can never
-succeed is answered ``{"status": "rejected", ...}`` without raising (no retry); a DynamoDB failure raises,
-so the scheduler retries and finally dead-letters the delivery.
+Thin: the rules (ownership, idempotency, lateness, rejection) live in ``flags.windows``. An outcome no retry
+can fix (``rejected``, ``late``, ``failed``) is returned without raising, logged at ERROR and counted as
+``WindowFailures``; a DynamoDB failure raises, so Lambda retries the invocation and finally sends it to the
+function's on-failure destination. (Scheduler's own retries and dead-letter queue cover only deliveries
+Lambda did not accept.)
 """
 
 import gc

@@ -20,6 +20,7 @@ from infra_support import (
     cdk_json_context,
     cli_environment,
     synthesize,
+    synthesize_two_stages,
     variant_context,
     variant_declarations,
 )
@@ -55,6 +56,11 @@ def synth(tmp_path_factory: pytest.TempPathFactory, cli_synth: CliSynth) -> Synt
 @pytest.fixture(scope="session")
 def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return synthesize(variant_context(), tmp_path_factory.mktemp("synth-variant"), variant_declarations())
+
+
+@pytest.fixture(scope="session")
+def two_stages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    return synthesize_two_stages(cdk_json_context(), tmp_path_factory.mktemp("synth-two-stages"))
 
 
 @pytest.fixture(scope="session", params=["cdk.json", "variant"])

@@ -2,8 +2,10 @@
 
 ``cdk.json`` is the app exactly as the repository configures it (what `cdk deploy` ships); the variant
 changes what cdk.json cannot show at once: an alarm email (SNS topic), a second window given by an explicit
-end cron, other throttling and stage, platform log lines back on, and one more declared flag (the seed must
-pick it up).
+end cron, other throttling and stage, platform log lines back on, an explicit API Gateway logging role,
+Powertools bundled instead of AWS's layer, termination protection off, and one more declared flag (the seed
+must pick it up). ``two_stages`` is one app holding cdk.json's stage and a ``dev`` stage whose account already
+has API Gateway's logging role (``existing``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ EXTRA_FLAG = {
     "fallback": False,
     "description": "Declared by the infra tests only: the seed must add it and leave live values alone.",
 }
+VARIANT_LOGGING_ROLE = "arn:aws:iam::123456789012:role/apigateway-cloudwatch-logs"
 NIGHTLY_WINDOW = {
     "name": "nightly-reindex",
     "start": "cron(30 23 * * ? *)",
@@ -52,6 +55,7 @@ class Synth:
     declarations: Any
     outdir: Path
     validation_report: dict[str, Any] = field(default_factory=dict)
+    termination_protection: bool | None = None
 
     def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
         return tt.resources(self.template, resource_type)
@@ -79,6 +83,9 @@ def variant_context() -> dict[str, Any]:
     settings["api_throttling"] = {"read": {"rate_limit": 50, "burst_limit": 100},
                                   "write": {"rate_limit": 2, "burst_limit": 4}}
     settings["maintenance_windows"] = [*settings["maintenance_windows"], NIGHTLY_WINDOW]
+    settings["apigw_account_logging_role"] = VARIANT_LOGGING_ROLE
+    settings["powertools"] = "bundled"
+    settings["termination_protection"] = False
     return context
 
 
@@ -105,7 +112,34 @@ def synthesize(context: dict[str, Any], outdir: Path, declarations: Any = None) 
         declarations=declarations if declarations is not None else load_declarations(),
         outdir=outdir,
         validation_report=json.loads(report_file.read_text()) if report_file.exists() else {},
+        termination_protection=artifact.termination_protection,
     )
+
+
+def synthesize_two_stages(context: dict[str, Any], outdir: Path) -> dict[str, Synth]:
+    """One app, two stacks: the context's stage, and ``dev`` whose account already has the logging role."""
+    import dataclasses
+
+    from aws_cdk import App
+    from flags.declarations import load_declarations
+
+    from infra.application import add_stage
+    from infra.config import CONTEXT_KEY, parse_config
+
+    app = App(context=context, outdir=str(outdir))
+    first = parse_config(context[CONTEXT_KEY])
+    second = dataclasses.replace(first, stage="dev", apigw_account_logging_role="existing")
+    stacks = {config.stage: add_stage(app, config) for config in (first, second)}
+    assembly = app.synth()
+    return {
+        stage: Synth(
+            template=assembly.get_stack_artifact(stack.artifact_id).template,
+            config=stack.config,
+            declarations=load_declarations(),
+            outdir=outdir,
+        )
+        for stage, stack in stacks.items()
+    }
 
 
 @dataclass

@@ -104,7 +104,45 @@ def test_stage_throttling_tracing_and_access_logs(any_synth: Synth) -> None:
     assert log_group["Properties"]["RetentionInDays"] == config.log_retention_days
     fields = json.loads(access["Format"])
     assert fields["userArn"] == "$context.identity.userArn"
-    assert {"requestId", "status", "resourcePath", "httpMethod", "responseLatency"} <= set(fields)
+    # who, what, how it ended, how long: nothing the other fields or the function's own log already say
+    assert set(fields) == {"requestId", "requestTime", "ip", "userArn", "httpMethod", "path", "status",
+                           "responseLatency", "errorType", "errorMessage", "xrayTraceId"}
+
+
+# ---------------------------------------------------------------------------------------------- time budgets
+
+API_GATEWAY_MAX_INTEGRATION_MS = 29_000  # REST API quota: 50 ms - 29 s (without a quota increase)
+
+
+def test_each_function_times_out_before_its_integration_which_fits_api_gateways_quota(synth: Synth) -> None:
+    # A function that outlives its integration keeps working for a caller that already got a 504
+    functions = synth.resources("AWS::Lambda::Function")
+    for (method, path), properties in methods(synth).items():
+        integration = properties["Integration"]
+        if integration["Type"] != "AWS_PROXY":
+            continue
+        timeout_ms = integration.get("TimeoutInMillis")
+        assert timeout_ms is not None and timeout_ms <= API_GATEWAY_MAX_INTEGRATION_MS, (method, path)
+        (function_id,) = [lid for lid in functions if f"<{lid}.Arn>" in tt.render(integration["Uri"])]
+        assert functions[function_id]["Properties"]["Timeout"] * 1000 < timeout_ms, (method, path)
+    _, write = tt.function_by_handler(synth.template, HANDLERS["write"])
+    assert write["Properties"]["Timeout"] == 20
+
+
+# ---------------------------------------------------------------------------------------------- tracing
+
+
+def test_read_routes_are_traced_at_a_low_rate_by_a_per_stage_sampling_rule(any_synth: Synth) -> None:
+    (_, rule), = any_synth.resources("AWS::XRay::SamplingRule").items()
+    properties = rule["Properties"]["SamplingRule"]
+    stage = any_synth.config.stage
+    assert properties["RuleName"] == f"flags-{stage}-read" and len(properties["RuleName"]) <= 32
+    assert properties["ServiceName"] == f"singleton-flags-{stage}/{stage}"  # API Gateway's: <api name>/<stage>
+    assert properties["ServiceType"] == "AWS::ApiGateway::Stage"
+    assert properties["HTTPMethod"] == "GET"
+    assert properties["URLPath"] == "*"  # with or without the stage prefix: every GET of this stage
+    assert (properties["ReservoirSize"], properties["FixedRate"]) == (0, 0.01)
+    assert properties["Version"] == 1
 
 
 def test_api_is_regional_and_gateway_errors_follow_the_contract(synth: Synth) -> None:
@@ -140,7 +178,51 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
     assert allow["Effect"] == "Allow"
     assert invoke_arns(synth, allow) == {"GET/flags", "GET/flags/*"}
     assert deny["Effect"] == "Deny"
-    assert invoke_arns(synth, deny) == {"GET/flags/history"}
+    # every static child of /flags, in both forms (a trailing slash and below), from the route table
+    assert invoke_arns(synth, deny) == {"GET/flags/history", "GET/flags/history/*",
+                                        "GET/flags/revert", "GET/flags/revert/*"}
+
+
+def allowed(synth: Synth, output: str, request: str) -> bool:
+    """IAM's evaluation of ``request`` (``METHOD/path``) under one managed policy: an explicit deny wins,
+    then an allow; ``*`` matches any run of characters, ``/`` included (as in an execute-api ARN)."""
+    from fnmatch import fnmatchcase
+
+    verdicts = {statement["Effect"]: any(fnmatchcase(request, pattern) for pattern in invoke_arns(synth, statement))
+                for statement in managed_policy(synth, output)}
+    return not verdicts.get("Deny", False) and verdicts.get("Allow", False)
+
+
+@pytest.mark.parametrize(
+    ("request_path", "reader"),
+    [
+        ("GET/flags", True),
+        ("GET/flags/signup_enabled", True),
+        ("GET/flags/history_days", True),  # a flag whose name begins like a static route stays readable
+        ("GET/flags/history", False),
+        ("GET/flags/history/", False),
+        ("GET/flags/history/x", False),
+        ("GET/flags/revert", False),
+        ("GET/flags/revert/", False),
+        ("POST/flags/revert", False),
+        ("PATCH/flags", False),
+        ("PATCH/flags/signup_enabled", False),
+        ("DELETE/flags", False),
+    ],
+)
+def test_reader_policy_as_iam_evaluates_it(synth: Synth, request_path: str, reader: bool) -> None:
+    assert allowed(synth, "ReaderPolicyArn", request_path) is reader
+
+
+def test_a_new_static_route_under_flags_is_denied_to_readers_by_construction() -> None:
+    from flags.routes import WRITE_FUNCTION, Route
+
+    from infra.api import reader_deny_paths
+
+    routes = (*ROUTES, Route("GET", "/flags/schedules", WRITE_FUNCTION), Route("PUT", "/flags/guards", WRITE_FUNCTION))
+    denied = reader_deny_paths(routes)
+    assert {"GET/flags/schedules", "GET/flags/schedules/*", "GET/flags/guards", "GET/flags/guards/*"} <= set(denied)
+    assert "GET/flags/*" not in denied and "GET/flags" not in denied
 
 
 def test_admin_policy_allows_every_route(synth: Synth) -> None:

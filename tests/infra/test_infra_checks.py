@@ -12,10 +12,11 @@ from infra_support import CliSynth, Synth
 
 pytestmark = pytest.mark.infra
 
-STACK = "SingletonFlags"
 # What cdk-nag reports and the stack acknowledges, each next to its resource with its reason (infra/*.py).
 # (rule id as reported, construct path below the stack with the stage name as {stage})
 ACKNOWLEDGED = {
+    ("AwsSolutions-L1", "Functions/SeedFunction/Resource"),
+    ("AwsSolutions-SQS3", "Maintenance/FailureQueue/Resource"),
     ("AwsSolutions-IAM5[Resource::*]", "Functions/ReadRole/DefaultPolicy/Resource"),
     ("AwsSolutions-IAM5[Resource::*]", "Functions/WriteRole/DefaultPolicy/Resource"),
     ("AwsSolutions-IAM5[Resource::*]", "Functions/MaintenanceRole/DefaultPolicy/Resource"),
@@ -42,6 +43,25 @@ ACKNOWLEDGED = {
     ("AwsSolutions-SQS3", "Maintenance/DeadLetterQueue/Resource"),
     ("AwsSolutions-IAM5[Resource::<MaintenanceFunction.Arn>:*]", "Maintenance/SchedulerRole/DefaultPolicy/Resource"),
 }
+# API Gateway's account-level logging role: our function sets a role unless the account has one (`existing`)
+ACKNOWLEDGED_BY_LOGGING_ROLE_MODE = {
+    "auto": {
+        ("AwsSolutions-L1", "ApiGatewayAccount/AccountSettingFunction/Resource"),
+        ("AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+         "AmazonAPIGatewayPushToCloudWatchLogs]", "ApiGatewayAccount/ApiGatewayLogsRole/Resource"),
+    },
+    "arn": {("AwsSolutions-L1", "ApiGatewayAccount/AccountSettingFunction/Resource")},
+    "existing": set(),
+}
+
+
+def stack_name(synth: Synth) -> str:
+    return f"singleton-flags-{synth.config.stage}"
+
+
+def expected_acknowledgments(synth: Synth) -> set[tuple[str, str]]:
+    mode = synth.config.apigw_account_logging_role
+    return ACKNOWLEDGED | ACKNOWLEDGED_BY_LOGGING_ROLE_MODE[mode if mode in ("auto", "existing") else "arn"]
 # cfn-lint findings CDK itself causes, each with why it stands; everything else fails the test.
 CFN_LINT_EXCLUSIONS = {
     "W3005": "lambda.Function adds DependsOn on its role (and default policy) although its Role property already "
@@ -77,10 +97,10 @@ def test_cdk_nag_acknowledgments_are_the_known_ones_each_scoped_and_reasoned(any
         assert path.startswith(finding["acknowledgedAt"] + "/"), finding["acknowledgedAt"]
         assert finding["acknowledgedAt"].count("/") >= 2, finding["acknowledgedAt"]
         assert len(finding["reason"]) > 60, finding["reason"]
-        relative = path.removeprefix(f"{STACK}/").replace(f"DeploymentStage.{any_synth.config.stage}/",
+        relative = path.removeprefix(f"{stack_name(any_synth)}/").replace(f"DeploymentStage.{any_synth.config.stage}/",
                                                           "DeploymentStage.{stage}/")
         acknowledged.add((short_rule(finding["ruleName"]), relative))
-    assert acknowledged == ACKNOWLEDGED
+    assert acknowledged == expected_acknowledgments(any_synth)
 
 
 def is_key_administration(synth: Synth, holder: str, statement: dict[str, Any]) -> bool:
@@ -122,7 +142,7 @@ def test_npx_cdk_synth_with_the_pinned_cli(cli_synth: CliSynth, synth: Synth) ->
     # Given the pinned CLI synthesizes cdk.json's app (offline, in the background since the session began)
     returncode, output = cli_synth.wait()
     assert returncode == 0, output[-4000:]
-    cli_template = json.loads((cli_synth.outdir / f"{STACK}.template.json").read_text())
+    cli_template = json.loads((cli_synth.outdir / f"{stack_name(synth)}.template.json").read_text())
 
     # Then it deploys exactly what the tests asserted (the CLI only adds its version-reporting resource)
     resources = {lid: r for lid, r in cli_template["Resources"].items() if r["Type"] != "AWS::CDK::Metadata"}

@@ -112,9 +112,14 @@ def test_context_given_as_json_text_is_accepted() -> None:
 # ---------------------------------------------------------------------------------------------- payload and env
 
 
-def test_schedule_payload_is_exactly_action_and_window() -> None:
-    assert schedule_payload("weekly-patching", "start") == {"action": "start", "window": "weekly-patching"}
-    assert schedule_payload("weekly-patching", "end") == {"action": "end", "window": "weekly-patching"}
+def test_schedule_payload_is_action_window_and_scheduled_time() -> None:
+    at = "<aws.scheduler.scheduled-time>"
+    assert schedule_payload("weekly-patching", "start") == {"action": "start", "window": "weekly-patching",
+                                                            "scheduled_time": at}
+    assert schedule_payload("weekly-patching", "end") == {"action": "end", "window": "weekly-patching",
+                                                          "scheduled_time": at}
+    # the local runner delivers now as the scheduled time
+    assert schedule_payload("weekly-patching", "end", "2026-03-22T18:59:43Z")["scheduled_time"] == "2026-03-22T18:59:43Z"
     with pytest.raises(ValueError, match="action"):
         schedule_payload("weekly-patching", "stop")
 

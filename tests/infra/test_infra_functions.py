@@ -17,7 +17,12 @@ from infra.constants import POWERTOOLS_VERSION, REPO_ROOT
 
 pytestmark = pytest.mark.infra
 
-LEADING_KEYS = {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP"]}}
+# The reader reaches the flags' partition only; writers also the audit trail, the write API its idempotency keys.
+LEADING_KEYS = {
+    "read": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP"]}},
+    "write": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "IDEMPOTENCY#*"]}},
+    "maintenance": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP"]}},
+}
 # Stated here on purpose (not imported from infra): least privilege is what these tests pin down.
 TABLE_ACTIONS = {
     "read": {"dynamodb:GetItem"},
@@ -28,7 +33,7 @@ TABLE_ACTIONS = {
 LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 MEMORY = {"read": 256, "write": 512, "maintenance": 256}
-TIMEOUT = {"read": 5, "write": 10, "maintenance": 30}
+TIMEOUT = {"read": 5, "write": 20, "maintenance": 30}
 
 
 def function(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
@@ -49,6 +54,25 @@ def test_powertools_version_is_the_tested_one() -> None:
                       (REPO_ROOT / "requirements.txt").read_text(), re.MULTILINE)
     assert pins == [POWERTOOLS_VERSION]
     assert importlib.metadata.version("aws-lambda-powertools") == POWERTOOLS_VERSION
+
+
+def test_bundled_powertools_is_a_layer_asset_built_for_the_runtime_and_architecture(variant: Synth) -> None:
+    # Given powertools: bundled (a region without AWS's public layer) / Then no SSM parameter is resolved
+    assert variant.config.powertools == "bundled"
+    assert not [p for p in variant.template.get("Parameters", {}).values()
+                if str(p.get("Default", "")).startswith("/aws/service/powertools/")]
+    (layer_id, layer), = variant.resources("AWS::Lambda::LayerVersion").items()
+    assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    for resource in variant.resources("AWS::Lambda::Function").values():
+        if resource["Properties"]["Handler"] != "apigw_account.handler.handler":  # standard library + boto3 only
+            assert resource["Properties"]["Layers"] == [{"Ref": layer_id}]
+    # And the asset holds the pinned release, with the native wheels of Lambda's arm64 Python 3.13
+    asset = variant.outdir / layer["Metadata"]["aws:asset:path"]
+    (metadata,) = (asset / "python").glob("aws_lambda_powertools-*.dist-info")
+    assert metadata.name == f"aws_lambda_powertools-{POWERTOOLS_VERSION}.dist-info"
+    native = [path.name for path in (asset / "python").rglob("*.so")]
+    assert native and all("cpython-313-aarch64-linux-gnu" in name for name in native), native
 
 
 def test_layer_is_the_pinned_public_powertools_layer(synth: Synth) -> None:
@@ -92,9 +116,9 @@ def test_function_environment(synth: Synth, name: str) -> None:
         "FLAGS_MAX_STALE_SECONDS": "300",
         "FLAGS_AUDIT_RETENTION_DAYS": "365",
         "POWERTOOLS_SERVICE_NAME": "singleton-flags",
-        "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags",
+        "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags/prod",
     }
-    if name == "maintenance":
+    if name != "read":  # every writer of the item knows the windows
         expected["MAINTENANCE_WINDOWS"] = json.dumps({"weekly-patching": {"duration_seconds": 3600}},
                                                      separators=(",", ":"))
     assert environment == expected
@@ -141,13 +165,16 @@ def test_each_function_has_its_own_role_with_exactly_what_it_uses(synth: Synth, 
     ]
     statements = tt.role_statements(synth.template, role_id)  # also refuses any attached managed policy
     assert all(statement["Effect"] == "Allow" for statement in statements)
-    assert tt.actions(statements) == TABLE_ACTIONS[name] | LOG_ACTIONS | XRAY_ACTIONS
+    # the maintenance function also hands failed asynchronous events to its on-failure queue (CDK's
+    # SqsDestination grants what sending takes: SendMessage, with GetQueueUrl and GetQueueAttributes)
+    extra = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"} if name == "maintenance" else set()
+    assert tt.actions(statements) == TABLE_ACTIONS[name] | LOG_ACTIONS | XRAY_ACTIONS | extra
 
     table_id, _ = synth.one("AWS::DynamoDB::GlobalTable")
     (table_statement,) = [s for s in statements if any(a.startswith("dynamodb:") for a in tt.as_list(s["Action"]))]
     assert set(tt.as_list(table_statement["Action"])) == TABLE_ACTIONS[name]
     assert table_statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}  # the table only: no index, no *
-    assert table_statement["Condition"] == LEADING_KEYS
+    assert table_statement["Condition"] == LEADING_KEYS[name]
 
     _, resource = function(synth, name)
     log_group_id = tt.referenced_id(resource["Properties"]["LoggingConfig"]["LogGroup"])
@@ -156,6 +183,11 @@ def test_each_function_has_its_own_role_with_exactly_what_it_uses(synth: Synth, 
 
     (xray_statement,) = [s for s in statements if any(a.startswith("xray:") for a in tt.as_list(s["Action"]))]
     assert xray_statement["Resource"] == "*"  # X-Ray has no resource-level permissions
+
+    if extra:
+        (sqs_statement,) = [s for s in statements if any(a.startswith("sqs:") for a in tt.as_list(s["Action"]))]
+        (queue_id,) = [lid for lid in synth.resources("AWS::SQS::Queue") if lid.startswith("MaintenanceFailureQueue")]
+        assert sqs_statement["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]}
 
 
 def test_roles_are_not_shared(synth: Synth) -> None:

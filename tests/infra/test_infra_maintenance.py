@@ -30,6 +30,11 @@ EXPECTED = {
 START_EVENT_AGE = {"weekly-patching": 1800, "nightly-reindex": 3150}
 
 
+def queue(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
+    (found,) = [(lid, q) for lid, q in synth.resources("AWS::SQS::Queue").items() if lid.startswith(f"Maintenance{name}")]
+    return found
+
+
 def schedules(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
     """Schedules keyed by the payload they deliver."""
     found = {}
@@ -49,7 +54,7 @@ def test_a_schedule_pair_per_window(which: str, request: pytest.FixtureRequest) 
     (group_id, group), = synth.resources("AWS::Scheduler::ScheduleGroup").items()
     assert group["DeletionPolicy"] == "Delete"  # a retained group's fixed name would block a re-created stack
     maintenance_id, _ = tt.function_by_handler(synth.template, HANDLERS["maintenance"])
-    queue_id, _ = synth.one("AWS::SQS::Queue")
+    queue_id, _ = queue(synth, "DeadLetterQueue")
     for lid, schedule in synth.resources("AWS::Scheduler::Schedule").items():
         assert group_id in schedule["DependsOn"], lid
     for (window, action), properties in found.items():
@@ -61,6 +66,9 @@ def test_a_schedule_pair_per_window(which: str, request: pytest.FixtureRequest) 
         assert properties["GroupName"] == group["Properties"]["Name"]
         target = properties["Target"]
         assert json.loads(target["Input"]) == schedule_payload(window, action)
+        # Scheduler substitutes its context attribute: the function can tell a late delivery
+        assert json.loads(target["Input"]) == {"action": action, "window": window,
+                                               "scheduled_time": "<aws.scheduler.scheduled-time>"}
         assert target["Arn"] == {"Fn::GetAtt": [maintenance_id, "Arn"]}
         # A start may not be retried past half its window (it would reopen maintenance after the window
         # ended): 60 min -> 30 min, 105 min -> 52.5 min. An end may be retried for an hour.
@@ -69,15 +77,28 @@ def test_a_schedule_pair_per_window(which: str, request: pytest.FixtureRequest) 
         assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [queue_id, "Arn"]}}
 
 
-def test_dead_letter_queue_is_encrypted_ssl_only_and_kept_14_days(synth: Synth) -> None:
-    queue_id, queue = synth.one("AWS::SQS::Queue")
-    assert queue["Properties"]["SqsManagedSseEnabled"] is True
-    assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
-    _, policy = synth.one("AWS::SQS::QueuePolicy")
+@pytest.mark.parametrize("name", ["DeadLetterQueue", "FailureQueue"])
+def test_maintenance_queues_are_encrypted_ssl_only_and_kept_14_days(synth: Synth, name: str) -> None:
+    queue_id, properties = queue(synth, name)
+    assert properties["Properties"]["SqsManagedSseEnabled"] is True
+    assert properties["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+    (policy,) = [p for p in synth.resources("AWS::SQS::QueuePolicy").values()
+                 if p["Properties"]["Queues"] == [{"Ref": queue_id}]]
     (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Effect"] == "Deny"
     assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-    assert policy["Properties"]["Queues"] == [{"Ref": queue_id}]
+
+
+def test_function_errors_are_retried_a_bounded_time_then_sent_to_the_failure_queue(synth: Synth) -> None:
+    # Scheduler counts a delivery done once Lambda accepts it: a function error is Lambda's to retry and keep
+    maintenance_id, _ = tt.function_by_handler(synth.template, HANDLERS["maintenance"])
+    queue_id, _ = queue(synth, "FailureQueue")
+    (config,) = [c["Properties"] for c in synth.resources("AWS::Lambda::EventInvokeConfig").values()
+                 if c["Properties"]["FunctionName"] == {"Ref": maintenance_id}]
+    assert config["Qualifier"] == "$LATEST"  # what the schedules invoke (the unqualified ARN)
+    assert config["MaximumRetryAttempts"] == 2
+    assert config["MaximumEventAgeInSeconds"] == 3600
+    assert config["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [queue_id, "Arn"]}}}
 
 
 def test_scheduler_role_invokes_only_the_maintenance_function(synth: Synth) -> None:
@@ -91,7 +112,7 @@ def test_scheduler_role_invokes_only_the_maintenance_function(synth: Synth) -> N
     statements = tt.role_statements(synth.template, role_id)
     assert tt.actions(statements) == {"lambda:InvokeFunction", "sqs:SendMessage"}
     maintenance_id, _ = tt.function_by_handler(synth.template, HANDLERS["maintenance"])
-    queue_id, _ = synth.one("AWS::SQS::Queue")
+    queue_id, _ = queue(synth, "DeadLetterQueue")
     for statement in statements:
         rendered = {tt.render(resource) for resource in tt.as_list(statement["Resource"])}
         if statement["Action"] == "lambda:InvokeFunction":

@@ -14,6 +14,11 @@ from flags.routes import HANDLERS
 pytestmark = pytest.mark.infra
 
 SERVICE = {"Name": "service", "Value": "singleton-flags"}
+ALARM_ARNS = "arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:*"
+
+
+def namespace(synth: Synth) -> str:
+    return f"SingletonFlags/{synth.config.stage}"
 
 
 def alarms(synth: Synth) -> list[dict[str, Any]]:
@@ -47,13 +52,15 @@ def assert_above_zero(alarm: dict[str, Any], *, statistic: str = "Sum", evaluati
 
 
 def test_default_reads_alarm_on_the_first_fallback(synth: Synth) -> None:
-    alarm = find(synth, "SingletonFlags", "Reads", reason="DEFAULT")
+    alarm = find(synth, namespace(synth), "Reads", reason="DEFAULT")
     assert dimensions(alarm) == [{"Name": "reason", "Value": "DEFAULT"}, SERVICE]
     assert_above_zero(alarm, period=60)
+    # the operator is told how to bring a missing item back
+    assert "flagctl restore" in alarm["AlarmDescription"]
 
 
 def test_stale_reads_alarm_when_sustained(synth: Synth) -> None:
-    alarm = find(synth, "SingletonFlags", "Reads", reason="STALE")
+    alarm = find(synth, namespace(synth), "Reads", reason="STALE")
     assert dimensions(alarm) == [{"Name": "reason", "Value": "STALE"}, SERVICE]
     assert_above_zero(alarm, period=60, evaluation=10, datapoints=5)
 
@@ -74,11 +81,20 @@ def test_function_alarms(synth: Synth, name: str, metric: str) -> None:
     assert_above_zero(alarm)
 
 
-def test_dead_letter_queue_alarm(synth: Synth) -> None:
-    queue_id, _ = synth.one("AWS::SQS::Queue")
+@pytest.mark.parametrize("queue", ["DeadLetterQueue", "FailureQueue"])
+def test_maintenance_queue_alarms(synth: Synth, queue: str) -> None:
+    # the schedules' dead-letter queue (undelivered) and the function's on-failure destination (failed)
+    (queue_id,) = [lid for lid in synth.resources("AWS::SQS::Queue") if lid.startswith(f"Maintenance{queue}")]
     alarm = find(synth, "AWS/SQS", "ApproximateNumberOfMessagesVisible",
                  QueueName={"Fn::GetAtt": [queue_id, "QueueName"]})
     assert_above_zero(alarm, statistic="Maximum")
+
+
+def test_window_failures_alarm(synth: Synth) -> None:
+    # late, rejected or impossible deliveries: the function returns (no retry helps) and counts WindowFailures
+    alarm = find(synth, namespace(synth), "WindowFailures")
+    assert dimensions(alarm) == [SERVICE]
+    assert_above_zero(alarm)
 
 
 def test_no_topic_without_alarm_email(synth: Synth) -> None:
@@ -92,18 +108,34 @@ def test_alarm_email_adds_an_encrypted_topic_as_every_alarm_action(variant: Synt
     key_id, key = variant.one("AWS::KMS::Key")
     assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     assert key["Properties"]["EnableKeyRotation"] is True
-    cloudwatch = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
-                  if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
-    assert [sorted(tt.as_list(s["Action"])) for s in cloudwatch] == [["kms:Decrypt", "kms:GenerateDataKey"]]
+    # CloudWatch may use the key only for this account's alarms in this region
+    (cloudwatch,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
+                     if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert sorted(tt.as_list(cloudwatch["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert_alarms_of_this_account(cloudwatch)
     (subscription,) = variant.resources("AWS::SNS::Subscription").values()
     assert subscription["Properties"]["Protocol"] == "email"
     assert subscription["Properties"]["Endpoint"] == "ops@example.com"
     assert subscription["Properties"]["TopicArn"] == {"Ref": topic_id}
+    # A topic policy replaces SNS's default one: it must itself allow CloudWatch to publish, and keep TLS only
     _, topic_policy = variant.one("AWS::SNS::TopicPolicy")
-    (deny,) = topic_policy["Properties"]["PolicyDocument"]["Statement"]
-    assert (deny["Effect"], deny["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
+    statements = topic_policy["Properties"]["PolicyDocument"]["Statement"]
+    (deny,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    (publish,) = [s for s in statements if s["Effect"] == "Allow"]
+    assert publish["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert publish["Action"] == "sns:Publish"
+    assert publish["Resource"] == {"Ref": topic_id}
+    assert_alarms_of_this_account(publish)
     for alarm in alarms(variant):
         assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+
+
+def assert_alarms_of_this_account(statement: dict[str, Any]) -> None:
+    condition = statement["Condition"]
+    assert set(condition) == {"StringEquals", "ArnLike"}
+    assert condition["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert {key: tt.render(value) for key, value in condition["ArnLike"].items()} == {"aws:SourceArn": ALARM_ARNS}
 
 
 def test_dashboard_shows_reads_refreshes_conflicts_changes_windows_latency(synth: Synth) -> None:
@@ -113,10 +145,10 @@ def test_dashboard_shows_reads_refreshes_conflicts_changes_windows_latency(synth
     assert {"Reads by reason", "Cache refreshes", "Changes and conflicts", "Maintenance windows",
             "API latency", "Refusals by error code", "Alarms"} <= titles
     metrics = [line for widget in body["widgets"] for line in widget["properties"].get("metrics", [])]
-    flags_metrics = {line[1] for line in metrics if line[0] == "SingletonFlags"}
+    flags_metrics = {line[1] for line in metrics if line[0] == namespace(synth)}
     assert flags_metrics >= {"Reads", "CacheRefreshes", "CacheRefreshFailures", "WriteConflicts", "WriteRetries",
-                             "ChangesApplied", "WindowStarts", "WindowEnds", "WindowSkips"}
-    reasons = {line[line.index("reason") + 1] for line in metrics if line[:2] == ["SingletonFlags", "Reads"]}
+                             "ChangesApplied", "WindowStarts", "WindowEnds", "WindowSkips", "WindowFailures"}
+    reasons = {line[line.index("reason") + 1] for line in metrics if line[:2] == [namespace(synth), "Reads"]}
     assert reasons == {"STATIC", "CACHED", "STALE", "DEFAULT"}
     latency = [line for line in metrics if "Latency" in line]
     assert {line[-1]["stat"] for line in latency} == {"p50", "p99"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -225,10 +226,14 @@ def test_the_scheduler_route_delivers_the_payload_the_deployed_schedule_sends(co
     functions = RecordingFunctions({"status": "started"})
     # When
     response = local_api(config, functions).handle(request("POST", f"/_scheduler/{window}/start"))
-    # Then
-    assert functions.calls == [(MAINTENANCE_FUNCTION, schedule_payload(window, "start"))]
+    # Then the deployed schedule's payload, with now as the scheduled time Scheduler would substitute
+    [(function, delivered)] = functions.calls
+    assert function == MAINTENANCE_FUNCTION
+    scheduled = datetime.strptime(delivered["scheduled_time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert abs((datetime.now(UTC) - scheduled).total_seconds()) < 5
+    assert delivered == schedule_payload(window, "start", delivered["scheduled_time"])
     assert response.status == 200
-    assert json.loads(response.body) == {"delivered": schedule_payload(window, "start"), "result": {"status": "started"}}
+    assert json.loads(response.body) == {"delivered": delivered, "result": {"status": "started"}}
 
 
 @pytest.mark.parametrize("path", ["/_scheduler/no-such-window/start", "/_scheduler/weekly-patching/pause"])

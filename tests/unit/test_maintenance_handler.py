@@ -1,4 +1,4 @@
-"""The maintenance function (issue 5) on moto: every rule of a window's start and end, through ``handler``.
+"""The maintenance function on moto: every rule of a window's start and end, through ``handler``.
 
 Each delivery is the exact payload a schedule sends. The function module is imported fresh per test with
 MAINTENANCE_WINDOWS set (its module scope is what runs at cold start); its service is then rebuilt on the
@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 from unit_support import Clock, FailingClient, build_reader, emf_metrics
 
 from flags.declarations import Declarations
-from flags.errors import StoreUnavailable, WriteConflict
+from flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
 from flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
 from flags.settings import SettingsError
 from flags.store import ChangeResult, FlagStore
@@ -31,6 +32,7 @@ ADMIN = "arn:aws:iam::123456789012:user/admin"
 SERVICE_DIMENSION = {"service": "singleton-flags"}
 WINDOW_METRICS = {"WindowStarts", "WindowEnds", "WindowSkips"}
 MODULE = "maintenance.handler"
+AT = "2023-11-14T22:13:20Z"  # the fake clock's start, as Scheduler writes it
 
 
 @dataclass
@@ -57,11 +59,16 @@ class MaintenanceFunction:
     def deliver(self, event: Any) -> dict[str, Any]:
         return self.module.handler(event, self.context)
 
-    def start(self, window: str = PATCHING) -> dict[str, Any]:
-        return self.deliver({"action": "start", "window": window})
+    def payload(self, action: str, window: str, scheduled: float | None = None) -> dict[str, str]:
+        """What the schedule sends: its scheduled time (by default, now) in Scheduler's format."""
+        return {"action": action, "window": window, "scheduled_time": scheduled_time(
+            self.clock.now if scheduled is None else scheduled)}
 
-    def end(self, window: str = PATCHING) -> dict[str, Any]:
-        return self.deliver({"action": "end", "window": window})
+    def start(self, window: str = PATCHING, scheduled: float | None = None) -> dict[str, Any]:
+        return self.deliver(self.payload("start", window, scheduled))
+
+    def end(self, window: str = PATCHING, scheduled: float | None = None) -> dict[str, Any]:
+        return self.deliver(self.payload("end", window, scheduled))
 
     def switch_by_hand(self, on: bool) -> ChangeResult:
         """What PATCH /flags {"flags": {"maintenance_mode": on}} does: a store change by an IAM identity."""
@@ -111,6 +118,11 @@ class fresh_module:
         sys.modules.pop(MODULE, None)
         if self._previous is not None:
             sys.modules[MODULE] = self._previous
+
+
+def scheduled_time(epoch: float) -> str:
+    """<aws.scheduler.scheduled-time> as Scheduler substitutes it, e.g. 2022-03-22T18:59:43Z."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def window_metrics(records: list[dict[str, Any]]) -> list[tuple[str, float, dict[str, str]]]:
@@ -394,13 +406,16 @@ def test_readers_see_a_window_end_at_its_deadline_even_if_its_end_never_arrives(
         "start",
         {},
         {"action": "start"},
-        {"action": "start", "window": PATCHING, "extra": 1},
-        {"action": "restart", "window": PATCHING},
-        {"action": "start", "window": "nightly"},
-        {"action": "end", "window": 7},
+        {"action": "start", "window": PATCHING, "scheduled_time": AT, "extra": 1},
+        {"action": "restart", "window": PATCHING, "scheduled_time": AT},
+        {"action": "start", "window": "nightly", "scheduled_time": AT},
+        {"action": "end", "window": 7, "scheduled_time": AT},
+        {"action": "start", "window": PATCHING},
+        {"action": "start", "window": PATCHING, "scheduled_time": "<aws.scheduler.scheduled-time>"},
+        {"action": "start", "window": PATCHING, "scheduled_time": "2023-11-14T22:13:20"},
     ],
     ids=["null", "list", "string", "empty", "no-window", "extra-key", "unknown-action", "unknown-window",
-         "window-not-str"],
+         "window-not-str", "no-scheduled-time", "placeholder-not-substituted", "time-without-zone"],
 )
 def test_a_payload_that_is_not_a_schedule_delivery_is_rejected_without_retry(
     maintenance: MaintenanceFunction, event: Any, stdout: Any
@@ -463,11 +478,11 @@ def test_each_invocation_counts_its_outcome(
 ) -> None:
     # Given the deliveries before the last one happened
     for action, window in deliveries[:-1]:
-        maintenance.deliver({"action": action, "window": window})
+        maintenance.deliver(maintenance.payload(action, window))
     stdout.text()
     # When the last one is delivered
     action, window = deliveries[-1]
-    maintenance.deliver({"action": action, "window": window})
+    maintenance.deliver(maintenance.payload(action, window))
     # Then its invocation flushes exactly its own count, with the service dimension (a duplicate counts nothing)
     assert window_metrics(stdout.records()) == expected
 
@@ -507,3 +522,87 @@ def test_a_start_on_a_deleted_singleton_restores_it_from_the_trail_and_opens_the
     trail = maintenance.audit()
     assert [r["version"] for r in trail] == [r["version"] for r in trail_before] + [last + 1, last + 2]
     assert [r["kind"] for r in trail[-2:]] == ["restore", "window-start"]
+
+
+# ---------------------------------------------------------------------------------------------- late deliveries
+
+
+def failures(records: list[dict[str, Any]]) -> list[tuple[str, float, dict[str, str]]]:
+    return [metric for metric in emf_metrics(records) if metric[0] == "WindowFailures"]
+
+
+def test_a_start_within_half_its_window_holds_maintenance_until_its_scheduled_end(
+    maintenance: MaintenanceFunction,
+) -> None:
+    # Given a start scheduled 29 min ago (retried, or delayed), inside the first half of its hour
+    scheduled = maintenance.clock.now - 29 * 60
+    # When it arrives / Then it opens the window, whose deadline is the occurrence's end, not now + an hour
+    assert maintenance.start(PATCHING, scheduled=scheduled)["status"] == "started"
+    assert maintenance.item()[MAINTENANCE_DEADLINE_ATTR] == {"N": str(int(scheduled) + DURATIONS[PATCHING])}
+
+
+def test_a_start_later_than_half_its_window_is_refused_as_late(maintenance: MaintenanceFunction, stdout: Any) -> None:
+    # Given a start scheduled 31 min ago for a one-hour window (Lambda's async retries, a throttled queue)
+    scheduled = maintenance.clock.now - 31 * 60
+    # When it arrives
+    outcome = maintenance.start(PATCHING, scheduled=scheduled)
+    # Then it returns (no retry can make it earlier), writes nothing, logs an ERROR and counts a failure
+    assert outcome["status"] == "late"
+    assert (outcome["action"], outcome["window"]) == ("start", PATCHING)
+    assert maintenance.version() == 1
+    records = stdout.records()
+    [error] = logged(records, "ERROR")
+    assert error["message"] == "maintenance window start: late"
+    assert (error["window"], error["scheduled_time"]) == (PATCHING, scheduled_time(scheduled))
+    assert failures(records) == [("WindowFailures", 1.0, SERVICE_DIMENSION)]
+    assert window_metrics(records) == []
+
+
+def test_an_end_delivered_hours_late_still_ends_its_own_occurrence(maintenance: MaintenanceFunction) -> None:
+    # Given the window started on time, and its end (due an hour later) arrives three hours late
+    maintenance.start(PATCHING)
+    due = maintenance.clock.now + DURATIONS[PATCHING]
+    maintenance.clock.advance(DURATIONS[PATCHING] + 3 * 3600)
+    # When it arrives / Then ending is safe: the occurrence it ends is the one holding maintenance
+    assert maintenance.end(PATCHING, scheduled=due)["status"] == "ended"
+    assert maintenance.item()[MAINTENANCE_FLAG] == {"BOOL": False}
+
+
+def test_an_end_of_a_past_occurrence_never_ends_the_next_one(maintenance: MaintenanceFunction, stdout: Any) -> None:
+    # Given a daily window: yesterday's end got stuck; today's occurrence started and holds maintenance
+    maintenance.start(MIGRATION)
+    yesterdays_end = maintenance.clock.now - 86400 + DURATIONS[MIGRATION]
+    stdout.text()
+    # When yesterday's end finally arrives, during today's window
+    maintenance.clock.advance(600)
+    outcome = maintenance.end(MIGRATION, scheduled=yesterdays_end)
+    # Then today's maintenance stays on, held by the window; the late end is logged and counted
+    assert outcome["status"] == "late"
+    assert maintenance.item()[MAINTENANCE_FLAG] == {"BOOL": True}
+    assert maintenance.version() == 2
+    records = stdout.records()
+    assert [e["message"] for e in logged(records, "ERROR")] == ["maintenance window end: late"]
+    assert failures(records) == [("WindowFailures", 1.0, SERVICE_DIMENSION)]
+
+
+def test_an_item_too_large_is_a_failure_no_retry_can_fix(
+    maintenance: MaintenanceFunction, stdout: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the store refuses the change: the item would exceed its size limit
+    def too_large(*_: Any, **__: Any) -> Any:
+        raise ItemTooLarge("the flags item would be 4200 bytes, over the 4096-byte limit")
+
+    monkeypatch.setattr(maintenance.module.MAINTENANCE.store, "change", too_large)
+    # When a start arrives / Then it returns failed (an async retry would fail the same way), logged and counted
+    outcome = maintenance.start(PATCHING)
+    assert outcome["status"] == "failed"
+    assert "4096" in outcome["error"]
+    records = stdout.records()
+    [error] = logged(records, "ERROR")
+    assert (error["window"], error["action"], error["code"]) == (PATCHING, "start", "ITEM_TOO_LARGE")
+    assert failures(records) == [("WindowFailures", 1.0, SERVICE_DIMENSION)]
+
+
+def test_a_rejected_payload_counts_a_failure(maintenance: MaintenanceFunction, stdout: Any) -> None:
+    assert maintenance.deliver({"action": "start", "window": PATCHING})["status"] == "rejected"  # no scheduled time
+    assert failures(stdout.records()) == [("WindowFailures", 1.0, SERVICE_DIMENSION)]
