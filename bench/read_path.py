@@ -474,7 +474,7 @@ def cold_figures() -> dict[str, Any]:
         for script, args in runs.values():  # compile once for both, not measured
             run_cold(script, args, env)
         for pair in range(COLD_PAIRS):
-            order = list(runs)[pair % len(runs):] + list(runs)[: pair % len(runs)]  # rotate who goes first
+            order = list(runs)[pair % len(runs) :] + list(runs)[: pair % len(runs)]  # rotate who goes first
             for label in order:
                 results[label].append(run_cold(*runs[label], env)[0])
         breakdown = [run_cold(BREAKDOWN_SCRIPT, [TABLE, *handler_args], env)[0]["phases"] for _ in range(3)]
@@ -484,6 +484,7 @@ def cold_figures() -> dict[str, Any]:
 
 
 # --- report -----------------------------------------------------------------------------------------------
+
 
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
@@ -505,44 +506,88 @@ def main() -> None:
     paired_ratio = statistics.median(h["seconds"] / f["seconds"] for h, f in zip(cold["handler"], cold["floor"]))
     real_cpu, base_cpu = percentile(warm["real_cpu_ns"], 0.50), percentile(warm["base_cpu_ns"], 0.50)
     rows = [
-        ("GetItem calls, 10,000 warm GET /flags in one max_age window", f"{warm['get_item_calls']}",
-         f"== {TARGET_GET_ITEMS}", warm["get_item_calls"] == TARGET_GET_ITEMS == warm["provider_fetches"]),
+        (
+            "GetItem calls, 10,000 warm GET /flags in one max_age window",
+            f"{warm['get_item_calls']}",
+            f"== {TARGET_GET_ITEMS}",
+            warm["get_item_calls"] == TARGET_GET_ITEMS == warm["provider_fetches"],
+        ),
         ("warm GET /flags p50 / p99 (read handler)", f"{real_p50 / 1000:.1f} / {real_p99 / 1000:.1f} us", "", None),
         ("warm GET /flags p50 / p99 (baseline route)", f"{base_p50 / 1000:.1f} / {base_p99 / 1000:.1f} us", "", None),
-        ("warm ratio p50 (p99)", f"{warm_ratio:.2f} ({real_p99 / base_p99:.2f})", f"<= {TARGET_WARM_RATIO}",
-         warm_ratio <= TARGET_WARM_RATIO),
-        ("  same, thread CPU time p50 (load-proof)", f"{real_cpu / 1000:.1f} / {base_cpu / 1000:.1f} us = "
-         f"{real_cpu / base_cpu:.2f}", f"<= {TARGET_WARM_RATIO}", real_cpu / base_cpu <= TARGET_WARM_RATIO),
-        ("stdout bytes, 1,000 cached GET /flags (INFO)", f"{warm['quiet_bytes']} B", f"<= {TARGET_STDOUT_BYTES} B",
-         warm["quiet_bytes"] <= TARGET_STDOUT_BYTES),
+        (
+            "warm ratio p50 (p99)",
+            f"{warm_ratio:.2f} ({real_p99 / base_p99:.2f})",
+            f"<= {TARGET_WARM_RATIO}",
+            warm_ratio <= TARGET_WARM_RATIO,
+        ),
+        (
+            "  same, thread CPU time p50 (load-proof)",
+            f"{real_cpu / 1000:.1f} / {base_cpu / 1000:.1f} us = {real_cpu / base_cpu:.2f}",
+            f"<= {TARGET_WARM_RATIO}",
+            real_cpu / base_cpu <= TARGET_WARM_RATIO,
+        ),
+        (
+            "stdout bytes, 1,000 cached GET /flags (INFO)",
+            f"{warm['quiet_bytes']} B",
+            f"<= {TARGET_STDOUT_BYTES} B",
+            warm["quiet_bytes"] <= TARGET_STDOUT_BYTES,
+        ),
         (f"cold import + 1st GET /flags (median of {COLD_PAIRS})", f"{cold_handler * 1000:.1f} ms", "", None),
         (f"cold floor boto3 + client + GetItem (median of {COLD_PAIRS})", f"{cold_floor * 1000:.1f} ms", "", None),
         ("cold ratio", f"{cold_ratio:.2f}", f"<= {TARGET_COLD_RATIO}", cold_ratio <= TARGET_COLD_RATIO),
-        ("  same, median of the per-pair ratios (each pair run back to back)", f"{paired_ratio:.2f}",
-         f"<= {TARGET_COLD_RATIO}", paired_ratio <= TARGET_COLD_RATIO),
-        ("  same, process CPU time (load-proof)", f"{cpu_handler * 1000:.0f} / {cpu_floor * 1000:.0f} ms = "
-         f"{cold_cpu_ratio:.2f}", f"<= {TARGET_COLD_RATIO}", cold_cpu_ratio <= TARGET_COLD_RATIO),
-        ("  floor + Powertools Logger, resolver, BaseProvider, collector paused (no code of ours)",
-         f"{cold_powertools * 1000:.1f} ms = {cold_powertools / cold_floor:.2f}", "", None),
-        ("  read handler / that Powertools floor (what our code adds)", f"{cold_handler / cold_powertools:.2f}", "",
-         None),
-        ("  control: read handler with the collector left on, / floor",
-         f"{cold_collector_on * 1000:.1f} ms = {cold_collector_on / cold_floor:.2f}", "", None),
+        (
+            "  same, median of the per-pair ratios (each pair run back to back)",
+            f"{paired_ratio:.2f}",
+            f"<= {TARGET_COLD_RATIO}",
+            paired_ratio <= TARGET_COLD_RATIO,
+        ),
+        (
+            "  same, process CPU time (load-proof)",
+            f"{cpu_handler * 1000:.0f} / {cpu_floor * 1000:.0f} ms = {cold_cpu_ratio:.2f}",
+            f"<= {TARGET_COLD_RATIO}",
+            cold_cpu_ratio <= TARGET_COLD_RATIO,
+        ),
+        (
+            "  floor + Powertools Logger, resolver, BaseProvider, collector paused (no code of ours)",
+            f"{cold_powertools * 1000:.1f} ms = {cold_powertools / cold_floor:.2f}",
+            "",
+            None,
+        ),
+        (
+            "  read handler / that Powertools floor (what our code adds)",
+            f"{cold_handler / cold_powertools:.2f}",
+            "",
+            None,
+        ),
+        (
+            "  control: read handler with the collector left on, / floor",
+            f"{cold_collector_on * 1000:.1f} ms = {cold_collector_on / cold_floor:.2f}",
+            "",
+            None,
+        ),
     ]
     width = max(len(row[0]) for row in rows)
     print(f"  {'figure':<{width}}  {'value':>20}  {'target':>9}  result")
     for label, value, target, ok in rows:
         print(f"  {label:<{width}}  {value:>20}  {target:>9}  {'' if ok is None else verdict(ok)}")
     print(f"  decorators of the read handler (and the baseline): {warm['decorators']}")
-    print(f"  every warm response 200: {warm['statuses'] == {200}}; stdout of the whole warm run: "
-          f"{warm['warm_bytes']} B; stub DynamoDB GetItems served: {cold['served']}")
-    print("  cold pairs, wall ms (handler/floor): " + ", ".join(
-        f"{h['seconds'] * 1000:.0f}/{f['seconds'] * 1000:.0f}" for h, f in zip(cold["handler"], cold["floor"])))
+    print(
+        f"  every warm response 200: {warm['statuses'] == {200}}; stdout of the whole warm run: "
+        f"{warm['warm_bytes']} B; stub DynamoDB GetItems served: {cold['served']}"
+    )
+    print(
+        "  cold pairs, wall ms (handler/floor): "
+        + ", ".join(
+            f"{h['seconds'] * 1000:.0f}/{f['seconds'] * 1000:.0f}" for h, f in zip(cold["handler"], cold["floor"])
+        )
+    )
     if warm_ratio > TARGET_WARM_RATIO:
         print("  warm MISS, where the read handler spends its time (cProfile, cumulative per invocation):")
         print("    " + "\n    ".join(warm["profile"].splitlines()))
-    print("  cold start, CPU ms per phase in one fresh interpreter, collector paused as in the handler "
-          "(median of 3; the floor is the first 3 rows):")
+    print(
+        "  cold start, CPU ms per phase in one fresh interpreter, collector paused as in the handler "
+        "(median of 3; the floor is the first 3 rows):"
+    )
     for label, seconds in cold["phases"].items():
         print(f"    {seconds * 1000:8.1f} ms  {label}")
 

@@ -249,7 +249,9 @@ def main(
     try:
         text = render(answer.body)
     except (KeyError, TypeError, AttributeError, ValueError):
-        print(f"flagctl: unexpected answer from the API (HTTP {answer.status}): {safe(_excerpt(answer.body))}", file=err)
+        print(
+            f"flagctl: unexpected answer from the API (HTTP {answer.status}): {safe(_excerpt(answer.body))}", file=err
+        )
         return SERVER
     print(text, file=out)
     return OK

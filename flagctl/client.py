@@ -84,7 +84,9 @@ def url_from_stack_outputs(path: Path) -> str:
     }
     if len(found) != 1:
         names = ", ".join(sorted(found)) or "none"
-        raise FlagctlError(f"{path} must hold exactly one {STACK_OUTPUT_API_URL} output (found: {names}); use --url", 2, "BAD_INPUT")
+        raise FlagctlError(
+            f"{path} must hold exactly one {STACK_OUTPUT_API_URL} output (found: {names}); use --url", 2, "BAD_INPUT"
+        )
     return next(iter(found.values()))
 
 
@@ -102,7 +104,9 @@ def sign(outgoing: Outgoing, credentials: Any, region: str, service: str = SERVI
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
 
-    request = AWSRequest(method=outgoing.method, url=outgoing.url, data=outgoing.body or b"", headers=dict(outgoing.headers))
+    request = AWSRequest(
+        method=outgoing.method, url=outgoing.url, data=outgoing.body or b"", headers=dict(outgoing.headers)
+    )
     SigV4Auth(credentials, service, region).add_auth(request)
     return Outgoing(outgoing.method, outgoing.url, dict(request.headers.items()), outgoing.body)
 
@@ -115,7 +119,9 @@ def default_signer(url: str) -> Callable[[Outgoing], Outgoing]:
     region = region_for(url, session.get_config_variable("region"))
     credentials = session.get_credentials()
     if credentials is None:
-        raise FlagctlError(f"no AWS credentials to sign requests to {url} (environment, profile, SSO or role)", 4, "NO_CREDENTIALS")
+        raise FlagctlError(
+            f"no AWS credentials to sign requests to {url} (environment, profile, SSO or role)", 4, "NO_CREDENTIALS"
+        )
     frozen = credentials.get_frozen_credentials()
     return lambda outgoing: sign(outgoing, frozen, region)
 
@@ -201,8 +207,9 @@ class FlagsClient:
 def check_flag_name(name: str) -> str:
     """A name the API could have declared, or bad input: the API would only answer 404 for anything else."""
     if not FLAG_NAME.match(name):
-        raise FlagctlError(f"{name!r} is not a flag name (lowercase letters, digits and _, starting with a letter)",
-                           2, "BAD_INPUT")
+        raise FlagctlError(
+            f"{name!r} is not a flag name (lowercase letters, digits and _, starting with a letter)", 2, "BAD_INPUT"
+        )
     return name
 
 

@@ -81,19 +81,24 @@ class ApiGatewayAccount(Construct):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description="singleton-flags: read API Gateway's account setting, set its CloudWatch Logs role if unset",
             inline_policies={
-                "Account": iam.PolicyDocument(statements=[
-                    iam.PolicyStatement(actions=["apigateway:GET"], resources=[account_arn]),
-                    iam.PolicyStatement(actions=["apigateway:PATCH"], resources=[account_arn]),
-                    iam.PolicyStatement(
-                        actions=["iam:PassRole"],
-                        resources=[role_arn],
-                        conditions={"StringEquals": {"iam:PassedToService": "apigateway.amazonaws.com"}},
-                    ),
-                ]),
-                "Logs": iam.PolicyDocument(statements=[
-                    iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                                        resources=[logs_group.log_group_arn]),
-                ]),
+                "Account": iam.PolicyDocument(
+                    statements=[
+                        iam.PolicyStatement(actions=["apigateway:GET"], resources=[account_arn]),
+                        iam.PolicyStatement(actions=["apigateway:PATCH"], resources=[account_arn]),
+                        iam.PolicyStatement(
+                            actions=["iam:PassRole"],
+                            resources=[role_arn],
+                            conditions={"StringEquals": {"iam:PassedToService": "apigateway.amazonaws.com"}},
+                        ),
+                    ]
+                ),
+                "Logs": iam.PolicyDocument(
+                    statements=[
+                        iam.PolicyStatement(
+                            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[logs_group.log_group_arn]
+                        ),
+                    ]
+                ),
             },
         )
         function = lambda_.Function(

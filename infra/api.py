@@ -278,8 +278,10 @@ class Api(Construct):
         )
 
     def _build_gateway_responses(self) -> None:
-        for response_type, name in ((apigw.ResponseType.DEFAULT_4_XX, "Default4xx"),
-                                    (apigw.ResponseType.DEFAULT_5_XX, "Default5xx")):
+        for response_type, name in (
+            (apigw.ResponseType.DEFAULT_4_XX, "Default4xx"),
+            (apigw.ResponseType.DEFAULT_5_XX, "Default5xx"),
+        ):
             self.rest_api.add_gateway_response(
                 name,
                 type=response_type,

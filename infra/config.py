@@ -31,8 +31,30 @@ STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
 WINDOW_NAME_PATTERN = re.compile(r"^[a-z0-9-]{1,40}$")
 EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # The retention periods CloudWatch Logs accepts (PutRetentionPolicy), in days.
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
-                      3288, 3653)
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 ACTIONS = ("start", "end")
 # Windows are evaluated from a fixed instant, so the same cdk.json always synthesizes the same template.
 REFERENCE_TIME = datetime(2026, 1, 1)
@@ -40,9 +62,20 @@ OCCURRENCES_CHECKED = 400  # a window's length must be the same for each of its 
 MAX_WINDOW = timedelta(hours=24)
 
 _WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
-_TOP_FIELDS = {"stage", "cache_max_age_seconds", "max_stale_seconds", "audit_retention_days", "log_retention_days",
-               "api_throttling", "alarm_email", "maintenance_windows", "system_log_level",
-               "apigw_account_logging_role", "powertools", "termination_protection"}
+_TOP_FIELDS = {
+    "stage",
+    "cache_max_age_seconds",
+    "max_stale_seconds",
+    "audit_retention_days",
+    "log_retention_days",
+    "api_throttling",
+    "alarm_email",
+    "maintenance_windows",
+    "system_log_level",
+    "apigw_account_logging_role",
+    "powertools",
+    "termination_protection",
+}
 # `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
 # be overridden with -c).
 STAGE_CONTEXT_KEY = "stage"
@@ -220,8 +253,11 @@ def _cron_value(token: str, field: _CronField, path: str) -> int:
     if field.names and upper in field.names:
         return field.low + field.names.index(upper)
     if not token.isdigit():
-        raise ConfigError(path, f"{field.name} value {token!r} is not a number" +
-                          (f" or one of {', '.join(field.names)}" if field.names else ""))
+        raise ConfigError(
+            path,
+            f"{field.name} value {token!r} is not a number"
+            + (f" or one of {', '.join(field.names)}" if field.names else ""),
+        )
     value = int(token)
     if not field.low <= value <= field.high:
         raise ConfigError(path, f"{field.name} value {value} is outside {field.low}-{field.high}")
@@ -270,8 +306,9 @@ def parse_cron(value: Any, path: str) -> _Cron:
     expression = _string(value, path)
     match = _CRON_PATTERN.match(expression.strip())
     if not match:
-        raise ConfigError(path, f"must be an EventBridge cron expression 'cron(min hour dom month dow year)', "
-                                f"got {expression!r}")
+        raise ConfigError(
+            path, f"must be an EventBridge cron expression 'cron(min hour dom month dow year)', got {expression!r}"
+        )
     fields = tuple(match.group("body").split())
     if len(fields) != len(_CRON_FIELDS):
         raise ConfigError(path, f"a cron expression has 6 fields (min hour dom month dow year), got {len(fields)}")
@@ -320,17 +357,26 @@ def window_length(start: _Cron, end: _Cron, path: str) -> int:
             raise ConfigError(f"{path}.end", f"the window ends at the moment it starts ({opened:%a %Y-%m-%d %H:%M})")
         closed = next(_occurrences(end, opened), None)
         if closed is None or closed - opened > MAX_WINDOW:
-            raise ConfigError(f"{path}.end", f"must come after the start and within 24 h: the window opening "
-                                             f"{opened:%a %Y-%m-%d %H:%M} would end "
-                                             f"{f'{closed:%a %Y-%m-%d %H:%M}' if closed else 'never'}")
+            raise ConfigError(
+                f"{path}.end",
+                f"must come after the start and within 24 h: the window opening "
+                f"{opened:%a %Y-%m-%d %H:%M} would end "
+                f"{f'{closed:%a %Y-%m-%d %H:%M}' if closed else 'never'}",
+            )
         following = next(starts, None)
         if following is not None and following <= closed:
-            raise ConfigError(f"{path}.end", f"the window opening {opened:%a %Y-%m-%d %H:%M} starts again "
-                                             f"({following:%a %H:%M}) before it ends ({closed:%a %H:%M})")
+            raise ConfigError(
+                f"{path}.end",
+                f"the window opening {opened:%a %Y-%m-%d %H:%M} starts again "
+                f"({following:%a %H:%M}) before it ends ({closed:%a %H:%M})",
+            )
         lengths.add(closed - opened)
         if len(lengths) > 1:
-            raise ConfigError(f"{path}.end", f"the window's length varies between its occurrences "
-                                             f"({sorted(str(item) for item in lengths)}); declare windows of one length")
+            raise ConfigError(
+                f"{path}.end",
+                f"the window's length varies between its occurrences "
+                f"({sorted(str(item) for item in lengths)}); declare windows of one length",
+            )
         if following is None or following - first > timedelta(days=366):
             break
         opened = following
@@ -341,15 +387,21 @@ def shifted_end(start: _Cron, duration_minutes: int, path: str) -> _Cron:
     """The end schedule of a window given as start + duration: the start's minute and hour moved on."""
     minute, hour, dom, month, dow, year = start.fields
     if not (minute.isdigit() and hour.isdigit()):
-        raise ConfigError(f"{path}.duration_minutes", "needs a start at a fixed minute and hour "
-                                                      f"(got minutes {minute!r}, hours {hour!r}); give an explicit 'end'")
+        raise ConfigError(
+            f"{path}.duration_minutes",
+            "needs a start at a fixed minute and hour "
+            f"(got minutes {minute!r}, hours {hour!r}); give an explicit 'end'",
+        )
     total = int(hour) * 60 + int(minute) + duration_minutes
     if total >= 24 * 60:
         every_day = dom in ("*", "?") and dow in ("*", "?") and month == "*" and year == "*"
         if not every_day:
-            raise ConfigError(f"{path}.duration_minutes", "the window crosses midnight and its start names days "
-                                                          "(day-of-month, day-of-week, month or year); give an "
-                                                          "explicit 'end' cron")
+            raise ConfigError(
+                f"{path}.duration_minutes",
+                "the window crosses midnight and its start names days "
+                "(day-of-month, day-of-week, month or year); give an "
+                "explicit 'end' cron",
+            )
         total -= 24 * 60
     fields = (str(total % 60), str(total // 60), dom, month, dow, year)
     return parse_cron(f"cron({' '.join(fields)})", f"{path}.duration_minutes")
@@ -404,10 +456,15 @@ def _windows(raw: Any, path: str) -> tuple[MaintenanceWindow, ...]:
 
 
 def _logging_role(value: Any, path: str) -> str:
-    if value in (LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING) or (isinstance(value, str) and ROLE_ARN_PATTERN.match(value)):
+    if value in (LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING) or (
+        isinstance(value, str) and ROLE_ARN_PATTERN.match(value)
+    ):
         return value
-    raise ConfigError(path, f"must be '{LOGGING_ROLE_AUTO}', '{LOGGING_ROLE_EXISTING}' or an IAM role ARN "
-                            f"(arn:aws:iam::<12-digit account>:role/<name>), got {value!r}")
+    raise ConfigError(
+        path,
+        f"must be '{LOGGING_ROLE_AUTO}', '{LOGGING_ROLE_EXISTING}' or an IAM role ARN "
+        f"(arn:aws:iam::<12-digit account>:role/<name>), got {value!r}",
+    )
 
 
 def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
@@ -428,12 +485,14 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
     raw = _object(raw, path, _TOP_FIELDS)
     log_retention = _int(_require(raw, "log_retention_days", path), f"{path}.log_retention_days", 1, 3653)
     if log_retention not in LOG_RETENTION_DAYS:
-        raise ConfigError(f"{path}.log_retention_days", f"must be one of CloudWatch's {list(LOG_RETENTION_DAYS)}, "
-                                                        f"got {log_retention}")
+        raise ConfigError(
+            f"{path}.log_retention_days", f"must be one of CloudWatch's {list(LOG_RETENTION_DAYS)}, got {log_retention}"
+        )
     system_log_level = _string(raw.get("system_log_level", DEFAULT_SYSTEM_LOG_LEVEL), f"{path}.system_log_level")
     if system_log_level not in SYSTEM_LOG_LEVELS:
-        raise ConfigError(f"{path}.system_log_level", f"must be one of {list(SYSTEM_LOG_LEVELS)}, "
-                                                      f"got {system_log_level!r}")
+        raise ConfigError(
+            f"{path}.system_log_level", f"must be one of {list(SYSTEM_LOG_LEVELS)}, got {system_log_level!r}"
+        )
     powertools = _string(raw.get("powertools", POWERTOOLS_LAYER), f"{path}.powertools")
     if powertools not in POWERTOOLS_MODES:
         raise ConfigError(f"{path}.powertools", f"must be one of {list(POWERTOOLS_MODES)}, got {powertools!r}")
@@ -445,18 +504,19 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
         raise ConfigError(f"{path}.alarm_email", f"must be an email address or empty, got {alarm_email!r}")
     return FlagsConfig(
         stage=stage if stage is not None else _string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN),
-        cache_max_age_seconds=_int(_require(raw, "cache_max_age_seconds", path), f"{path}.cache_max_age_seconds",
-                                   1, 300),
+        cache_max_age_seconds=_int(
+            _require(raw, "cache_max_age_seconds", path), f"{path}.cache_max_age_seconds", 1, 300
+        ),
         max_stale_seconds=_int(_require(raw, "max_stale_seconds", path), f"{path}.max_stale_seconds", 0, 3600),
-        audit_retention_days=_int(_require(raw, "audit_retention_days", path), f"{path}.audit_retention_days",
-                                  1, 3650),
+        audit_retention_days=_int(_require(raw, "audit_retention_days", path), f"{path}.audit_retention_days", 1, 3650),
         log_retention_days=log_retention,
         api_throttling=_throttling(_require(raw, "api_throttling", path), f"{path}.api_throttling"),
         alarm_email=alarm_email,
         maintenance_windows=_windows(raw.get("maintenance_windows", []), f"{path}.maintenance_windows"),
         system_log_level=system_log_level,
-        apigw_account_logging_role=_logging_role(raw.get("apigw_account_logging_role", LOGGING_ROLE_AUTO),
-                                                 f"{path}.apigw_account_logging_role"),
+        apigw_account_logging_role=_logging_role(
+            raw.get("apigw_account_logging_role", LOGGING_ROLE_AUTO), f"{path}.apigw_account_logging_role"
+        ),
         powertools=powertools,
         termination_protection=termination_protection,
     )

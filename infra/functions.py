@@ -56,6 +56,7 @@ def leading_keys_condition(name: str) -> dict[str, dict[str, list[str]]]:
     operator = "ForAllValues:StringLike" if any("*" in key for key in keys) else "ForAllValues:StringEquals"
     return {operator: {"dynamodb:LeadingKeys": keys}}
 
+
 # What never goes into the asset: caches, tests, editor and tool litter. declarations.json stays.
 ASSET_EXCLUDES = [
     "**/__pycache__",
@@ -109,7 +110,7 @@ class Functions(Construct):
                 compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
                 compatible_architectures=[lambda_.Architecture.ARM_64],
                 description=f"aws-lambda-powertools {constants.POWERTOOLS_VERSION} ({constants.LAMBDA_RUNTIME}, "
-                            f"{constants.LAMBDA_ARCHITECTURE}), bundled",
+                f"{constants.LAMBDA_ARCHITECTURE}), bundled",
             )
         # Resolved by CloudFormation at deploy time from AWS's public parameter (a stack parameter of type
         # AWS::SSM::Parameter::Value<String>): no lookup at synth, no account needed to synthesize.
@@ -126,7 +127,7 @@ class Functions(Construct):
             f"{title}Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"{constants.SERVICE_NAME} {name} function: {', '.join(DYNAMODB_ACTIONS[name])} "
-                        f"on the flags table",
+            f"on the flags table",
             inline_policies={
                 "Table": iam.PolicyDocument(
                     statements=[

@@ -222,35 +222,58 @@ class Monitoring(Construct):
             dashboard_name=Fn.join("-", [constants.stack_name(self._config.stage), Aws.REGION]),
         )
         dashboard.add_widgets(
-            self._graph("Reads by reason",
-                        [reads(self._config.stage, reason, FIVE_MINUTES).with_(label=reason)
-                         for reason in constants.READ_REASONS]),
-            self._graph("Cache refreshes", self._counts(constants.METRIC_CACHE_REFRESHES, constants.METRIC_CACHE_REFRESH_FAILURES)),
-            self._graph("Changes and conflicts", self._counts(constants.METRIC_CHANGES_APPLIED, constants.METRIC_WRITE_CONFLICTS,
-                                                       constants.METRIC_WRITE_RETRIES)),
+            self._graph(
+                "Reads by reason",
+                [
+                    reads(self._config.stage, reason, FIVE_MINUTES).with_(label=reason)
+                    for reason in constants.READ_REASONS
+                ],
+            ),
+            self._graph(
+                "Cache refreshes",
+                self._counts(constants.METRIC_CACHE_REFRESHES, constants.METRIC_CACHE_REFRESH_FAILURES),
+            ),
+            self._graph(
+                "Changes and conflicts",
+                self._counts(
+                    constants.METRIC_CHANGES_APPLIED, constants.METRIC_WRITE_CONFLICTS, constants.METRIC_WRITE_RETRIES
+                ),
+            ),
         )
         dashboard.add_widgets(
             self._graph("Refusals by error code", [refusals]),
             self._graph(
                 "Maintenance windows",
-                [*self._counts(constants.METRIC_WINDOW_STARTS, constants.METRIC_WINDOW_ENDS, constants.METRIC_WINDOW_SKIPS,
-                               constants.METRIC_WINDOW_FAILURES),
-                 self._dead_letter_queue.metric_approximate_number_of_messages_visible(
-                     period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Undelivered (DLQ)"),
-                 self._failure_queue.metric_approximate_number_of_messages_visible(
-                     period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Failed (on-failure queue)")],
+                [
+                    *self._counts(
+                        constants.METRIC_WINDOW_STARTS,
+                        constants.METRIC_WINDOW_ENDS,
+                        constants.METRIC_WINDOW_SKIPS,
+                        constants.METRIC_WINDOW_FAILURES,
+                    ),
+                    self._dead_letter_queue.metric_approximate_number_of_messages_visible(
+                        period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Undelivered (DLQ)"
+                    ),
+                    self._failure_queue.metric_approximate_number_of_messages_visible(
+                        period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Failed (on-failure queue)"
+                    ),
+                ],
             ),
             self._graph(
                 "API latency",
-                [self._stage.metric_latency(period=FIVE_MINUTES, statistic=cw.Stats.p(50), label="p50"),
-                 self._stage.metric_latency(period=FIVE_MINUTES, statistic=cw.Stats.p(99), label="p99")],
+                [
+                    self._stage.metric_latency(period=FIVE_MINUTES, statistic=cw.Stats.p(50), label="p50"),
+                    self._stage.metric_latency(period=FIVE_MINUTES, statistic=cw.Stats.p(99), label="p99"),
+                ],
             ),
         )
         dashboard.add_widgets(
             self._graph(
                 "API errors",
-                [self._stage.metric_client_error(period=FIVE_MINUTES, statistic=cw.Stats.SUM, label="4xx"),
-                 self._stage.metric_server_error(period=FIVE_MINUTES, statistic=cw.Stats.SUM, label="5xx")],
+                [
+                    self._stage.metric_client_error(period=FIVE_MINUTES, statistic=cw.Stats.SUM, label="4xx"),
+                    self._stage.metric_server_error(period=FIVE_MINUTES, statistic=cw.Stats.SUM, label="5xx"),
+                ],
                 width=12,
             ),
             cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms.values()), width=12, height=6),

@@ -37,14 +37,29 @@ def bundled_layer_directory(build_dir: Path = BUILD_DIR) -> Path:
     staging = build_dir / f"{name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     site = staging / "python"
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-               "--only-binary=:all:", "--implementation", "cp", "--python-version", PYTHON_VERSION,
-               *(arg for platform in PLATFORMS for arg in ("--platform", platform)),
-               "--target", str(site), *REQUIREMENTS]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-compile",
+        "--only-binary=:all:",
+        "--implementation",
+        "cp",
+        "--python-version",
+        PYTHON_VERSION,
+        *(arg for platform in PLATFORMS for arg in ("--platform", platform)),
+        "--target",
+        str(site),
+        *REQUIREMENTS,
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"installing Powertools for the layer asset failed ({' '.join(command)}):\n"
-                           f"{result.stdout}{result.stderr}")
+        raise RuntimeError(
+            f"installing Powertools for the layer asset failed ({' '.join(command)}):\n{result.stdout}{result.stderr}"
+        )
     for entry in list(site.iterdir()):
         package = entry.name.split("-")[0].split(".")[0].lower()
         if package in RUNTIME_PROVIDED or package == "python_dateutil" or entry.name == "__pycache__":

@@ -35,8 +35,13 @@ class FlagsStack(Stack):
         self.functions = Functions(self, constants.FUNCTIONS_ID, config=config, table=self.storage.table)
         self.storage.add_seed(self.functions.seed)
         self.apigw_account = ApiGatewayAccount(self, constants.ACCOUNT_ID, config=config, code=self.functions.code)
-        self.api = Api(self, constants.API_ID, config=config, functions=self.functions.functions,
-                       account_setting=self.apigw_account.setting)
+        self.api = Api(
+            self,
+            constants.API_ID,
+            config=config,
+            functions=self.functions.functions,
+            account_setting=self.apigw_account.setting,
+        )
         self.maintenance = Maintenance(
             self, constants.MAINTENANCE_ID, config=config, function=self.functions.maintenance
         )
@@ -52,11 +57,27 @@ class FlagsStack(Stack):
         self._build_outputs()
 
     def _build_outputs(self) -> None:
-        CfnOutput(self, constants.OUTPUT_API_URL, value=self.api.rest_api.url,
-                  description="Base URL of the flags API (SigV4-signed calls only)")
-        CfnOutput(self, constants.OUTPUT_TABLE_NAME, value=self.storage.table.table_name,
-                  description="DynamoDB table holding the singleton and its audit records")
-        CfnOutput(self, constants.OUTPUT_READER_POLICY_ARN, value=self.api.reader_policy.managed_policy_arn,
-                  description="Attach to a caller that may read flags (GET /flags, GET /flags/{name})")
-        CfnOutput(self, constants.OUTPUT_ADMIN_POLICY_ARN, value=self.api.admin_policy.managed_policy_arn,
-                  description="Attach to a caller that may change, list history and revert flags")
+        CfnOutput(
+            self,
+            constants.OUTPUT_API_URL,
+            value=self.api.rest_api.url,
+            description="Base URL of the flags API (SigV4-signed calls only)",
+        )
+        CfnOutput(
+            self,
+            constants.OUTPUT_TABLE_NAME,
+            value=self.storage.table.table_name,
+            description="DynamoDB table holding the singleton and its audit records",
+        )
+        CfnOutput(
+            self,
+            constants.OUTPUT_READER_POLICY_ARN,
+            value=self.api.reader_policy.managed_policy_arn,
+            description="Attach to a caller that may read flags (GET /flags, GET /flags/{name})",
+        )
+        CfnOutput(
+            self,
+            constants.OUTPUT_ADMIN_POLICY_ARN,
+            value=self.api.admin_policy.managed_policy_arn,
+            description="Attach to a caller that may change, list history and revert flags",
+        )

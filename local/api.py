@@ -105,7 +105,9 @@ class LocalApi:
         response = self._answer(request)
         if any(name.lower() == "x-amzn-requestid" for name, _ in response.headers):
             return response
-        return HttpResponse(response.status, [*response.headers, ("x-amzn-RequestId", str(uuid.uuid4()))], response.body)
+        return HttpResponse(
+            response.status, [*response.headers, ("x-amzn-RequestId", str(uuid.uuid4()))], response.body
+        )
 
     def _answer(self, request: Request) -> HttpResponse:
         found = match_route((*ROUTES, *LOCAL_ROUTES), request.method, request.raw_path)
@@ -167,4 +169,6 @@ class LocalApi:
     def _function_error(function: str, exc: Exception) -> HttpResponse:
         print(f"[{function} function] invocation failed:", file=sys.stderr)
         traceback.print_exception(exc, file=sys.stderr)
-        return _error(HTTPStatus.BAD_GATEWAY, "FUNCTION_ERROR", f"the {function} function failed: {type(exc).__name__}: {exc}")
+        return _error(
+            HTTPStatus.BAD_GATEWAY, "FUNCTION_ERROR", f"the {function} function failed: {type(exc).__name__}: {exc}"
+        )

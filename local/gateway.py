@@ -157,7 +157,9 @@ def http_response(result: Any) -> HttpResponse:
     for name, values in multi.items():
         headers.extend((name, str(value)) for value in values)
     named = {name.lower() for name in multi}
-    headers.extend((name, str(value)) for name, value in (result.get("headers") or {}).items() if name.lower() not in named)
+    headers.extend(
+        (name, str(value)) for name, value in (result.get("headers") or {}).items() if name.lower() not in named
+    )
     body = result.get("body")
     if body is None:
         payload = b""

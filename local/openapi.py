@@ -74,7 +74,10 @@ def _header(description: str, schema: dict[str, Any] | None = None) -> dict[str,
     return {"description": description, "schema": schema or {"type": "string"}}
 
 
-ETAG = _header('The version of the flags, quoted: "7". Absent when fallbacks are served.', {"type": "string", "pattern": '^"[0-9]+"$'})
+ETAG = _header(
+    'The version of the flags, quoted: "7". Absent when fallbacks are served.',
+    {"type": "string", "pattern": '^"[0-9]+"$'},
+)
 CACHE_CONTROL = _header("no-cache for a stored version (revalidate with If-None-Match), no-store otherwise.")
 RETRY_AFTER = _header("Seconds to wait before retrying.", {"type": "string", "pattern": "^[0-9]+$"})
 
@@ -258,13 +261,17 @@ def _referenced(document: dict[str, Any]) -> set[str]:
     """Names of the component schemas reachable from the paths (so the generated leftovers can go)."""
     schemas = document["components"]["schemas"]
     seen: set[str] = set()
-    pending = [document["paths"], document["components"].get("responses", {}), document["components"].get("parameters", {})]
+    pending = [
+        document["paths"],
+        document["components"].get("responses", {}),
+        document["components"].get("parameters", {}),
+    ]
     while pending:
         for node in _walk(pending.pop()):
             ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith(SCHEMAS) and ref[len(SCHEMAS):] not in seen:
-                seen.add(ref[len(SCHEMAS):])
-                pending.append(schemas[ref[len(SCHEMAS):]])
+            if isinstance(ref, str) and ref.startswith(SCHEMAS) and ref[len(SCHEMAS) :] not in seen:
+                seen.add(ref[len(SCHEMAS) :])
+                pending.append(schemas[ref[len(SCHEMAS) :]])
     return seen
 
 
@@ -362,8 +369,11 @@ def operations(document: dict[str, Any]) -> set[tuple[str, str]]:
 
 def main() -> int:
     """Print the document (the functions' environment gets local defaults, as in the runner)."""
-    for key, value in {"TABLE_NAME": "singleton-flags-local", "AWS_DEFAULT_REGION": "us-east-1",
-                       "POWERTOOLS_TRACE_DISABLED": "1"}.items():
+    for key, value in {
+        "TABLE_NAME": "singleton-flags-local",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+    }.items():
         os.environ.setdefault(key, value)
     from flags.declarations import load_declarations
     from write_api.handler import app

@@ -97,7 +97,9 @@ def _cold_starts() -> Functions:
         try:
             handlers[name] = load_handler(target)
         except Exception as exc:  # noqa: BLE001 - a cold start that raises, whatever it raises, is one line
-            raise StartupError(f"the {name} function ({target}) failed its cold start: {type(exc).__name__}: {exc}") from exc
+            raise StartupError(
+                f"the {name} function ({target}) failed its cold start: {type(exc).__name__}: {exc}"
+            ) from exc
     return Functions(handlers, name_prefix=f"{SERVICE_NAME}-local")
 
 
@@ -118,7 +120,7 @@ def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_la
         "Try:",
         f"  curl -i {url}/flags",
         f"  curl -i -X PATCH {url}/flags -H 'Content-Type: application/json' "
-        f"-d '{{\"flags\": {change}, \"reason\": \"trying the local runner\"}}'",
+        f'-d \'{{"flags": {change}, "reason": "trying the local runner"}}\'',
         f"  curl -s {url}/flags/history",
         "Ctrl-C stops it.",
     ]

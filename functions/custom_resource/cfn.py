@@ -30,8 +30,9 @@ def send_response(url: str, body: Mapping[str, Any]) -> None:
     """PUT the response to CloudFormation's pre-signed S3 URL (no Content-Type: it is part of the signature)."""
     data = json.dumps(body).encode()
     for attempt in range(1, SEND_ATTEMPTS + 1):
-        request = urllib.request.Request(url, data=data, method="PUT",
-                                         headers={"Content-Type": "", "Content-Length": str(len(data))})
+        request = urllib.request.Request(
+            url, data=data, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(data))}
+        )
         try:
             with urllib.request.urlopen(request, timeout=10):  # noqa: S310 - CloudFormation's https URL
                 return
@@ -41,8 +42,14 @@ def send_response(url: str, body: Mapping[str, Any]) -> None:
             time.sleep(attempt)
 
 
-def run(event: Mapping[str, Any], context: Any, work: Work, *, default_physical_id: str,
-        send: Callable[[str, Mapping[str, Any]], None] | None = None) -> dict[str, Any]:
+def run(
+    event: Mapping[str, Any],
+    context: Any,
+    work: Work,
+    *,
+    default_physical_id: str,
+    send: Callable[[str, Mapping[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Do ``work(event)`` -> (physical id, data) and answer CloudFormation whatever happens."""
     physical_id = event.get("PhysicalResourceId") or default_physical_id
     try:

@@ -13,8 +13,12 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-READ_CLIENT_CONFIG = Config(connect_timeout=0.5, read_timeout=1.0, retries={"total_max_attempts": 1, "mode": "standard"})
-WRITE_CLIENT_CONFIG = Config(connect_timeout=1.0, read_timeout=2.0, retries={"total_max_attempts": 2, "mode": "standard"})
+READ_CLIENT_CONFIG = Config(
+    connect_timeout=0.5, read_timeout=1.0, retries={"total_max_attempts": 1, "mode": "standard"}
+)
+WRITE_CLIENT_CONFIG = Config(
+    connect_timeout=1.0, read_timeout=2.0, retries={"total_max_attempts": 2, "mode": "standard"}
+)
 
 
 def dynamodb_client(config: Config = READ_CLIENT_CONFIG) -> Any:

@@ -61,7 +61,7 @@ def encode_plain(value: Any) -> dict[str, Any]:
 
 
 def decode_plain(attribute: dict[str, Any]) -> Any:
-    (kind, raw), = attribute.items()
+    ((kind, raw),) = attribute.items()
     if kind == "NULL":
         return None
     if kind == "N":

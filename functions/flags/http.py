@@ -47,7 +47,7 @@ def parse_entity_tags(values: Sequence[str] | None, header: str = "If-Match") ->
     wildcard = False
     for value in values:
         if not value.strip(_OWS):
-            raise InvalidRequest(f"{header} is empty; send a quoted version such as \"7\", or leave it out", rule=rule)
+            raise InvalidRequest(f'{header} is empty; send a quoted version such as "7", or leave it out', rule=rule)
         for element in _list_elements(value, header, rule):
             if element == WILDCARD:
                 wildcard = True
@@ -55,7 +55,7 @@ def parse_entity_tags(values: Sequence[str] | None, header: str = "If-Match") ->
             match = _ENTITY_TAG.fullmatch(element)
             if match is None:
                 raise InvalidRequest(
-                    f"{header} holds {element[:40]!r}, not an entity-tag: quote it, e.g. \"7\"", rule=rule
+                    f'{header} holds {element[:40]!r}, not an entity-tag: quote it, e.g. "7"', rule=rule
                 )
             tags.add(EntityTag(match.group(2), weak=match.group(1) is not None))
     if wildcard and (tags or len(values) > 1):

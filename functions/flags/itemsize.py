@@ -20,7 +20,7 @@ def number_size(text: str) -> int:
 
 
 def value_size(attribute: dict[str, Any]) -> int:
-    (kind, raw), = attribute.items()
+    ((kind, raw),) = attribute.items()
     if kind == "S":
         return len(raw.encode("utf-8"))
     if kind == "N":

@@ -27,7 +27,6 @@ from flags.provider import SingletonProvider, Snapshot
 from flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # noqa: F401 - the reasons, re-exported
 
 
-
 @dataclass(frozen=True, slots=True)
 class FlagState:
     values: Mapping[str, FlagValue]

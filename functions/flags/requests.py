@@ -99,7 +99,9 @@ def parse_json_body(text: str | bytes | None) -> dict[str, Any]:
         raw = text.encode("utf-8", errors="surrogatepass")
     if len(raw) > MAX_BODY_BYTES:
         raise PayloadTooLarge(
-            f"the body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}", size=len(raw), limit=MAX_BODY_BYTES,
+            f"the body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}",
+            size=len(raw),
+            limit=MAX_BODY_BYTES,
             rule="body_size",
         )
     if _BAD_TEXT.search(text):

@@ -32,6 +32,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/flags/revert", WRITE_FUNCTION),
 )
 
+
 class RouteMatch(NamedTuple):
     route: Route
     path_parameters: dict[str, str]

@@ -56,7 +56,9 @@ class Settings:
             table_name=table_name,
             item_sort_key=sort_key,
             # Powertools parses this itself on every get(), outside its error handling: validate it once here
-            max_age_seconds=_int_env(env, "POWERTOOLS_PARAMETERS_MAX_AGE", DEFAULT_MAX_AGE_SECONDS, 0, MAX_AGE_LIMIT_SECONDS),
+            max_age_seconds=_int_env(
+                env, "POWERTOOLS_PARAMETERS_MAX_AGE", DEFAULT_MAX_AGE_SECONDS, 0, MAX_AGE_LIMIT_SECONDS
+            ),
             max_stale_seconds=_int_env(env, "FLAGS_MAX_STALE_SECONDS", 300, 0, MAX_STALE_LIMIT_SECONDS),
             audit_retention_days=_int_env(env, "FLAGS_AUDIT_RETENTION_DAYS", 365, 1, 3650),
             local_actor=env.get("FLAGS_LOCAL_ACTOR") or None,

@@ -300,7 +300,9 @@ class FlagStore:
         last = record_version(newest)
         raw = {**singleton_key(self._sort_key), **newest.get(STATE_ATTR, {}).get("M", {})}
         raw[VERSION_ATTR] = {"N": str(last + 1)}
-        logger.warning("the flags item is missing: the next write restores it from its newest audit record", version=last)
+        logger.warning(
+            "the flags item is missing: the next write restores it from its newest audit record", version=last
+        )
         return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True, restored_from=last)
 
     def _snapshot(self, raw: Mapping[str, Any]) -> Snapshot:
@@ -572,16 +574,30 @@ class FlagStore:
         if current.missing and current.restored_from is not None:
             restore_reason = f"restored the missing flags item from version {current.restored_from}'s audit record"
             items.append(
-                {"Put": self._put(self._record(current.version, now, actor, restore_reason, "restore", {}, current.raw,
-                                               token, {"restored_from": current.restored_from}))}
+                {
+                    "Put": self._put(
+                        self._record(
+                            current.version,
+                            now,
+                            actor,
+                            restore_reason,
+                            "restore",
+                            {},
+                            current.raw,
+                            token,
+                            {"restored_from": current.restored_from},
+                        )
+                    )
+                }
             )
         if applied:
             extra = dict(extra_audit or {})
             if owner_sets or owner_removes:  # the trail says which window gained or lost maintenance
                 new_owner = owner_sets.get(MAINTENANCE_OWNER_ATTR, {}).get("S")
                 extra["maintenance_owner"] = {"old": current.snapshot.maintenance_owner, "new": new_owner}
-            items.append({"Put": self._put(self._record(next_version, now, actor, reason, kind, diff, new_raw, token,
-                                                        extra))})
+            items.append(
+                {"Put": self._put(self._record(next_version, now, actor, reason, kind, diff, new_raw, token, extra))}
+            )
         if idempotency is not None and applied:
             items.append({"Put": self._idempotency_put(idempotency, next_version, now)})
         request = {"TransactItems": items, "ClientRequestToken": token}
@@ -742,8 +758,11 @@ class FlagStore:
                 elif code == "TransactionConflictException":
                     raise _Conflict([code]) from exc
                 elif code in _RETRYABLE:
-                    ambiguous = ambiguous or code not in ("ThrottlingException", "ProvisionedThroughputExceededException",
-                                                          "RequestLimitExceeded")
+                    ambiguous = ambiguous or code not in (
+                        "ThrottlingException",
+                        "ProvisionedThroughputExceededException",
+                        "RequestLimitExceeded",
+                    )
                     cause = code
                 else:
                     raise _fault("TransactWriteItems", exc) from exc
@@ -840,8 +859,9 @@ class FlagStore:
                 try:
                     values[name] = decode(spec, state[name])
                 except ValueError as exc:
-                    raise InvalidValue(f"the recorded value of '{name}' is not a {spec.type}", flag=name,
-                                       rule="type") from exc
+                    raise InvalidValue(
+                        f"the recorded value of '{name}' is not a {spec.type}", flag=name, rule="type"
+                    ) from exc
         return values
 
     def state_at(self, version: int) -> dict[str, Any]:

@@ -73,8 +73,12 @@ LATE = "late"
 FAILED = "failed"
 FAILURES = (REJECTED, LATE, FAILED)  # returned, not raised: no retry can fix them
 
-_METRIC_BY_STATUS = {STARTED: WINDOW_STARTS, ENDED: WINDOW_ENDS, SKIPPED: WINDOW_SKIPS,
-                     **{status: WINDOW_FAILURES for status in FAILURES}}
+_METRIC_BY_STATUS = {
+    STARTED: WINDOW_STARTS,
+    ENDED: WINDOW_ENDS,
+    SKIPPED: WINDOW_SKIPS,
+    **{status: WINDOW_FAILURES for status in FAILURES},
+}
 
 
 # ---------------------------------------------------------------------------------------------- configuration
@@ -155,7 +159,7 @@ def parse_payload(event: Any, windows: Mapping[str, Window]) -> Command:
     if not isinstance(event, dict):
         raise InvalidSchedulePayload(
             f'the payload must be a JSON object {{"action": "start"|"end", "window": NAME, "scheduled_time": '
-            f'TIME}}, got {type(event).__name__}'
+            f"TIME}}, got {type(event).__name__}"
         )
     missing, unknown = PAYLOAD_KEYS - set(event), set(event) - PAYLOAD_KEYS
     if missing or unknown:
@@ -227,8 +231,11 @@ def decide_end(window: Window, snapshot: Snapshot, scheduled_at: float | None = 
     if owner == window.name and scheduled_at is not None and snapshot.maintenance_deadline is not None:
         held_since = snapshot.maintenance_deadline - window.duration_seconds  # the holding occurrence's start
         if held_since > scheduled_at:
-            return _Decision(LATE, f"the window holds maintenance for a later occurrence (since "
-                                   f"{iso_time(held_since)}), not the one this end was due for: left on")
+            return _Decision(
+                LATE,
+                f"the window holds maintenance for a later occurrence (since "
+                f"{iso_time(held_since)}), not the one this end was due for: left on",
+            )
     if owner == window.name:
         return _Decision(ENDED, "maintenance off, ownership released")
     if owner is None and not _stored_on(snapshot) and snapshot.updated_by == window.actor:
@@ -236,8 +243,11 @@ def decide_end(window: Window, snapshot: Snapshot, scheduled_at: float | None = 
     if owner is None and _stored_on(snapshot):
         return _Decision(SKIPPED, "maintenance is on by hand, not held by this window: left on")
     if owner is None:
-        return _Decision(SKIPPED, "maintenance is off and not held by this window (switched off by hand, or never "
-                                  "started by it): nothing to end")
+        return _Decision(
+            SKIPPED,
+            "maintenance is off and not held by this window (switched off by hand, or never "
+            "started by it): nothing to end",
+        )
     return _Decision(SKIPPED, f"window {owner!r} holds maintenance: left alone")
 
 
@@ -307,8 +317,13 @@ class MaintenanceWindows:
         now = self._clock()
         scheduled = now if scheduled_at is None else scheduled_at
         if start_is_late(window, scheduled, now):
-            return self._late(window, "start", scheduled, f"delivered {int(now - scheduled)} s after its scheduled "
-                                                         f"time, more than half the window: maintenance not opened")
+            return self._late(
+                window,
+                "start",
+                scheduled,
+                f"delivered {int(now - scheduled)} s after its scheduled "
+                f"time, more than half the window: maintenance not opened",
+            )
         deadline = int(scheduled) + window.duration_seconds
         return self._apply(
             window,
@@ -385,7 +400,6 @@ class MaintenanceWindows:
         )
         return outcome
 
-
     def _late(
         self,
         window: Window,
@@ -404,8 +418,14 @@ class MaintenanceWindows:
             owner=snapshot.maintenance_owner if snapshot is not None else None,
         )
         extra = {"scheduled_time": _iso_utc(scheduled_at)} if scheduled_at is not None else {}
-        logger.error(f"maintenance window {action}: {LATE}", window=window.name, action=action, status=LATE,
-                     detail=detail, **extra)
+        logger.error(
+            f"maintenance window {action}: {LATE}",
+            window=window.name,
+            action=action,
+            status=LATE,
+            detail=detail,
+            **extra,
+        )
         return outcome
 
 

@@ -74,7 +74,14 @@ class _BodyMemo:
         self._body = ""
 
     def __call__(self, state: FlagState, *extra: Any) -> str:
-        key = (id(state.values), state.version, state.reason, state.fetched_at, state.maintenance_deadline_passed, *extra)
+        key = (
+            id(state.values),
+            state.version,
+            state.reason,
+            state.fetched_at,
+            state.maintenance_deadline_passed,
+            *extra,
+        )
         if key != self._key:
             self._body = json.dumps(self._build(state, *extra), separators=(",", ":"), ensure_ascii=False)
             self._key = key

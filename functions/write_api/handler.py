@@ -96,7 +96,6 @@ FlagsState = MODELS["FlagsState"]
 History = MODELS["History"]
 
 
-
 def _json_body(text: str) -> dict[str, Any]:
     """The body deserializer Powertools' validation calls: the write API's JSON rules (flags.requests)."""
     if not _body_is_json():  # application/jsonx and the like, which Powertools takes for JSON
@@ -163,8 +162,9 @@ def _idempotency(actor: str, request: dict[str, Any], expected: int | Versions |
         )
     event = app.current_event
     if_match = sorted(expected) if isinstance(expected, frozenset) else expected
-    return Idempotency.of(actor, key, {"method": event.http_method, "path": event.path, "body": request,
-                                       "if_match": if_match})
+    return Idempotency.of(
+        actor, key, {"method": event.http_method, "path": event.path, "body": request, "if_match": if_match}
+    )
 
 
 def _state_response(result: ChangeResult) -> Response:
@@ -189,31 +189,48 @@ def _state_response(result: ChangeResult) -> Response:
     return json_response(HTTPStatus.OK, body, headers)
 
 
-@app.patch("/flags", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}})
+@app.patch(
+    "/flags", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}}
+)
 def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None):
     changes = STORE.validate_changes(body.flags.model_dump(exclude_unset=True))
     reason = STORE.validate_reason(body.reason)
     expected, actor = _expected_version(), _actor()
     idempotency = _idempotency(actor, {"flags": changes, "reason": reason}, expected)
     result = STORE.change(
-        changes, actor=actor, reason=reason, expected_version=expected, idempotency=idempotency, time_budget=_time_budget()
-    )
-    return _state_response(result)
-
-
-@app.post("/flags/revert", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}})
-def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):
-    reason = STORE.validate_reason(body.reason)
-    expected, actor = _expected_version(), _actor()
-    idempotency = _idempotency(actor, {"version": body.version, "reason": reason}, expected)
-    result = STORE.revert(
-        body.version, actor=actor, reason=reason, expected_version=expected, idempotency=idempotency,
+        changes,
+        actor=actor,
+        reason=reason,
+        expected_version=expected,
+        idempotency=idempotency,
         time_budget=_time_budget(),
     )
     return _state_response(result)
 
 
-@app.get("/flags/history", responses={200: {"description": "Audit records", "content": {"application/json": {"model": History}}}})
+@app.post(
+    "/flags/revert",
+    responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}},
+)
+def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):
+    reason = STORE.validate_reason(body.reason)
+    expected, actor = _expected_version(), _actor()
+    idempotency = _idempotency(actor, {"version": body.version, "reason": reason}, expected)
+    result = STORE.revert(
+        body.version,
+        actor=actor,
+        reason=reason,
+        expected_version=expected,
+        idempotency=idempotency,
+        time_budget=_time_budget(),
+    )
+    return _state_response(result)
+
+
+@app.get(
+    "/flags/history",
+    responses={200: {"description": "Audit records", "content": {"application/json": {"model": History}}}},
+)
 def get_history(
     limit: Annotated[
         int, Query(ge=1, le=MAX_HISTORY_LIMIT, description=f"Records per page (1-{MAX_HISTORY_LIMIT}).")

@@ -18,7 +18,12 @@ from flags.store import MAX_REASON_LENGTH
 # flags.requests.validate_reason's; the schema only documents the length, so pydantic is never stricter.
 _REASON_SCHEMA = {"minLength": 1, "maxLength": MAX_REASON_LENGTH}
 
-_BASE_TYPES: dict[str, Any] = {"bool": StrictBool, "int": StrictInt, "float": StrictFloat | StrictInt, "string": StrictStr}
+_BASE_TYPES: dict[str, Any] = {
+    "bool": StrictBool,
+    "int": StrictInt,
+    "float": StrictFloat | StrictInt,
+    "string": StrictStr,
+}
 
 
 def _field_type(spec: FlagSpec) -> Any:

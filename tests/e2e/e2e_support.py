@@ -65,7 +65,9 @@ class Answer:
         return next((value for key, value in self.headers.items() if key.lower() == name.lower()), None)
 
 
-def call(method: str, url: str, body: Any = None, headers: Mapping[str, str] | None = None, timeout: float = 10) -> Answer:
+def call(
+    method: str, url: str, body: Any = None, headers: Mapping[str, str] | None = None, timeout: float = 10
+) -> Answer:
     data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
     request = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
     if data is not None and not request.has_header("Content-type"):
@@ -105,8 +107,9 @@ class Runner:
         return self.process.returncode
 
 
-def run_module(module: str, *args: str, env: Mapping[str, str] | None = None, cwd: Path = REPO_ROOT,
-               timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_module(
+    module: str, *args: str, env: Mapping[str, str] | None = None, cwd: Path = REPO_ROOT, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """``python -m module args`` to completion, output captured (the repository on PYTHONPATH)."""
     return subprocess.run(
         [sys.executable, "-m", module, *args],

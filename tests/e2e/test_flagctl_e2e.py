@@ -16,11 +16,22 @@ def test_flagctl_reads_changes_and_reverts_through_the_api(runner):
     # Given: a version with an audit record to come back to (the seed, version 0, has none)
     rate = json.loads(flagctl(runner, "--json", "get", "trace_sample_rate").stdout)["value"]
     base = "0.125" if rate != 0.125 else "0.375"
-    before = json.loads(flagctl(runner, "--json", "set", f"trace_sample_rate={base}", "--reason", "flagctl e2e base").stdout)
+    before = json.loads(
+        flagctl(runner, "--json", "set", f"trace_sample_rate={base}", "--reason", "flagctl e2e base").stdout
+    )
     # When
     table = flagctl(runner, "get")
-    changed = flagctl(runner, "--json", "set", "search_ranking=hybrid", "api_rate_limit_per_minute=777",
-                      "--reason", "flagctl e2e", "--if-match", str(before["version"]))
+    changed = flagctl(
+        runner,
+        "--json",
+        "set",
+        "search_ranking=hybrid",
+        "api_rate_limit_per_minute=777",
+        "--reason",
+        "flagctl e2e",
+        "--if-match",
+        str(before["version"]),
+    )
     # Then
     assert table.returncode == 0 and table.stdout.splitlines()[0].split() == ["FLAG", "VALUE"]
     assert changed.returncode == 0, changed.stderr

@@ -40,8 +40,15 @@ def cli_synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliSynth]:
     command = ["npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices", "--output", str(outdir)]
     if shutil.which("unshare") and subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode == 0:
         command = ["unshare", "--net", *command]  # a private network namespace: provably offline
-    process = subprocess.Popen(command, cwd=REPO_ROOT, env=cli_environment(), text=True, start_new_session=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        env=cli_environment(),
+        text=True,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     yield CliSynth(process=process, outdir=outdir)
     if process.poll() is None:  # its test did not run: stop the CLI and the app it started (its own group)
         os.killpg(process.pid, signal.SIGKILL)
@@ -67,4 +74,3 @@ def two_stages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
 def any_synth(request: pytest.FixtureRequest) -> Synth:
     """Both synthesized apps, for checks that hold for every configuration."""
     return request.getfixturevalue("synth" if request.param == "cdk.json" else "variant")
-

@@ -80,8 +80,10 @@ def variant_context() -> dict[str, Any]:
     settings["stage"] = "staging"
     settings["alarm_email"] = "ops@example.com"
     settings["system_log_level"] = "INFO"
-    settings["api_throttling"] = {"read": {"rate_limit": 50, "burst_limit": 100},
-                                  "write": {"rate_limit": 2, "burst_limit": 4}}
+    settings["api_throttling"] = {
+        "read": {"rate_limit": 50, "burst_limit": 100},
+        "write": {"rate_limit": 2, "burst_limit": 4},
+    }
     settings["maintenance_windows"] = [*settings["maintenance_windows"], NIGHTLY_WINDOW]
     settings["apigw_account_logging_role"] = VARIANT_LOGGING_ROLE
     settings["powertools"] = "bundled"

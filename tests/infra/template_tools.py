@@ -29,7 +29,7 @@ def render(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and len(value) == 1:
-        (function, argument), = value.items()
+        ((function, argument),) = value.items()
         if function == "Ref":
             return f"<{argument}>"
         if function == "Fn::GetAtt":
@@ -83,7 +83,10 @@ def all_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, An
 
 
 def function_by_handler(template: dict[str, Any], handler: str) -> tuple[str, dict[str, Any]]:
-    found = [(lid, res) for lid, res in resources(template, "AWS::Lambda::Function").items()
-             if res["Properties"].get("Handler") == handler]
+    found = [
+        (lid, res)
+        for lid, res in resources(template, "AWS::Lambda::Function").items()
+        if res["Properties"].get("Handler") == handler
+    ]
     assert len(found) == 1, f"expected one function with handler {handler}, found {[lid for lid, _ in found]}"
     return found[0]

@@ -19,7 +19,7 @@ WRITE_ROUTES = {("PATCH", "/flags"), ("GET", "/flags/history"), ("POST", "/flags
 def resource_paths(synth: Synth) -> dict[str, str]:
     """Logical id of each AWS::ApiGateway::Resource -> its full path (the root is '/')."""
     raw = synth.resources("AWS::ApiGateway::Resource")
-    (api_id, _), = synth.resources("AWS::ApiGateway::RestApi").items()
+    ((api_id, _),) = synth.resources("AWS::ApiGateway::RestApi").items()
 
     def path(lid: str) -> str:
         parent = raw[lid]["Properties"]["ParentId"]
@@ -78,7 +78,7 @@ def test_lambda_permissions_are_per_method_without_test_invoke(synth: Synth) -> 
     source_arns = [tt.render(p["Properties"]["SourceArn"]) for p in permissions]
     assert len(source_arns) == len(ROUTES)
     assert not [arn for arn in source_arns if "/test-invoke-stage/" in arn]
-    (stage_id, _), = synth.resources("AWS::ApiGateway::Stage").items()
+    ((stage_id, _),) = synth.resources("AWS::ApiGateway::Stage").items()
     for route in ROUTES:
         path = route.path.replace("{name}", "*")
         assert any(arn.endswith(f"/<{stage_id}>/{route.method}{path}") for arn in source_arns), route
@@ -97,16 +97,29 @@ def test_stage_throttling_tracing_and_access_logs(any_synth: Synth) -> None:
     expected = {(method, path.replace("/", "~1")) for method, path in WRITE_ROUTES}
     assert set(settings) == {(method, "/" + path) for method, path in expected}
     for setting in settings.values():
-        assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (write.rate_limit,
-                                                                                    write.burst_limit)
+        assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (
+            write.rate_limit,
+            write.burst_limit,
+        )
     access = properties["AccessLogSetting"]
     log_group = any_synth.template["Resources"][tt.referenced_id(access["DestinationArn"])]
     assert log_group["Properties"]["RetentionInDays"] == config.log_retention_days
     fields = json.loads(access["Format"])
     assert fields["userArn"] == "$context.identity.userArn"
     # who, what, how it ended, how long: nothing the other fields or the function's own log already say
-    assert set(fields) == {"requestId", "requestTime", "ip", "userArn", "httpMethod", "path", "status",
-                           "responseLatency", "errorType", "errorMessage", "xrayTraceId"}
+    assert set(fields) == {
+        "requestId",
+        "requestTime",
+        "ip",
+        "userArn",
+        "httpMethod",
+        "path",
+        "status",
+        "responseLatency",
+        "errorType",
+        "errorMessage",
+        "xrayTraceId",
+    }
 
 
 # ---------------------------------------------------------------------------------------------- time budgets
@@ -133,7 +146,7 @@ def test_each_function_times_out_before_its_integration_which_fits_api_gateways_
 
 
 def test_read_routes_are_traced_at_a_low_rate_by_a_per_stage_sampling_rule(any_synth: Synth) -> None:
-    (_, rule), = any_synth.resources("AWS::XRay::SamplingRule").items()
+    ((_, rule),) = any_synth.resources("AWS::XRay::SamplingRule").items()
     properties = rule["Properties"]["SamplingRule"]
     stage = any_synth.config.stage
     assert properties["RuleName"] == f"flags-{stage}-read" and len(properties["RuleName"]) <= 32
@@ -148,13 +161,16 @@ def test_read_routes_are_traced_at_a_low_rate_by_a_per_stage_sampling_rule(any_s
 def test_api_is_regional_and_gateway_errors_follow_the_contract(synth: Synth) -> None:
     _, api = synth.one("AWS::ApiGateway::RestApi")
     assert api["Properties"]["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
-    responses = {r["Properties"]["ResponseType"]: r["Properties"]
-                 for r in synth.resources("AWS::ApiGateway::GatewayResponse").values()}
+    responses = {
+        r["Properties"]["ResponseType"]: r["Properties"]
+        for r in synth.resources("AWS::ApiGateway::GatewayResponse").values()
+    }
     assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX"}
     for response in responses.values():
         template = response["ResponseTemplates"]["application/json"]
         rendered = template.replace("$context.error.messageString", '"denied"').replace(
-            "$context.error.responseType", "ACCESS_DENIED")
+            "$context.error.responseType", "ACCESS_DENIED"
+        )
         assert json.loads(rendered) == {"error": {"code": "ACCESS_DENIED", "message": "denied"}}
 
 
@@ -164,8 +180,8 @@ def managed_policy(synth: Synth, output: str) -> list[dict[str, Any]]:
 
 
 def invoke_arns(synth: Synth, statement: dict[str, Any]) -> set[str]:
-    (api_id, _), = synth.resources("AWS::ApiGateway::RestApi").items()
-    (stage_id, _), = synth.resources("AWS::ApiGateway::Stage").items()
+    ((api_id, _),) = synth.resources("AWS::ApiGateway::RestApi").items()
+    ((stage_id, _),) = synth.resources("AWS::ApiGateway::Stage").items()
     assert statement["Action"] == "execute-api:Invoke"
     prefix = f"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{api_id}>/<{stage_id}>/"
     rendered = [tt.render(resource) for resource in tt.as_list(statement["Resource"])]
@@ -179,8 +195,12 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
     assert invoke_arns(synth, allow) == {"GET/flags", "GET/flags/*"}
     assert deny["Effect"] == "Deny"
     # every static child of /flags, in both forms (a trailing slash and below), from the route table
-    assert invoke_arns(synth, deny) == {"GET/flags/history", "GET/flags/history/*",
-                                        "GET/flags/revert", "GET/flags/revert/*"}
+    assert invoke_arns(synth, deny) == {
+        "GET/flags/history",
+        "GET/flags/history/*",
+        "GET/flags/revert",
+        "GET/flags/revert/*",
+    }
 
 
 def allowed(synth: Synth, output: str, request: str) -> bool:
@@ -188,8 +208,10 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
     then an allow; ``*`` matches any run of characters, ``/`` included (as in an execute-api ARN)."""
     from fnmatch import fnmatchcase
 
-    verdicts = {statement["Effect"]: any(fnmatchcase(request, pattern) for pattern in invoke_arns(synth, statement))
-                for statement in managed_policy(synth, output)}
+    verdicts = {
+        statement["Effect"]: any(fnmatchcase(request, pattern) for pattern in invoke_arns(synth, statement))
+        for statement in managed_policy(synth, output)
+    }
     return not verdicts.get("Deny", False) and verdicts.get("Allow", False)
 
 
@@ -229,7 +251,11 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
     (allow,) = managed_policy(synth, "AdminPolicyArn")
     assert allow["Effect"] == "Allow"
     assert invoke_arns(synth, allow) == {
-        "GET/flags", "GET/flags/*", "PATCH/flags", "GET/flags/history", "POST/flags/revert"
+        "GET/flags",
+        "GET/flags/*",
+        "PATCH/flags",
+        "GET/flags/history",
+        "POST/flags/revert",
     }
 
 
@@ -238,8 +264,8 @@ def test_outputs(synth: Synth) -> None:
     assert {"ApiUrl", "TableName", "ReaderPolicyArn", "AdminPolicyArn"} <= set(outputs)
     table_id, _ = synth.one("AWS::DynamoDB::GlobalTable")
     assert outputs["TableName"]["Value"] == {"Ref": table_id}
-    (api_id, _), = synth.resources("AWS::ApiGateway::RestApi").items()
-    (stage_id, _), = synth.resources("AWS::ApiGateway::Stage").items()
+    ((api_id, _),) = synth.resources("AWS::ApiGateway::RestApi").items()
+    ((stage_id, _),) = synth.resources("AWS::ApiGateway::Stage").items()
     assert tt.render(outputs["ApiUrl"]["Value"]) == (
         f"https://<{api_id}>.execute-api.<AWS::Region>.<AWS::URLSuffix>/<{stage_id}>/"
     )

@@ -47,8 +47,11 @@ ACKNOWLEDGED = {
 ACKNOWLEDGED_BY_LOGGING_ROLE_MODE = {
     "auto": {
         ("AwsSolutions-L1", "ApiGatewayAccount/AccountSettingFunction/Resource"),
-        ("AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-         "AmazonAPIGatewayPushToCloudWatchLogs]", "ApiGatewayAccount/ApiGatewayLogsRole/Resource"),
+        (
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AmazonAPIGatewayPushToCloudWatchLogs]",
+            "ApiGatewayAccount/ApiGatewayLogsRole/Resource",
+        ),
     },
     "arn": {("AwsSolutions-L1", "ApiGatewayAccount/AccountSettingFunction/Resource")},
     "existing": set(),
@@ -62,10 +65,12 @@ def stack_name(synth: Synth) -> str:
 def expected_acknowledgments(synth: Synth) -> set[tuple[str, str]]:
     mode = synth.config.apigw_account_logging_role
     return ACKNOWLEDGED | ACKNOWLEDGED_BY_LOGGING_ROLE_MODE[mode if mode in ("auto", "existing") else "arn"]
+
+
 # cfn-lint findings CDK itself causes, each with why it stands; everything else fails the test.
 CFN_LINT_EXCLUSIONS = {
     "W3005": "lambda.Function adds DependsOn on its role (and default policy) although its Role property already "
-             "references the role with GetAtt: redundant, harmless, and not ours to remove",
+    "references the role with GetAtt: redundant, harmless, and not ours to remove",
 }
 CFN_LINT_REGIONS = ["us-east-1", "eu-west-1"]
 
@@ -77,8 +82,7 @@ def nag_report(synth: Synth) -> dict[str, Any]:
 
 def short_rule(rule: str) -> str:
     """Logical ids and the execute-api ARN prefix abbreviated, so the expectation reads like the finding."""
-    rule = re.sub(r"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<\w+>/<\w+>", "<execute-api>",
-                  rule)
+    rule = re.sub(r"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<\w+>/<\w+>", "<execute-api>", rule)
     return re.sub(r"<Functions(\w+?)Function[0-9A-F]{8}\.Arn>", r"<\1Function.Arn>", rule)
 
 
@@ -97,17 +101,21 @@ def test_cdk_nag_acknowledgments_are_the_known_ones_each_scoped_and_reasoned(any
         assert path.startswith(finding["acknowledgedAt"] + "/"), finding["acknowledgedAt"]
         assert finding["acknowledgedAt"].count("/") >= 2, finding["acknowledgedAt"]
         assert len(finding["reason"]) > 60, finding["reason"]
-        relative = path.removeprefix(f"{stack_name(any_synth)}/").replace(f"DeploymentStage.{any_synth.config.stage}/",
-                                                          "DeploymentStage.{stage}/")
+        relative = path.removeprefix(f"{stack_name(any_synth)}/").replace(
+            f"DeploymentStage.{any_synth.config.stage}/", "DeploymentStage.{stage}/"
+        )
         acknowledged.add((short_rule(finding["ruleName"]), relative))
     assert acknowledged == expected_acknowledgments(any_synth)
 
 
 def is_key_administration(synth: Synth, holder: str, statement: dict[str, Any]) -> bool:
     """KMS's default key policy: the account (root) administers the key through IAM, kms:* on this key."""
-    return (synth.template["Resources"][holder]["Type"] == "AWS::KMS::Key"
-            and statement["Action"] == "kms:*" and statement["Resource"] == "*"
-            and tt.render(statement["Principal"]["AWS"]) == "arn:<AWS::Partition>:iam::<AWS::AccountId>:root")
+    return (
+        synth.template["Resources"][holder]["Type"] == "AWS::KMS::Key"
+        and statement["Action"] == "kms:*"
+        and statement["Resource"] == "*"
+        and tt.render(statement["Principal"]["AWS"]) == "arn:<AWS::Partition>:iam::<AWS::AccountId>:root"
+    )
 
 
 def test_no_wildcard_action_is_granted_anywhere(any_synth: Synth) -> None:
@@ -130,8 +138,11 @@ def test_cfn_lint_is_clean_but_for_cdks_own_findings(any_synth: Synth, tmp_path:
 
     template = json.dumps(any_synth.template)
     matches = lint(template, config=ManualArgs(regions=CFN_LINT_REGIONS))
-    unexpected = [f"{m.rule.id} {'/'.join(map(str, m.path))}: {m.message}" for m in matches
-                  if m.rule.id not in CFN_LINT_EXCLUSIONS]
+    unexpected = [
+        f"{m.rule.id} {'/'.join(map(str, m.path))}: {m.message}"
+        for m in matches
+        if m.rule.id not in CFN_LINT_EXCLUSIONS
+    ]
     assert unexpected == []
     for match in matches:  # the excluded rule only where CDK causes it: DependsOn of a Lambda function
         resource = any_synth.template["Resources"][match.path[1]]

@@ -114,21 +114,31 @@ def test_context_given_as_json_text_is_accepted() -> None:
 
 def test_schedule_payload_is_action_window_and_scheduled_time() -> None:
     at = "<aws.scheduler.scheduled-time>"
-    assert schedule_payload("weekly-patching", "start") == {"action": "start", "window": "weekly-patching",
-                                                            "scheduled_time": at}
-    assert schedule_payload("weekly-patching", "end") == {"action": "end", "window": "weekly-patching",
-                                                          "scheduled_time": at}
+    assert schedule_payload("weekly-patching", "start") == {
+        "action": "start",
+        "window": "weekly-patching",
+        "scheduled_time": at,
+    }
+    assert schedule_payload("weekly-patching", "end") == {
+        "action": "end",
+        "window": "weekly-patching",
+        "scheduled_time": at,
+    }
     # the local runner delivers now as the scheduled time
-    assert schedule_payload("weekly-patching", "end", "2026-03-22T18:59:43Z")["scheduled_time"] == "2026-03-22T18:59:43Z"
+    assert (
+        schedule_payload("weekly-patching", "end", "2026-03-22T18:59:43Z")["scheduled_time"] == "2026-03-22T18:59:43Z"
+    )
     with pytest.raises(ValueError, match="action"):
         schedule_payload("weekly-patching", "stop")
 
 
 def test_windows_env_maps_each_window_to_its_duration() -> None:
-    raw = settings(maintenance_windows=[
-        {"name": "a", "start": "cron(0 3 ? * SUN *)", "duration_minutes": 90, "timezone": "UTC"},
-        {"name": "b", "start": "cron(0 22 * * ? *)", "end": "cron(30 0 * * ? *)", "timezone": "Asia/Tokyo"},
-    ])
+    raw = settings(
+        maintenance_windows=[
+            {"name": "a", "start": "cron(0 3 ? * SUN *)", "duration_minutes": 90, "timezone": "UTC"},
+            {"name": "b", "start": "cron(0 22 * * ? *)", "end": "cron(30 0 * * ? *)", "timezone": "Asia/Tokyo"},
+        ]
+    )
     assert json.loads(windows_env(parse_config(raw))) == {
         "a": {"duration_seconds": 5400},
         "b": {"duration_seconds": 9000},
@@ -198,10 +208,16 @@ def test_window_length_is_wall_clock_across_dst() -> None:
         ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 0}, "duration_minutes", "between 1 and 1440"),
         ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 1441}, "duration_minutes", "between 1 and 1440"),
         ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": "60"}, "duration_minutes", "integer"),
-        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "timezone": "Mars/Olympus"}, "timezone",
-         "unknown IANA time zone"),
-        ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "timezone": ""}, "timezone",
-         "unknown IANA time zone"),
+        (
+            {"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "timezone": "Mars/Olympus"},
+            "timezone",
+            "unknown IANA time zone",
+        ),
+        (
+            {"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "timezone": ""},
+            "timezone",
+            "unknown IANA time zone",
+        ),
         ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "name": "Weekly Patching"}, "name", "must match"),
         ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "name": "x" * 41}, "name", "must match"),
         ({"start": "cron(0 3 ? * SUN *)", "duration_minutes": 60, "description": 7}, "description", "string"),
@@ -267,18 +283,36 @@ def test_bad_setting_is_refused_naming_its_key(changes: dict[str, Any], key: str
 @pytest.mark.parametrize(
     ("throttling", "key", "fragment"),
     [
-        ({"read": {"rate_limit": -1, "burst_limit": 10}, "write": {"rate_limit": 1, "burst_limit": 1}},
-         "read.rate_limit", "positive"),
-        ({"read": {"rate_limit": 10, "burst_limit": 0}, "write": {"rate_limit": 1, "burst_limit": 1}},
-         "read.burst_limit", "positive integer"),
-        ({"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": 0, "burst_limit": 1}},
-         "write.rate_limit", "positive"),
-        ({"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": "5", "burst_limit": 1}},
-         "write.rate_limit", "number"),
-        ({"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": 11, "burst_limit": 1}},
-         "write.rate_limit", "must not exceed read.rate_limit"),
-        ({"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": 5, "burst_limit": 20}},
-         "write.burst_limit", "must not exceed read.burst_limit"),
+        (
+            {"read": {"rate_limit": -1, "burst_limit": 10}, "write": {"rate_limit": 1, "burst_limit": 1}},
+            "read.rate_limit",
+            "positive",
+        ),
+        (
+            {"read": {"rate_limit": 10, "burst_limit": 0}, "write": {"rate_limit": 1, "burst_limit": 1}},
+            "read.burst_limit",
+            "positive integer",
+        ),
+        (
+            {"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": 0, "burst_limit": 1}},
+            "write.rate_limit",
+            "positive",
+        ),
+        (
+            {"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": "5", "burst_limit": 1}},
+            "write.rate_limit",
+            "number",
+        ),
+        (
+            {"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": 11, "burst_limit": 1}},
+            "write.rate_limit",
+            "must not exceed read.rate_limit",
+        ),
+        (
+            {"read": {"rate_limit": 10, "burst_limit": 10}, "write": {"rate_limit": 5, "burst_limit": 20}},
+            "write.burst_limit",
+            "must not exceed read.burst_limit",
+        ),
         ({"read": {"rate_limit": 10, "burst_limit": 10}}, "", "is required"),
     ],
 )

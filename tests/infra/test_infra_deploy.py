@@ -26,14 +26,17 @@ def settings(**changes: Any) -> dict[str, Any]:
 def apigateway_roles(synth: Synth) -> dict[str, dict[str, Any]]:
     """Roles API Gateway may assume (the account-level CloudWatch Logs role)."""
     return {
-        lid: role for lid, role in synth.resources("AWS::IAM::Role").items()
-        if any(s["Principal"] == {"Service": "apigateway.amazonaws.com"}
-               for s in role["Properties"]["AssumeRolePolicyDocument"]["Statement"])
+        lid: role
+        for lid, role in synth.resources("AWS::IAM::Role").items()
+        if any(
+            s["Principal"] == {"Service": "apigateway.amazonaws.com"}
+            for s in role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        )
     }
 
 
 def stage_dependencies(synth: Synth) -> list[str]:
-    (_, stage), = synth.resources("AWS::ApiGateway::Stage").items()
+    ((_, stage),) = synth.resources("AWS::ApiGateway::Stage").items()
     return tt.as_list(stage.get("DependsOn", []))
 
 
@@ -43,9 +46,9 @@ def stage_dependencies(synth: Synth) -> list[str]:
 def test_auto_mode_creates_a_logging_role_and_sets_it_only_where_none_is_set(synth: Synth) -> None:
     # Given cdk.json (apigw_account_logging_role: auto)
     assert synth.config.apigw_account_logging_role == "auto"
-    (setting_id, setting), = synth.resources(ACCOUNT_SETTING).items()
+    ((setting_id, setting),) = synth.resources(ACCOUNT_SETTING).items()
     # Then a retained role API Gateway can assume, with AWS's documented policy, is what the setting applies
-    (role_id, role), = apigateway_roles(synth).items()
+    ((role_id, role),) = apigateway_roles(synth).items()
     assert [tt.render(arn) for arn in role["Properties"]["ManagedPolicyArns"]] == [PUSH_TO_LOGS]
     assert role["DeletionPolicy"] == "Retain"  # the account setting outlives the stack: so must its role
     assert setting["Properties"]["RoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
@@ -57,23 +60,29 @@ def test_auto_mode_creates_a_logging_role_and_sets_it_only_where_none_is_set(syn
 
 
 def test_account_setting_function_may_only_read_and_set_the_account_and_pass_that_role(synth: Synth) -> None:
-    (_, setting), = synth.resources(ACCOUNT_SETTING).items()
+    ((_, setting),) = synth.resources(ACCOUNT_SETTING).items()
     function_id = tt.referenced_id(setting["Properties"]["ServiceToken"])
     role_id = tt.referenced_id(synth.template["Resources"][function_id]["Properties"]["Role"])
     statements = tt.role_statements(synth.template, role_id)
     by_action = {action: s for s in statements for action in tt.as_list(s["Action"])}
-    assert set(by_action) == {"apigateway:GET", "apigateway:PATCH", "iam:PassRole",
-                              "logs:CreateLogStream", "logs:PutLogEvents"}
+    assert set(by_action) == {
+        "apigateway:GET",
+        "apigateway:PATCH",
+        "iam:PassRole",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    }
     account = "arn:<AWS::Partition>:apigateway:<AWS::Region>::/account"
     assert tt.render(by_action["apigateway:GET"]["Resource"]) == account
     assert tt.render(by_action["apigateway:PATCH"]["Resource"]) == account
     assert by_action["iam:PassRole"]["Resource"] == setting["Properties"]["RoleArn"]
-    assert by_action["iam:PassRole"]["Condition"] == {"StringEquals": {"iam:PassedToService":
-                                                                       "apigateway.amazonaws.com"}}
+    assert by_action["iam:PassRole"]["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "apigateway.amazonaws.com"}
+    }
 
 
 def test_an_explicit_role_arn_is_set_only_where_none_is_set_and_no_role_is_created(variant: Synth) -> None:
-    (setting_id, setting), = variant.resources(ACCOUNT_SETTING).items()
+    ((setting_id, setting),) = variant.resources(ACCOUNT_SETTING).items()
     assert setting["Properties"]["RoleArn"] == VARIANT_LOGGING_ROLE
     assert apigateway_roles(variant) == {}
     assert setting_id in stage_dependencies(variant)
@@ -93,8 +102,15 @@ def test_a_bad_logging_role_setting_is_refused_naming_its_key(value: Any) -> Non
     assert caught.value.path == f"{CONTEXT_KEY}.apigw_account_logging_role"
 
 
-@pytest.mark.parametrize("value", ["auto", "existing", "arn:aws:iam::123456789012:role/service-role/apigw-logs",
-                                   "arn:aws-us-gov:iam::123456789012:role/apigw"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "auto",
+        "existing",
+        "arn:aws:iam::123456789012:role/service-role/apigw-logs",
+        "arn:aws-us-gov:iam::123456789012:role/apigw",
+    ],
+)
 def test_the_logging_role_setting_accepts_its_three_forms(value: str) -> None:
     assert parse_config(settings(apigw_account_logging_role=value)).apigw_account_logging_role == value
 
@@ -103,18 +119,21 @@ def test_the_logging_role_setting_accepts_its_three_forms(value: str) -> None:
 
 
 def flags_alarm_namespaces(synth: Synth) -> set[str]:
-    return {alarm["Properties"]["Namespace"] for alarm in synth.resources("AWS::CloudWatch::Alarm").values()
-            if not alarm["Properties"]["Namespace"].startswith("AWS/")}
+    return {
+        alarm["Properties"]["Namespace"]
+        for alarm in synth.resources("AWS::CloudWatch::Alarm").values()
+        if not alarm["Properties"]["Namespace"].startswith("AWS/")
+    }
 
 
 def test_two_stages_in_one_app_share_no_name_and_no_metric(two_stages: dict[str, Synth]) -> None:
     prod, dev = two_stages["prod"], two_stages["dev"]
 
     def names(synth: Synth) -> dict[str, Any]:
-        (_, api), = synth.resources("AWS::ApiGateway::RestApi").items()
-        (_, group), = synth.resources("AWS::Scheduler::ScheduleGroup").items()
-        (_, rule), = synth.resources("AWS::XRay::SamplingRule").items()
-        (_, dashboard), = synth.resources("AWS::CloudWatch::Dashboard").items()
+        ((_, api),) = synth.resources("AWS::ApiGateway::RestApi").items()
+        ((_, group),) = synth.resources("AWS::Scheduler::ScheduleGroup").items()
+        ((_, rule),) = synth.resources("AWS::XRay::SamplingRule").items()
+        ((_, dashboard),) = synth.resources("AWS::CloudWatch::Dashboard").items()
         return {
             "api": api["Properties"]["Name"],
             "group": group["Properties"]["Name"],
@@ -156,9 +175,18 @@ def test_build_app_reads_the_stage_from_the_context() -> None:
 
 # Types in this stack whose CloudFormation schema has tags: each must carry them (tags live per replica on a
 # global table).
-TAGGABLE = {"AWS::Lambda::Function", "AWS::IAM::Role", "AWS::DynamoDB::GlobalTable", "AWS::SQS::Queue",
-            "AWS::Logs::LogGroup", "AWS::ApiGateway::RestApi", "AWS::ApiGateway::Stage", "AWS::KMS::Key",
-            "AWS::SNS::Topic", "AWS::XRay::SamplingRule"}
+TAGGABLE = {
+    "AWS::Lambda::Function",
+    "AWS::IAM::Role",
+    "AWS::DynamoDB::GlobalTable",
+    "AWS::SQS::Queue",
+    "AWS::Logs::LogGroup",
+    "AWS::ApiGateway::RestApi",
+    "AWS::ApiGateway::Stage",
+    "AWS::KMS::Key",
+    "AWS::SNS::Topic",
+    "AWS::XRay::SamplingRule",
+}
 
 
 def tags_of(resource: dict[str, Any]) -> dict[str, Any] | None:

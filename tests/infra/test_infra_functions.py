@@ -50,8 +50,11 @@ def role_of(synth: Synth, name: str) -> str:
 
 def test_powertools_version_is_the_tested_one() -> None:
     # requirements.txt pins what the tests run with, and the stack deploys the layer of that same version
-    pins = re.findall(r"^aws-lambda-powertools(?:\[[^\]]*\])?==([\w.]+)\s*$",
-                      (REPO_ROOT / "requirements.txt").read_text(), re.MULTILINE)
+    pins = re.findall(
+        r"^aws-lambda-powertools(?:\[[^\]]*\])?==([\w.]+)\s*$",
+        (REPO_ROOT / "requirements.txt").read_text(),
+        re.MULTILINE,
+    )
     assert pins == [POWERTOOLS_VERSION]
     assert importlib.metadata.version("aws-lambda-powertools") == POWERTOOLS_VERSION
 
@@ -59,9 +62,12 @@ def test_powertools_version_is_the_tested_one() -> None:
 def test_bundled_powertools_is_a_layer_asset_built_for_the_runtime_and_architecture(variant: Synth) -> None:
     # Given powertools: bundled (a region without AWS's public layer) / Then no SSM parameter is resolved
     assert variant.config.powertools == "bundled"
-    assert not [p for p in variant.template.get("Parameters", {}).values()
-                if str(p.get("Default", "")).startswith("/aws/service/powertools/")]
-    (layer_id, layer), = variant.resources("AWS::Lambda::LayerVersion").items()
+    assert not [
+        p
+        for p in variant.template.get("Parameters", {}).values()
+        if str(p.get("Default", "")).startswith("/aws/service/powertools/")
+    ]
+    ((layer_id, layer),) = variant.resources("AWS::Lambda::LayerVersion").items()
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     for resource in variant.resources("AWS::Lambda::Function").values():
@@ -119,8 +125,9 @@ def test_function_environment(synth: Synth, name: str) -> None:
         "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags/prod",
     }
     if name != "read":  # every writer of the item knows the windows
-        expected["MAINTENANCE_WINDOWS"] = json.dumps({"weekly-patching": {"duration_seconds": 3600}},
-                                                     separators=(",", ":"))
+        expected["MAINTENANCE_WINDOWS"] = json.dumps(
+            {"weekly-patching": {"duration_seconds": 3600}}, separators=(",", ":")
+        )
     assert environment == expected
 
 

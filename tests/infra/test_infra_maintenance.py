@@ -31,7 +31,9 @@ START_EVENT_AGE = {"weekly-patching": 1800, "nightly-reindex": 3150}
 
 
 def queue(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
-    (found,) = [(lid, q) for lid, q in synth.resources("AWS::SQS::Queue").items() if lid.startswith(f"Maintenance{name}")]
+    (found,) = [
+        (lid, q) for lid, q in synth.resources("AWS::SQS::Queue").items() if lid.startswith(f"Maintenance{name}")
+    ]
     return found
 
 
@@ -51,7 +53,7 @@ def test_a_schedule_pair_per_window(which: str, request: pytest.FixtureRequest) 
     synth: Synth = request.getfixturevalue("synth" if which == "cdk.json" else "variant")
     found = schedules(synth)
     assert set(found) == set(EXPECTED[which])
-    (group_id, group), = synth.resources("AWS::Scheduler::ScheduleGroup").items()
+    ((group_id, group),) = synth.resources("AWS::Scheduler::ScheduleGroup").items()
     assert group["DeletionPolicy"] == "Delete"  # a retained group's fixed name would block a re-created stack
     maintenance_id, _ = tt.function_by_handler(synth.template, HANDLERS["maintenance"])
     queue_id, _ = queue(synth, "DeadLetterQueue")
@@ -67,8 +69,11 @@ def test_a_schedule_pair_per_window(which: str, request: pytest.FixtureRequest) 
         target = properties["Target"]
         assert json.loads(target["Input"]) == schedule_payload(window, action)
         # Scheduler substitutes its context attribute: the function can tell a late delivery
-        assert json.loads(target["Input"]) == {"action": action, "window": window,
-                                               "scheduled_time": "<aws.scheduler.scheduled-time>"}
+        assert json.loads(target["Input"]) == {
+            "action": action,
+            "window": window,
+            "scheduled_time": "<aws.scheduler.scheduled-time>",
+        }
         assert target["Arn"] == {"Fn::GetAtt": [maintenance_id, "Arn"]}
         # A start may not be retried past half its window (it would reopen maintenance after the window
         # ended): 60 min -> 30 min, 105 min -> 52.5 min. An end may be retried for an hour.
@@ -82,8 +87,9 @@ def test_maintenance_queues_are_encrypted_ssl_only_and_kept_14_days(synth: Synth
     queue_id, properties = queue(synth, name)
     assert properties["Properties"]["SqsManagedSseEnabled"] is True
     assert properties["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
-    (policy,) = [p for p in synth.resources("AWS::SQS::QueuePolicy").values()
-                 if p["Properties"]["Queues"] == [{"Ref": queue_id}]]
+    (policy,) = [
+        p for p in synth.resources("AWS::SQS::QueuePolicy").values() if p["Properties"]["Queues"] == [{"Ref": queue_id}]
+    ]
     (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Effect"] == "Deny"
     assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
@@ -93,8 +99,11 @@ def test_function_errors_are_retried_a_bounded_time_then_sent_to_the_failure_que
     # Scheduler counts a delivery done once Lambda accepts it: a function error is Lambda's to retry and keep
     maintenance_id, _ = tt.function_by_handler(synth.template, HANDLERS["maintenance"])
     queue_id, _ = queue(synth, "FailureQueue")
-    (config,) = [c["Properties"] for c in synth.resources("AWS::Lambda::EventInvokeConfig").values()
-                 if c["Properties"]["FunctionName"] == {"Ref": maintenance_id}]
+    (config,) = [
+        c["Properties"]
+        for c in synth.resources("AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == {"Ref": maintenance_id}
+    ]
     assert config["Qualifier"] == "$LATEST"  # what the schedules invoke (the unqualified ARN)
     assert config["MaximumRetryAttempts"] == 2
     assert config["MaximumEventAgeInSeconds"] == 3600
@@ -106,9 +115,13 @@ def test_scheduler_role_invokes_only_the_maintenance_function(synth: Synth) -> N
     role = synth.template["Resources"][role_id]["Properties"]
     (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
     assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
-    (group_id, _), = synth.resources("AWS::Scheduler::ScheduleGroup").items()
-    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"},
-                                                   "aws:SourceArn": {"Fn::GetAtt": [group_id, "Arn"]}}}
+    ((group_id, _),) = synth.resources("AWS::Scheduler::ScheduleGroup").items()
+    assert trust["Condition"] == {
+        "StringEquals": {
+            "aws:SourceAccount": {"Ref": "AWS::AccountId"},
+            "aws:SourceArn": {"Fn::GetAtt": [group_id, "Arn"]},
+        }
+    }
     statements = tt.role_statements(synth.template, role_id)
     assert tt.actions(statements) == {"lambda:InvokeFunction", "sqs:SendMessage"}
     maintenance_id, _ = tt.function_by_handler(synth.template, HANDLERS["maintenance"])

@@ -32,16 +32,19 @@ def dimensions(alarm: dict[str, Any]) -> list[dict[str, Any]]:
 def find(synth: Synth, namespace: str, metric: str, **dimension_values: Any) -> dict[str, Any]:
     """The one alarm on ``namespace/metric`` whose dimensions include ``dimension_values``."""
     found = [
-        alarm for alarm in alarms(synth)
-        if alarm["Namespace"] == namespace and alarm["MetricName"] == metric
+        alarm
+        for alarm in alarms(synth)
+        if alarm["Namespace"] == namespace
+        and alarm["MetricName"] == metric
         and all({"Name": k, "Value": v} in alarm.get("Dimensions", []) for k, v in dimension_values.items())
     ]
     assert len(found) == 1, f"{namespace}/{metric} {dimension_values}: {len(found)} alarms"
     return found[0]
 
 
-def assert_above_zero(alarm: dict[str, Any], *, statistic: str = "Sum", evaluation: int = 1, datapoints: int = 1,
-                      period: int = 300) -> None:
+def assert_above_zero(
+    alarm: dict[str, Any], *, statistic: str = "Sum", evaluation: int = 1, datapoints: int = 1, period: int = 300
+) -> None:
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
     assert alarm["Threshold"] == 0
     assert alarm["Statistic"] == statistic
@@ -66,10 +69,12 @@ def test_stale_reads_alarm_when_sustained(synth: Synth) -> None:
 
 
 def test_api_5xx_alarm(synth: Synth) -> None:
-    (stage_id, _), = synth.resources("AWS::ApiGateway::Stage").items()
+    ((stage_id, _),) = synth.resources("AWS::ApiGateway::Stage").items()
     alarm = find(synth, "AWS/ApiGateway", "5XXError")
-    assert dimensions(alarm) == [{"Name": "ApiName", "Value": f"singleton-flags-{synth.config.stage}"},
-                                 {"Name": "Stage", "Value": {"Ref": stage_id}}]
+    assert dimensions(alarm) == [
+        {"Name": "ApiName", "Value": f"singleton-flags-{synth.config.stage}"},
+        {"Name": "Stage", "Value": {"Ref": stage_id}},
+    ]
     assert_above_zero(alarm)
 
 
@@ -85,8 +90,9 @@ def test_function_alarms(synth: Synth, name: str, metric: str) -> None:
 def test_maintenance_queue_alarms(synth: Synth, queue: str) -> None:
     # the schedules' dead-letter queue (undelivered) and the function's on-failure destination (failed)
     (queue_id,) = [lid for lid in synth.resources("AWS::SQS::Queue") if lid.startswith(f"Maintenance{queue}")]
-    alarm = find(synth, "AWS/SQS", "ApproximateNumberOfMessagesVisible",
-                 QueueName={"Fn::GetAtt": [queue_id, "QueueName"]})
+    alarm = find(
+        synth, "AWS/SQS", "ApproximateNumberOfMessagesVisible", QueueName={"Fn::GetAtt": [queue_id, "QueueName"]}
+    )
     assert_above_zero(alarm, statistic="Maximum")
 
 
@@ -109,8 +115,11 @@ def test_alarm_email_adds_an_encrypted_topic_as_every_alarm_action(variant: Synt
     assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     assert key["Properties"]["EnableKeyRotation"] is True
     # CloudWatch may use the key only for this account's alarms in this region
-    (cloudwatch,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
-                     if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    (cloudwatch,) = [
+        s
+        for s in key["Properties"]["KeyPolicy"]["Statement"]
+        if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+    ]
     assert sorted(tt.as_list(cloudwatch["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey*"]
     assert_alarms_of_this_account(cloudwatch)
     (subscription,) = variant.resources("AWS::SNS::Subscription").values()
@@ -142,12 +151,29 @@ def test_dashboard_shows_reads_refreshes_conflicts_changes_windows_latency(synth
     _, dashboard = synth.one("AWS::CloudWatch::Dashboard")
     body = json.loads(tt.render(dashboard["Properties"]["DashboardBody"]))
     titles = {widget["properties"].get("title") for widget in body["widgets"]}
-    assert {"Reads by reason", "Cache refreshes", "Changes and conflicts", "Maintenance windows",
-            "API latency", "Refusals by error code", "Alarms"} <= titles
+    assert {
+        "Reads by reason",
+        "Cache refreshes",
+        "Changes and conflicts",
+        "Maintenance windows",
+        "API latency",
+        "Refusals by error code",
+        "Alarms",
+    } <= titles
     metrics = [line for widget in body["widgets"] for line in widget["properties"].get("metrics", [])]
     flags_metrics = {line[1] for line in metrics if line[0] == namespace(synth)}
-    assert flags_metrics >= {"Reads", "CacheRefreshes", "CacheRefreshFailures", "WriteConflicts", "WriteRetries",
-                             "ChangesApplied", "WindowStarts", "WindowEnds", "WindowSkips", "WindowFailures"}
+    assert flags_metrics >= {
+        "Reads",
+        "CacheRefreshes",
+        "CacheRefreshFailures",
+        "WriteConflicts",
+        "WriteRetries",
+        "ChangesApplied",
+        "WindowStarts",
+        "WindowEnds",
+        "WindowSkips",
+        "WindowFailures",
+    }
     reasons = {line[line.index("reason") + 1] for line in metrics if line[:2] == [namespace(synth), "Reads"]}
     assert reasons == {"STATIC", "CACHED", "STALE", "DEFAULT"}
     latency = [line for line in metrics if "Latency" in line]

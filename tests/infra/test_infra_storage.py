@@ -50,8 +50,10 @@ def test_table_is_retained_on_delete_and_replace(synth: Synth) -> None:
 # What a change would make CloudFormation replace the table: a new empty table, every flag and the whole
 # audit trail left behind in the old one (retained, but no longer the stack's).
 TABLE_LOGICAL_ID = "StorageTableB43FDCE7"
-REPLACEMENT_MESSAGE = ("changing {what} makes CloudFormation REPLACE the table: the new table is empty, every flag "
-                       "value and the whole audit trail stay behind in the old (retained) one")
+REPLACEMENT_MESSAGE = (
+    "changing {what} makes CloudFormation REPLACE the table: the new table is empty, every flag "
+    "value and the whole audit trail stay behind in the old (retained) one"
+)
 
 
 def test_nothing_that_would_replace_the_table_has_moved(synth: Synth) -> None:
@@ -117,5 +119,9 @@ def test_seed_role_has_the_stores_rights_on_the_singleton_partition_only(synth: 
     assert table_statement["Condition"] == {
         "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP"]}
     }
-    assert tt.actions(statements) - SEED_TABLE_ACTIONS <= {"logs:CreateLogStream", "logs:PutLogEvents",
-                                                           "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+    assert tt.actions(statements) - SEED_TABLE_ACTIONS <= {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+    }

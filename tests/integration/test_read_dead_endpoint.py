@@ -125,8 +125,9 @@ def test_a_warm_environment_answers_200_with_the_last_good_value_within_the_budg
 ) -> None:
     # Given a warm environment holding version 5 (as after a write), whose cache has just expired
     declarations = read_function.DECLARATIONS
-    good = Snapshot(found=True, values={**declarations.initials(), "signup_enabled": False}, version=5,
-                    fetched_at=time.time())
+    good = Snapshot(
+        found=True, values={**declarations.initials(), "signup_enabled": False}, version=5, fetched_at=time.time()
+    )
     read_function.READER.prime(good)
     read_function.PROVIDER.clear_cache()
     # When GET /flags arrives and DynamoDB is dead

@@ -104,9 +104,17 @@ def test_a_write_after_the_singleton_was_deleted_restores_the_trail_then_applies
     # When a PATCH comes / Then one transaction restores version 2's state as version 3 and applies the change as 4
     status, body, headers = patch(call, {"search_ranking": "hybrid"})
     assert (status, body["version"], headers["ETag"]) == (200, 4, '"4"'), body
-    expected = {**declarations.initials(), "signup_enabled": False, "ai_search_enabled": True, "search_ranking": "hybrid"}
+    expected = {
+        **declarations.initials(),
+        "signup_enabled": False,
+        "ai_search_enabled": True,
+        "search_ranking": "hybrid",
+    }
     assert body["flags"] == expected
     trail = read_trail(ddb_local, flags_table)
     assert [(int(r["version"]["N"]), r["kind"]["S"]) for r in trail] == [
-        (1, "change"), (2, "change"), (3, "restore"), (4, "change")
+        (1, "change"),
+        (2, "change"),
+        (3, "restore"),
+        (4, "change"),
     ]

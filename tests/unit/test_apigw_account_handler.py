@@ -28,17 +28,28 @@ class FakeApiGateway:
         self.updates.append(patchOperations)
         if self.refusals:
             self.refusals -= 1
-            raise ClientError({"Error": {"Code": "BadRequestException", "Message": "The role ARN does not have "
-                                         "required permissions set to API Gateway"}}, "UpdateAccount")
+            raise ClientError(
+                {
+                    "Error": {
+                        "Code": "BadRequestException",
+                        "Message": "The role ARN does not have required permissions set to API Gateway",
+                    }
+                },
+                "UpdateAccount",
+            )
         self.current = patchOperations[0]["value"]
         return {"cloudwatchRoleArn": self.current}
 
 
 def event(request_type: str) -> dict[str, Any]:
-    return {"RequestType": request_type, "ResponseURL": "https://example.invalid/signed",
-            "StackId": "arn:aws:cloudformation:eu-west-1:123456789012:stack/singleton-flags-prod/x",
-            "RequestId": "r-1", "LogicalResourceId": "ApiAccountLoggingRole",
-            "ResourceProperties": {"ServiceToken": "arn:aws:lambda:...", "RoleArn": OURS}}
+    return {
+        "RequestType": request_type,
+        "ResponseURL": "https://example.invalid/signed",
+        "StackId": "arn:aws:cloudformation:eu-west-1:123456789012:stack/singleton-flags-prod/x",
+        "RequestId": "r-1",
+        "LogicalResourceId": "ApiAccountLoggingRole",
+        "ResourceProperties": {"ServiceToken": "arn:aws:lambda:...", "RoleArn": OURS},
+    }
 
 
 @pytest.fixture

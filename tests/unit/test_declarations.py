@@ -128,9 +128,7 @@ class TestBrokenFileFailsNamingTheFlag:
         with pytest.raises(DeclarationError, match="'Rate-Limit'"):
             parse_declarations(document(declaration(name="Rate-Limit")))
 
-    @pytest.mark.parametrize(
-        "doc", [[], {}, {"flags": {}}, {"flags": []}, {"flags": ["signup_enabled"]}], ids=repr
-    )
+    @pytest.mark.parametrize("doc", [[], {}, {"flags": {}}, {"flags": []}, {"flags": ["signup_enabled"]}], ids=repr)
     def test_a_file_of_the_wrong_shape_is_refused(self, doc: Any) -> None:
         with pytest.raises(DeclarationError):
             parse_declarations(doc)

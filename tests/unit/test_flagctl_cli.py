@@ -61,8 +61,18 @@ def frozen_time(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("true", True), ("false", False), ("12", 12), ("0.5", 0.5), ('"x"', "x"), ('"12"', "12"), ("null", None),
-     ("semantic", "semantic"), ("", ""), ("two words", "two words")],
+    [
+        ("true", True),
+        ("false", False),
+        ("12", 12),
+        ("0.5", 0.5),
+        ('"x"', "x"),
+        ('"12"', "12"),
+        ("null", None),
+        ("semantic", "semantic"),
+        ("", ""),
+        ("two words", "two words"),
+    ],
 )
 def test_a_value_is_json_when_it_parses_as_json_else_text(text, value):
     assert parse_value(text) == value and type(parse_value(text)) is type(value)
@@ -81,8 +91,15 @@ def test_a_bad_assignment_is_bad_input(items):
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["set", "a=1"], ["revert", "3"], ["revert", "x", "--reason", "r"], ["set", "a=1", "--reason", "r", "--if-match", "v2"],
-     ["--url", "http://x", "--stack-output-file", "f", "get"], ["frobnicate"]],
+    [
+        [],
+        ["set", "a=1"],
+        ["revert", "3"],
+        ["revert", "x", "--reason", "r"],
+        ["set", "a=1", "--reason", "r", "--if-match", "v2"],
+        ["--url", "http://x", "--stack-output-file", "f", "get"],
+        ["frobnicate"],
+    ],
 )
 def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as caught:
@@ -95,9 +112,23 @@ def test_usage_errors_exit_2(argv, capsys):
 
 @pytest.mark.parametrize(
     ("status", "code"),
-    [(200, OK), (304, OK), (400, BAD_INPUT), (404, BAD_INPUT), (405, BAD_INPUT), (413, BAD_INPUT), (415, BAD_INPUT),
-     (409, CONFLICT), (412, CONFLICT), (401, AUTH), (403, AUTH), (429, SERVER), (500, SERVER), (502, SERVER),
-     (503, SERVER)],
+    [
+        (200, OK),
+        (304, OK),
+        (400, BAD_INPUT),
+        (404, BAD_INPUT),
+        (405, BAD_INPUT),
+        (413, BAD_INPUT),
+        (415, BAD_INPUT),
+        (409, CONFLICT),
+        (412, CONFLICT),
+        (401, AUTH),
+        (403, AUTH),
+        (429, SERVER),
+        (500, SERVER),
+        (502, SERVER),
+        (503, SERVER),
+    ],
 )
 def test_http_status_maps_to_an_exit_code_scripts_can_use(status, code):
     assert exit_code(status) == code
@@ -133,9 +164,13 @@ def test_a_network_failure_is_exit_5(monkeypatch):
 
 def test_set_sends_one_patch_with_typed_values_reason_and_if_match():
     # Given
-    transport = FakeTransport(200, {"applied": True, "version": 8, "changed": {"signup_enabled": {"old": True, "new": False}}})
+    transport = FakeTransport(
+        200, {"applied": True, "version": 8, "changed": {"signup_enabled": {"old": True, "new": False}}}
+    )
     # When
-    code, out, _ = run(["set", "signup_enabled=false", "search_ranking=hybrid", "--reason", "why", "--if-match", '"7"'], transport)
+    code, out, _ = run(
+        ["set", "signup_enabled=false", "search_ranking=hybrid", "--reason", "why", "--if-match", '"7"'], transport
+    )
     # Then
     (sent,) = transport.sent
     assert (sent.method, sent.url) == ("PATCH", "http://127.0.0.1:3000/flags")
@@ -207,8 +242,15 @@ def test_an_empty_200_body_is_an_unexpected_answer():
 
 
 def test_history_passes_limit_and_cursor_and_prints_the_next_cursor():
-    record = {"version": 3, "kind": "revert", "actor": "arn:aws:iam::1:user/me", "reason": "undo", "at": "T",
-              "changes": {"maintenance_mode": {"old": True, "new": False}}, "reverted_to": 1}
+    record = {
+        "version": 3,
+        "kind": "revert",
+        "actor": "arn:aws:iam::1:user/me",
+        "reason": "undo",
+        "at": "T",
+        "changes": {"maintenance_mode": {"old": True, "new": False}},
+        "reverted_to": 1,
+    }
     transport = FakeTransport(200, {"records": [record], "next_cursor": "abc"})
     code, out, _ = run(["history", "--limit", "1", "--cursor", "xyz"], transport)
     assert transport.sent[0].url == "http://127.0.0.1:3000/flags/history?limit=1&cursor=xyz"
@@ -253,8 +295,14 @@ def test_writes_carry_a_fresh_idempotency_key_per_command_and_reads_none():
 
 def test_history_escapes_control_characters_from_the_trail():
     # Given a record whose reason, actor and kind carry ANSI escapes and newlines
-    record = {"version": 4, "kind": "change\u001b[2J", "actor": "arn:aws:iam::1:user/\u001b]0;owned\u0007",
-              "reason": "fine\n5  fake row\u001b[31m\u202e", "at": "T", "changes": {}}
+    record = {
+        "version": 4,
+        "kind": "change\u001b[2J",
+        "actor": "arn:aws:iam::1:user/\u001b]0;owned\u0007",
+        "reason": "fine\n5  fake row\u001b[31m\u202e",
+        "at": "T",
+        "changes": {},
+    }
     code, out, _ = run(["history"], FakeTransport(200, {"records": [record], "next_cursor": None}))
     # Then the terminal gets no control character but the table's newlines, and the escapes are visible
     assert code == OK
@@ -265,8 +313,15 @@ def test_history_escapes_control_characters_from_the_trail():
 
 def test_a_change_of_maintenance_ownership_alone_is_shown():
     # Given a record that changed no value, only who holds maintenance
-    record = {"version": 6, "kind": "window-start", "actor": "scheduler:weekly", "reason": "window", "at": "T",
-              "changes": {}, "maintenance_owner": {"old": None, "new": "weekly"}}
+    record = {
+        "version": 6,
+        "kind": "window-start",
+        "actor": "scheduler:weekly",
+        "reason": "window",
+        "at": "T",
+        "changes": {},
+        "maintenance_owner": {"old": None, "new": "weekly"},
+    }
     code, out, _ = run(["history"], FakeTransport(200, {"records": [record], "next_cursor": None}))
     # Then the row says whose it became
     assert code == OK and "maintenance owner manual -> weekly" in out
@@ -285,7 +340,16 @@ def test_revert_posts_the_version_and_reason():
 def test_the_stack_output_names_the_api_url(tmp_path):
     # Given: what `cdk deploy --outputs-file` writes
     outputs = tmp_path / "cdk-outputs.json"
-    outputs.write_text(json.dumps({"singleton-flags-prod": {STACK_OUTPUT_API_URL: "https://a1.execute-api.eu-west-1.amazonaws.com/prod/", "TableName": "t"}}))
+    outputs.write_text(
+        json.dumps(
+            {
+                "singleton-flags-prod": {
+                    STACK_OUTPUT_API_URL: "https://a1.execute-api.eu-west-1.amazonaws.com/prod/",
+                    "TableName": "t",
+                }
+            }
+        )
+    )
     # Then
     assert url_from_stack_outputs(outputs) == "https://a1.execute-api.eu-west-1.amazonaws.com/prod/"
 
@@ -307,9 +371,11 @@ def test_the_output_name_is_the_stacks():
 
 @pytest.mark.parametrize(
     ("url", "default", "region"),
-    [("https://a1b2c3.execute-api.eu-west-3.amazonaws.com/prod", "us-east-1", "eu-west-3"),
-     ("https://a1.execute-api.cn-north-1.amazonaws.com.cn/prod", None, "cn-north-1"),
-     ("https://flags.example.com/", "ap-south-1", "ap-south-1")],
+    [
+        ("https://a1b2c3.execute-api.eu-west-3.amazonaws.com/prod", "us-east-1", "eu-west-3"),
+        ("https://a1.execute-api.cn-north-1.amazonaws.com.cn/prod", None, "cn-north-1"),
+        ("https://flags.example.com/", "ap-south-1", "ap-south-1"),
+    ],
 )
 def test_the_signing_region_is_the_apis_own_else_the_configured_one(url, default, region):
     assert region_for(url, default) == region
@@ -332,7 +398,9 @@ def test_signing_matches_aws_sigv4_test_suite_get_vanilla(frozen_time):
     # Given: the request, credentials and time of AWS's published SigV4 test vector "get-vanilla"
     credentials = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     # When
-    signed = sign(Outgoing("GET", "https://example.amazonaws.com/", {}, None), credentials, "us-east-1", service="service")
+    signed = sign(
+        Outgoing("GET", "https://example.amazonaws.com/", {}, None), credentials, "us-east-1", service="service"
+    )
     # Then
     assert signed.headers["X-Amz-Date"] == "20150830T123600Z"
     assert signed.headers["Authorization"] == (

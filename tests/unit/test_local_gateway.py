@@ -178,7 +178,9 @@ def test_the_answer_carries_multi_value_headers_then_the_single_ones_not_named_t
 
 
 def test_a_base64_answer_is_decoded_and_a_missing_body_is_empty():
-    encoded = http_response({"statusCode": 200, "body": base64.b64encode(b"\x00\x01").decode(), "isBase64Encoded": True})
+    encoded = http_response(
+        {"statusCode": 200, "body": base64.b64encode(b"\x00\x01").decode(), "isBase64Encoded": True}
+    )
     empty = http_response({"statusCode": 304, "multiValueHeaders": {"ETag": ['"1"']}})
     assert encoded.body == b"\x00\x01"
     assert (empty.status, empty.body) == (304, b"")
@@ -199,7 +201,7 @@ def test_an_api_route_invokes_the_function_the_route_table_names(config):
     # When
     response = local_api(config, functions).handle(request("GET", "/flags/history?limit=2"))
     # Then
-    (function, event), = functions.calls
+    ((function, event),) = functions.calls
     assert function == WRITE_FUNCTION
     assert event["resource"] == "/flags/history" and event["queryStringParameters"] == {"limit": "2"}
     assert response.status == 201
@@ -307,8 +309,14 @@ def test_query_strings_arrive_decoded_and_path_parameters_encoded():
     match = match_route(ROUTES, "GET", "/flags/caf%C3%A9")
     # When it becomes a proxy event
     event = proxy_event(
-        method="GET", raw_path="/flags/caf%C3%A9", query="limit=%C2%B2&c=a%2Bb+c", headers=[], body=b"",
-        match=match, stage="prod", caller=Caller(),
+        method="GET",
+        raw_path="/flags/caf%C3%A9",
+        query="limit=%C2%B2&c=a%2Bb+c",
+        headers=[],
+        body=b"",
+        match=match,
+        stage="prod",
+        caller=Caller(),
     )
     # Then the path keeps its encoding and the query is decoded, as a REST API delivers them
     assert (event["path"], event["pathParameters"]) == ("/flags/caf%C3%A9", {"name": "caf%C3%A9"})

@@ -75,8 +75,9 @@ def test_a_broken_windows_variable_fails_the_cold_start_naming_it(raw: str, name
 @pytest.mark.parametrize("action", ["start", "end"])
 def test_the_schedule_payload_names_an_action_and_a_configured_window(action: str) -> None:
     # Given the exact payload a schedule sends / When parsed / Then it is a command on that window
-    command = parse_payload({"action": action, "window": "db-migration", "scheduled_time": "2026-03-22T18:59:43Z"},
-                            WINDOWS)
+    command = parse_payload(
+        {"action": action, "window": "db-migration", "scheduled_time": "2026-03-22T18:59:43Z"}, WINDOWS
+    )
     assert command == Command(action, WINDOWS["db-migration"], scheduled_at=1774205983.0)
 
 
@@ -93,19 +94,29 @@ T = "2026-03-22T18:59:43Z"
         ({"action": "start", "scheduled_time": T}, "missing key(s) ['window']"),
         ({"window": "weekly-patching", "scheduled_time": T}, "missing key(s) ['action']"),
         ({"action": "start", "window": "weekly-patching"}, "missing key(s) ['scheduled_time']"),
-        ({"action": "start", "window": "weekly-patching", "scheduled_time": T, "force": True},
-         "unknown key(s) ['force']"),
-        ({"action": "stop", "window": "weekly-patching", "scheduled_time": T},
-         "'action' must be one of ['start', 'end'], got 'stop'"),
+        (
+            {"action": "start", "window": "weekly-patching", "scheduled_time": T, "force": True},
+            "unknown key(s) ['force']",
+        ),
+        (
+            {"action": "stop", "window": "weekly-patching", "scheduled_time": T},
+            "'action' must be one of ['start', 'end'], got 'stop'",
+        ),
         ({"action": "START", "window": "weekly-patching", "scheduled_time": T}, "got 'START'"),
         ({"action": "start", "window": "nightly", "scheduled_time": T}, "unknown window 'nightly'"),
         ({"action": "start", "window": ["weekly-patching"], "scheduled_time": T}, "unknown window ['weekly-patching']"),
-        ({"action": "start", "window": "weekly-patching", "scheduled_time": "<aws.scheduler.scheduled-time>"},
-         "'scheduled_time' must be an ISO 8601 time with its offset"),
-        ({"action": "start", "window": "weekly-patching", "scheduled_time": "2026-03-22T18:59:43"},
-         "'scheduled_time' must be an ISO 8601 time with its offset"),
-        ({"action": "start", "window": "weekly-patching", "scheduled_time": 1774205983},
-         "'scheduled_time' must be an ISO 8601 time with its offset"),
+        (
+            {"action": "start", "window": "weekly-patching", "scheduled_time": "<aws.scheduler.scheduled-time>"},
+            "'scheduled_time' must be an ISO 8601 time with its offset",
+        ),
+        (
+            {"action": "start", "window": "weekly-patching", "scheduled_time": "2026-03-22T18:59:43"},
+            "'scheduled_time' must be an ISO 8601 time with its offset",
+        ),
+        (
+            {"action": "start", "window": "weekly-patching", "scheduled_time": 1774205983},
+            "'scheduled_time' must be an ISO 8601 time with its offset",
+        ),
     ],
 )
 def test_a_payload_that_is_not_a_schedule_delivery_is_refused_with_a_clear_message(event: Any, says: str) -> None:

@@ -51,8 +51,14 @@ class MaintenanceFunction:
     def use_client(self, client: Any, **store_options: Any) -> None:
         """Rebuild the function's service on ``client`` (moto, or a wrapper of it) and the fake clock."""
         store_options.setdefault("sleep", lambda _: None)
-        store = FlagStore(client, self.table_name, self.declarations, clock=self.clock,
-                          on_retry=self.module.STORE._on_retry, **store_options)
+        store = FlagStore(
+            client,
+            self.table_name,
+            self.declarations,
+            clock=self.clock,
+            on_retry=self.module.STORE._on_retry,
+            **store_options,
+        )
         service = MaintenanceWindows(store, self.configured, clock=self.clock)
         self.monkeypatch.setattr(self.module, "MAINTENANCE", service)
 
@@ -61,8 +67,11 @@ class MaintenanceFunction:
 
     def payload(self, action: str, window: str, scheduled: float | None = None) -> dict[str, str]:
         """What the schedule sends: its scheduled time (by default, now) in Scheduler's format."""
-        return {"action": action, "window": window, "scheduled_time": scheduled_time(
-            self.clock.now if scheduled is None else scheduled)}
+        return {
+            "action": action,
+            "window": window,
+            "scheduled_time": scheduled_time(self.clock.now if scheduled is None else scheduled),
+        }
 
     def start(self, window: str = PATCHING, scheduled: float | None = None) -> dict[str, Any]:
         return self.deliver(self.payload("start", window, scheduled))
@@ -101,8 +110,16 @@ def maintenance(
     monkeypatch.setenv("MAINTENANCE_WINDOWS", json.dumps(windows))
     with fresh_module() as module:
         put_flags(version=1)  # the seeded singleton: maintenance off, no owner
-        function = MaintenanceFunction(module, ddb, table_name, declarations, clock, lambda_context, monkeypatch,
-                                       configured=module.MAINTENANCE.windows)
+        function = MaintenanceFunction(
+            module,
+            ddb,
+            table_name,
+            declarations,
+            clock,
+            lambda_context,
+            monkeypatch,
+            configured=module.MAINTENANCE.windows,
+        )
         function.use_client(ddb)
         yield function
 
@@ -414,8 +431,20 @@ def test_readers_see_a_window_end_at_its_deadline_even_if_its_end_never_arrives(
         {"action": "start", "window": PATCHING, "scheduled_time": "<aws.scheduler.scheduled-time>"},
         {"action": "start", "window": PATCHING, "scheduled_time": "2023-11-14T22:13:20"},
     ],
-    ids=["null", "list", "string", "empty", "no-window", "extra-key", "unknown-action", "unknown-window",
-         "window-not-str", "no-scheduled-time", "placeholder-not-substituted", "time-without-zone"],
+    ids=[
+        "null",
+        "list",
+        "string",
+        "empty",
+        "no-window",
+        "extra-key",
+        "unknown-action",
+        "unknown-window",
+        "window-not-str",
+        "no-scheduled-time",
+        "placeholder-not-substituted",
+        "time-without-zone",
+    ],
 )
 def test_a_payload_that_is_not_a_schedule_delivery_is_rejected_without_retry(
     maintenance: MaintenanceFunction, event: Any, stdout: Any
@@ -447,7 +476,9 @@ def test_a_dynamodb_failure_raises_so_the_scheduler_retries(maintenance: Mainten
 def test_retries_running_out_under_contention_raise(maintenance: MaintenanceFunction, stdout: Any) -> None:
     # Given every transaction is cancelled by the version condition
     conflicting = FailingClient(
-        maintenance.client, "transact_write_items", "TransactionCanceledException",
+        maintenance.client,
+        "transact_write_items",
+        "TransactionCanceledException",
         reasons=[{"Code": "ConditionalCheckFailed"}, {"Code": "None"}],
     )
     maintenance.use_client(conflicting, max_attempts=3)

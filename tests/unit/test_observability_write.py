@@ -56,11 +56,17 @@ def test_exhausted_retries_emit_conflicts_and_retries(
 ) -> None:
     # Given a store whose every transaction is cancelled by a concurrent writer
     client = FailingClient(
-        ddb, "transact_write_items", "TransactionCanceledException",
+        ddb,
+        "transact_write_items",
+        "TransactionCanceledException",
         reasons=[{"Code": "ConditionalCheckFailed"}, {"Code": "None"}],
     )
     store = FlagStore(
-        client, table_name, write_api.DECLARATIONS, max_attempts=4, sleep=lambda _: None,
+        client,
+        table_name,
+        write_api.DECLARATIONS,
+        max_attempts=4,
+        sleep=lambda _: None,
         on_retry=write_api.STORE._on_retry,
     )
     monkeypatch.setattr(write_api, "STORE", store)

@@ -88,7 +88,10 @@ def test_read_routes_are_described_without_the_read_function(document, declarati
     one = _operation(document, "GET", "/flags/{name}")
     assert flags["tags"] == one["tags"] == [READ_FUNCTION]
     assert _resolve(document, flags["responses"]["200"]["content"]["application/json"]["schema"])["required"] == [
-        "flags", "version", "reason", "fetched_at"
+        "flags",
+        "version",
+        "reason",
+        "fetched_at",
     ]
     name = _resolve(document, one["parameters"][0])
     assert name["in"] == "path" and name["schema"]["examples"] == list(declarations)

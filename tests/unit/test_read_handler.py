@@ -108,9 +108,7 @@ class TestGetFlags:
         assert "ETag" not in headers_of(response)
         assert headers_of(response)["Cache-Control"] == "no-store"
 
-    def test_a_window_ended_by_its_deadline_is_served_off_without_etag(
-        self, read_api: ReadApi, put_flags: Any
-    ) -> None:
+    def test_a_window_ended_by_its_deadline_is_served_off_without_etag(self, read_api: ReadApi, put_flags: Any) -> None:
         # Given maintenance switched on by window w1, whose deadline has passed
         put_flags(
             version=9,
@@ -166,9 +164,7 @@ class TestGetOneFlag:
 
     def test_304_when_the_client_holds_this_version(self, read_api: ReadApi, put_flags: Any) -> None:
         put_flags(version=3)
-        response = read_api.get(
-            "/flags/signup_enabled", resource="/flags/{name}", headers={"If-None-Match": '"3"'}
-        )
+        response = read_api.get("/flags/signup_enabled", resource="/flags/{name}", headers={"If-None-Match": '"3"'})
         assert response["statusCode"] == 304
 
     @pytest.mark.parametrize("name", ["no_such_flag", "history", "schema_version", "PK", "%20"])

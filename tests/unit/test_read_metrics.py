@@ -68,9 +68,7 @@ class TestThroughTheHandler:
             [reads("CACHED", 5), reads("STATIC", 1), (CACHE_REFRESHES, 1.0, SERVICE_ONLY)]
         )
 
-    def test_a_default_read_flushes_at_once_even_from_cache(
-        self, read_api: ReadApi, ddb: Any, stdout: Output
-    ) -> None:
+    def test_a_default_read_flushes_at_once_even_from_cache(self, read_api: ReadApi, ddb: Any, stdout: Output) -> None:
         # Given an empty table: the first read refreshes and serves fallbacks
         read_api.get()
         assert sorted(emf_metrics(stdout.records())) == sorted(

@@ -48,7 +48,9 @@ def test_a_fresh_table_gets_every_initial_value_at_version_zero_without_a_record
     assert result.snapshot.version == 0 and kinds(ddb, table_name, declarations) == []
 
 
-def test_seeding_again_changes_nothing_and_writes_no_version(ddb: Any, table_name: str, declarations: Declarations) -> None:
+def test_seeding_again_changes_nothing_and_writes_no_version(
+    ddb: Any, table_name: str, declarations: Declarations
+) -> None:
     # Given a seeded table whose values an operator then changed (version 1)
     seed(ddb, table_name, declarations)
     FlagStore(ddb, table_name, declarations).change(

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 MODULE = "seed.handler"
-STACK_ID = "arn:aws:cloudformation:eu-west-1:123456789012:stack/singleton-flags-prod/5b8f1e30-0000-0000-0000-000000000000"
+STACK_ID = (
+    "arn:aws:cloudformation:eu-west-1:123456789012:stack/singleton-flags-prod/5b8f1e30-0000-0000-0000-000000000000"
+)
 
 
 @dataclass
@@ -74,8 +76,11 @@ def test_create_and_update_seed_the_store_and_answer_success(seed: Any, request_
     assert url == "https://cloudformation-custom-resource-response.example/signed"
     assert body["Status"] == "SUCCESS"
     assert body["PhysicalResourceId"] == "singleton-flags-seed"
-    assert (body["StackId"], body["RequestId"], body["LogicalResourceId"]) == (STACK_ID, "b4c8e2a0-request",
-                                                                              "StorageSeed")
+    assert (body["StackId"], body["RequestId"], body["LogicalResourceId"]) == (
+        STACK_ID,
+        "b4c8e2a0-request",
+        "StorageSeed",
+    )
     assert body["Data"] == {"Version": "7", "Applied": "true"}
 
 

@@ -53,4 +53,3 @@ def test_a_bad_powertools_max_age_fails_at_cold_start(raw: str) -> None:
     # When its settings are read at cold start, then they fail there, naming the variable
     with pytest.raises(SettingsError, match="POWERTOOLS_PARAMETERS_MAX_AGE"):
         Settings.from_env({"TABLE_NAME": "t", "POWERTOOLS_PARAMETERS_MAX_AGE": raw})
-

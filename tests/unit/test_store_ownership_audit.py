@@ -16,8 +16,13 @@ def _store(ddb: Any, table_name: str, declarations: Declarations) -> FlagStore:
 def test_a_manual_switch_records_the_window_that_lost_maintenance(ddb, table_name, declarations) -> None:
     # Given a window holds maintenance
     store = _store(ddb, table_name, declarations)
-    store.change({"maintenance_mode": True}, actor="scheduler:w1", reason="window", kind="window-start",
-                 ownership=Ownership(owner="w1", deadline=1_700_003_600))
+    store.change(
+        {"maintenance_mode": True},
+        actor="scheduler:w1",
+        reason="window",
+        kind="window-start",
+        ownership=Ownership(owner="w1", deadline=1_700_003_600),
+    )
     # When an admin confirms maintenance by hand (same value: only the ownership changes)
     result = store.change({"maintenance_mode": True}, actor="alice", reason="keep it on by hand")
     # Then a new version is written, and its audit record says w1 lost maintenance to a manual switch
@@ -31,8 +36,13 @@ def test_a_manual_switch_records_the_window_that_lost_maintenance(ddb, table_nam
 def test_a_window_start_records_the_window_that_took_maintenance(ddb, table_name, declarations) -> None:
     # Given nobody holds maintenance / When a window starts
     store = _store(ddb, table_name, declarations)
-    store.change({"maintenance_mode": True}, actor="scheduler:w1", reason="window", kind="window-start",
-                 ownership=Ownership(owner="w1", deadline=1_700_003_600))
+    store.change(
+        {"maintenance_mode": True},
+        actor="scheduler:w1",
+        reason="window",
+        kind="window-start",
+        ownership=Ownership(owner="w1", deadline=1_700_003_600),
+    )
     # Then its audit record names the window as the new holder
     records, _ = store.history(limit=1)
     assert records[0]["maintenance_owner"] == {"old": None, "new": "w1"}

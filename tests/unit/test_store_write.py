@@ -29,7 +29,15 @@ from flags.errors import (
     WriteConflict,
 )
 from flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY, TTL_ATTR, audit_key, audit_sort_key, singleton_key
-from flags.store import MAX_HISTORY_LIMIT, MAX_REASON_LENGTH, MAX_RESENDS, FlagStore, Ownership, decode_cursor, encode_cursor
+from flags.store import (
+    MAX_HISTORY_LIMIT,
+    MAX_REASON_LENGTH,
+    MAX_RESENDS,
+    FlagStore,
+    Ownership,
+    decode_cursor,
+    encode_cursor,
+)
 
 TABLE = "flags"
 CONSISTENT_READ = {"TableName": TABLE, "Key": singleton_key(), "ConsistentRead": True}
@@ -347,8 +355,16 @@ def test_history_refuses_a_bad_limit_without_a_query(store: Store, limit: int) -
 def test_history_starts_after_the_cursor_and_reads_one_record_more_than_a_page(store: Store) -> None:
     # Given records 4, 3 and 2 after the cursor (version 5), and a page of 2
     def record(version: int) -> dict[str, Any]:
-        return {**audit_key(version), "version": {"N": str(version)}, "actor": {"S": "a"}, "reason": {"S": "r"},
-                "at": {"S": "t"}, "old": {"M": {}}, "new": {"M": {}}, "state": {"M": {}}}
+        return {
+            **audit_key(version),
+            "version": {"N": str(version)},
+            "actor": {"S": "a"},
+            "reason": {"S": "r"},
+            "at": {"S": "t"},
+            "old": {"M": {}},
+            "new": {"M": {}},
+            "state": {"M": {}},
+        }
 
     store.stub.add_response(
         "query",

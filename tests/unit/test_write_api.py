@@ -45,7 +45,6 @@ from flags.reader import CACHED
 from flags.store import MAX_RESENDS, FlagStore, Ownership, encode_cursor
 
 
-
 # -- PATCH /flags refusals ----------------------------------------------------------------------------
 
 
@@ -335,7 +334,11 @@ def test_dynamodb_failing_on_read_is_503_not_500(
     ids=["internal-error", "throughput", "cancelled-by-throttling", "cancelled-by-validation", "no-connection"],
 )
 def test_dynamodb_failing_on_write_is_classified_by_meaning_and_only_the_same_request_is_resent(
-    api: WriteApi, monkeypatch: pytest.MonkeyPatch, answer: dict[str, Any] | Exception, status: int, code: str,
+    api: WriteApi,
+    monkeypatch: pytest.MonkeyPatch,
+    answer: dict[str, Any] | Exception,
+    status: int,
+    code: str,
     sends: int,
 ) -> None:
     # Given DynamoDB failing every TransactWriteItems in one way

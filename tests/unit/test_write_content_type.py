@@ -22,7 +22,7 @@ def _version(ddb: Any, table_name: str) -> str:
     [
         ("text/plain", BODY),
         ("multipart/form-data", BODY),  # no boundary: Powertools' parser raises ValueError
-        ("multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"reason\"\r\n\r\nr\r\n--x--"),
+        ("multipart/form-data; boundary=x", '--x\r\nContent-Disposition: form-data; name="reason"\r\n\r\nr\r\n--x--'),
         ("application/x-www-form-urlencoded", "reason=x&flags=1"),
         ("application/xml", "<flags/>"),
     ],

@@ -139,8 +139,11 @@ def test_an_idempotency_key_belongs_to_its_caller(api: WriteApi) -> None:
     # Given alice's key / When bob sends the same key for the same body / Then bob's write is his own
     api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "shared"})
     api.patch({"signup_enabled": True})
-    other = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "shared"},
-                      caller_arn="arn:aws:iam::123456789012:user/bob")
+    other = api.patch(
+        {"signup_enabled": False},
+        headers={"Idempotency-Key": "shared"},
+        caller_arn="arn:aws:iam::123456789012:user/bob",
+    )
     assert "Idempotent-Replayed" not in headers_of(other) and body_of(other)["applied"] is True
 
 
@@ -224,8 +227,10 @@ def test_conflicts_stop_at_the_time_budget_with_a_409_before_the_function_times_
         def transact_write_items(self, **_: Any) -> Any:
             now[0] += 2.0
             raise ClientError(
-                {"Error": {"Code": "TransactionCanceledException"},
-                 "CancellationReasons": [{"Code": "ConditionalCheckFailed"}]},
+                {
+                    "Error": {"Code": "TransactionCanceledException"},
+                    "CancellationReasons": [{"Code": "ConditionalCheckFailed"}],
+                },
                 "TransactWriteItems",
             )
 

@@ -239,8 +239,9 @@ def test_dynamodb_refusing_what_no_client_input_explains_is_a_500_that_pages(
     from botocore.exceptions import ClientError
 
     def refuse(**_: Any) -> Any:
-        raise ClientError({"Error": {"Code": code, "Message": "no"}, "ResponseMetadata": {"RequestId": "R1"}},
-                          "GetItem")
+        raise ClientError(
+            {"Error": {"Code": code, "Message": "no"}, "ResponseMetadata": {"RequestId": "R1"}}, "GetItem"
+        )
 
     store = api.use_store(monkeypatch, api.client)
     before = api.state()
@@ -265,7 +266,9 @@ def test_a_write_that_would_leave_no_room_for_a_window_start_is_refused(
     from flags.itemsize import READ_BLOCK_BYTES, item_size
 
     document = _json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
-    document["flags"].append({"name": "banner_text", "type": "string", "initial": "", "fallback": "", "max_length": 5000})
+    document["flags"].append(
+        {"name": "banner_text", "type": "string", "initial": "", "fallback": "", "max_length": 5000}
+    )
     declarations = parse_declarations(document)
     window = "quarterly-database-engine-upgrade"
     reserving = FlagStore(ddb, table_name, declarations, clock=clock, reserve_owner=window)
@@ -273,8 +276,13 @@ def test_a_write_that_would_leave_no_room_for_a_window_start_is_refused(
     reserving.seed(actor="test", reason="seed")
     # And a banner that leaves the item 8 bytes under 4 KB once written (but not the room a start needs)
     item = ddb.get_item(TableName=table_name, Key=singleton_key(), ConsistentRead=True)["Item"]
-    written = {**item, "banner_text": {"S": ""}, "schema_version": {"N": "1"}, "updated_by": {"S": "op"},
-               "updated_at": {"S": "2023-11-14T22:13:20.000+00:00"}}
+    written = {
+        **item,
+        "banner_text": {"S": ""},
+        "schema_version": {"N": "1"},
+        "updated_by": {"S": "op"},
+        "updated_at": {"S": "2023-11-14T22:13:20.000+00:00"},
+    }
     length = READ_BLOCK_BYTES - 8 - item_size(written)
     # When it is written by a store that keeps room for the window / Then 413-class refusal, nothing written
     with pytest.raises(ItemTooLarge, match="maintenance window"):
