@@ -8,11 +8,12 @@ NODE_STAMP := node_modules/.package-lock.json
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test test-unit test-integration test-infra test-e2e synth bench clean
+.PHONY: install dist run test test-unit test-integration test-infra test-e2e synth bench clean
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
@@ -44,6 +45,10 @@ synth: install
 
 bench: install
 	$(PY) -m bench
+
+dist: $(STAMP)
+	rm -rf dist build
+	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir dist .
 
 clean:
 	rm -rf cdk.out .pytest_cache

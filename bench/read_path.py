@@ -25,7 +25,6 @@ import contextlib
 import functools
 import gc
 import http.server
-import importlib
 import inspect
 import io
 import json
@@ -42,9 +41,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-FUNCTIONS = ROOT / "functions"
-if str(FUNCTIONS) not in sys.path:  # the functions' asset root, as Lambda and pytest see it
-    sys.path.append(str(FUNCTIONS))
+FUNCTIONS = ROOT / "functions"  # the functions' asset root: Lambda's /var/task, the cold runs' working directory
 
 TABLE = "bench-read"
 WARM_N = 10_000
@@ -116,9 +113,9 @@ def flags_event() -> dict[str, Any]:
 
 def seeded_item() -> dict[str, Any]:
     """The singleton exactly as the seed leaves it (every flag at its initial value, version 0)."""
-    from flags.codec import encode
-    from flags.declarations import load_declarations
-    from flags.keys import VERSION_ATTR, singleton_key
+    from singleton_flags.codec import encode
+    from singleton_flags.declarations import load_declarations
+    from singleton_flags.keys import VERSION_ATTR, singleton_key
 
     item: dict[str, Any] = {**singleton_key(), VERSION_ATTR: {"N": "0"}}
     item.update({name: encode(spec, spec.initial) for name, spec in load_declarations().items()})
@@ -155,7 +152,7 @@ class ByteCounter(io.TextIOBase):
 @contextlib.contextmanager
 def counted_stdout() -> Iterator[ByteCounter]:
     """Everything the function prints: ``print`` (EMF) through sys.stdout, and the Logger's own stream."""
-    from flags.observability import logger
+    from singleton_flags.observability import logger
 
     sink = ByteCounter()
     handler = logger.registered_handler
@@ -203,8 +200,8 @@ def moto_table() -> Iterator[None]:
     import boto3
     from moto import mock_aws
 
-    from flags.declarations import load_declarations
-    from flags.store import FlagStore
+    from singleton_flags.declarations import load_declarations
+    from singleton_flags.store import FlagStore
 
     with mock_aws():
         client = boto3.client("dynamodb")
@@ -237,13 +234,12 @@ def timed_pairs(first: Callable[[], Any], second: Callable[[], Any], n: int) -> 
 
 
 def warm_figures() -> dict[str, Any]:
-    from flags.observability import logger
+    from singleton_flags.observability import logger
 
     with moto_table():
-        if "read_api.handler" in sys.modules:  # a fresh warm environment even if something imported it before
-            module = importlib.reload(sys.modules["read_api.handler"])
-        else:
-            module = importlib.import_module("read_api.handler")
+        from local.functions import load_module
+
+        module = load_module("read_api.handler", fresh=True)  # a fresh warm environment
         event, context = flags_event(), LambdaContext()
         get_items: list[int] = []
         module.PROVIDER._client.meta.events.register("before-call.dynamodb.GetItem", lambda **_: get_items.append(1))
@@ -373,13 +369,13 @@ def mark(label):
     phases.append((label, now - last))
     last = now
 import boto3; mark("import boto3")
-from flags.aws import dynamodb_client; client = dynamodb_client(); mark("boto3 client (read config)")
+from singleton_flags.aws import dynamodb_client; client = dynamodb_client(); mark("boto3 client (read config)")
 client.get_item(TableName=sys.argv[1], Key={"PK": {"S": "SETTINGS#APP"}, "SK": {"S": "FLAGS#V1"}}); mark("GetItem")
 import aws_lambda_powertools.logging; mark("import Powertools Logger")
 import aws_lambda_powertools.metrics; mark("import Powertools Metrics")
 import aws_lambda_powertools.event_handler; mark("import Powertools event_handler")
 import aws_lambda_powertools.utilities.parameters.base; mark("import Powertools parameters")
-import flags.observability, flags.provider, flags.reader, flags.http, flags.declarations; mark("import flags.*")
+import singleton_flags.observability, singleton_flags.provider, singleton_flags.reader, singleton_flags.http, singleton_flags.declarations; mark("import singleton_flags.*")
 import read_api.handler as module; mark("read_api.handler module scope (its own client, app)")
 module.handler(json.loads(sys.argv[2]), type("Context", (), json.loads(sys.argv[3]))()); mark("first GET /flags")
 print("BENCH " + json.dumps({"phases": phases, "ok": True}), file=sys.stderr)
@@ -433,7 +429,6 @@ def cold_env(endpoint: str, pycache: str) -> dict[str, str]:
     env.update(
         {
             "AWS_ENDPOINT_URL_DYNAMODB": endpoint,
-            "PYTHONPATH": str(FUNCTIONS),  # Lambda's /var/task
             "PYTHONPYCACHEPREFIX": pycache,  # compiled once, like a deployed runtime; nothing written in the repo
             "AWS_CONFIG_FILE": os.devnull,
             "AWS_SHARED_CREDENTIALS_FILE": os.devnull,

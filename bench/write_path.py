@@ -16,21 +16,15 @@ from __future__ import annotations
 
 import math
 import random
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-_FUNCTIONS = str(Path(__file__).resolve().parents[1] / "functions")
-if _FUNCTIONS not in sys.path:  # the functions' asset root, as Lambda and pytest see it
-    sys.path.append(_FUNCTIONS)
-
-from flags.declarations import Declarations, load_declarations  # noqa: E402
-from flags.errors import PreconditionFailed, WriteConflict  # noqa: E402
-from flags.store import FlagStore  # noqa: E402
+from singleton_flags.declarations import Declarations, load_declarations
+from singleton_flags.errors import PreconditionFailed, WriteConflict
+from singleton_flags.store import FlagStore
 
 WRITERS = 16
 CHANGES_PER_WRITER = 25
@@ -176,7 +170,7 @@ def _report(label: str, result: RunResult) -> None:
 
 
 def main() -> None:
-    from flags.observability import logger
+    from singleton_flags.observability import logger
     from local.dynamodb_local import create_table, local_client, running_dynamodb_local
 
     logger.setLevel("WARNING")  # one "flags changed" line per write would drown the figures

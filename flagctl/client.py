@@ -24,7 +24,7 @@ SERVICE = "execute-api"
 STACK_OUTPUT_API_URL = "ApiUrl"  # infra.constants.OUTPUT_API_URL (a unit test holds them equal)
 TIMEOUT_SECONDS = 15.0
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-# flags.declarations.NAME_PATTERN (a unit test holds them equal): a name the API could have declared.
+# singleton_flags.declarations.NAME_PATTERN (a unit test holds them equal): a name the API could have declared.
 FLAG_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
 

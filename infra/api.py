@@ -1,4 +1,4 @@
-"""The REST API: the routes of ``flags.routes.ROUTES``, every method AWS_IAM-authorised, the two IAM
+"""The REST API: the routes of ``singleton_flags.routes.ROUTES``, every method AWS_IAM-authorised, the two IAM
 managed policies (reader, admin) a caller is given to invoke it, and the X-Ray sampling rule of its reads."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from fnmatch import fnmatchcase
 from aws_cdk import CustomResource, Duration, aws_apigateway as apigw, aws_iam as iam, aws_lambda as lambda_
 from aws_cdk import aws_xray as xray
 from constructs import Construct
-from flags.http import allowed_methods
-from flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
+from singleton_flags.http import allowed_methods
+from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
 
 from infra import constants
 from infra.config import FlagsConfig

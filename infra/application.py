@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_cdk import App, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
-from flags.declarations import Declarations
+from singleton_flags.declarations import Declarations
 
 from infra import constants
 from infra.config import CONTEXT_KEY, STAGE_CONTEXT_KEY, FlagsConfig, parse_config

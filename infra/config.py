@@ -22,7 +22,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
-from flags.routes import READ_FUNCTION
+from singleton_flags.routes import READ_FUNCTION
 
 from infra.constants import SERVICE_NAME, metrics_namespace
 
@@ -548,7 +548,7 @@ def schedule_payload(window_name: str, action: str, scheduled_time: str = SCHEDU
 
 
 def function_environment(config: FlagsConfig, table_name: str, function: str) -> dict[str, str]:
-    """The environment the stack gives a function (``function`` as named in ``flags.routes.HANDLERS``).
+    """The environment the stack gives a function (``function`` as named in ``singleton_flags.routes.HANDLERS``).
 
     One definition for the stack (infra/functions.py) and the local runner, so the two cannot drift.
     """

@@ -1,11 +1,11 @@
 """Names used by the stack, in one place. Pure Python: tests and the local runner may import it.
 
-The metric vocabulary comes from ``flags.vocabulary`` (functions/ is on sys.path: see infra/__init__.py).
+The metric vocabulary comes from ``singleton_flags.vocabulary`` (the installed package).
 """
 
 from pathlib import Path
 
-from flags.vocabulary import (  # noqa: F401 - the functions' own names: alarms watch what they emit
+from singleton_flags.vocabulary import (  # noqa: F401 - the functions' own names: alarms watch what they emit
     CACHE_REFRESH_FAILURES as METRIC_CACHE_REFRESH_FAILURES,
     CACHE_REFRESHES as METRIC_CACHE_REFRESHES,
     CHANGES_APPLIED as METRIC_CHANGES_APPLIED,
@@ -72,7 +72,7 @@ OUTPUT_TABLE_NAME = "TableName"
 OUTPUT_READER_POLICY_ARN = "ReaderPolicyArn"
 OUTPUT_ADMIN_POLICY_ARN = "AdminPolicyArn"
 
-# Function settings (names are those of flags.routes.HANDLERS)
+# Function settings (names are those of singleton_flags.routes.HANDLERS)
 MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "seed": 256}
 # The write function works against a deadline taken from its remaining time; 20 s leaves API Gateway's 29 s
 # integration limit a margin, so a caller gets the function's answer, never a gateway timeout.

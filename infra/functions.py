@@ -1,5 +1,5 @@
 """The Lambda functions, each with its own least-privilege role: read, write and maintenance (the handlers of
-``flags.routes.HANDLERS``), and the seed custom resource's function.
+``singleton_flags.routes.HANDLERS``), and the seed custom resource's function.
 
 The code asset is ``functions/`` as it is (no Docker): boto3 comes with the runtime, Powertools from AWS's
 public layer pinned to the tested version, or (``powertools: bundled``) from a layer asset installed at synth
@@ -17,8 +17,8 @@ from aws_cdk import (
     aws_ssm as ssm,
 )
 from constructs import Construct
-from flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
-from flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
+from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
+from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 from infra import constants
 from infra.config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
@@ -69,11 +69,12 @@ ASSET_EXCLUDES = [
     "**/conftest.py",
     "**/*.md",
     "**/.DS_Store",
+    "**/*.egg-info",
 ]
 
 
 class Functions(Construct):
-    """read, write and maintenance functions, keyed by the names of ``flags.routes.HANDLERS``."""
+    """read, write and maintenance functions, keyed by the names of ``singleton_flags.routes.HANDLERS``."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: FlagsConfig, table: dynamodb.ITableV2) -> None:
         super().__init__(scope, construct_id)

@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
-from flags.declarations import Declarations
+from singleton_flags.declarations import Declarations
 
 from infra import constants
 from infra.account import ApiGatewayAccount
@@ -28,7 +28,7 @@ class FlagsStack(Stack):
         declarations: Declarations | None = None,
         **kwargs: Any,
     ) -> None:
-        """``declarations`` defaults to functions/flags/declarations.json (tests pass another set)."""
+        """``declarations`` defaults to functions/singleton_flags/declarations.json (tests pass another set)."""
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
         self.storage = Storage(self, constants.STORAGE_ID, declarations=declarations)

@@ -12,8 +12,8 @@ import json
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy, aws_dynamodb as dynamodb, aws_lambda as lambda_
 from constructs import Construct
-from flags.declarations import Declarations, load_declarations
-from flags.keys import PARTITION_KEY, SORT_KEY, TTL_ATTR
+from singleton_flags.declarations import Declarations, load_declarations
+from singleton_flags.keys import PARTITION_KEY, SORT_KEY, TTL_ATTR
 
 from infra import constants
 

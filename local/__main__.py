@@ -2,7 +2,6 @@
 
 import sys
 
-import local.paths  # noqa: F401 - first: puts functions/ on sys.path
 from local.runner import main
 
 sys.exit(main())

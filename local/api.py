@@ -1,13 +1,13 @@
 """What the local runner answers: the deployed routes (through the functions) plus three local-only routes.
 
-- every route of ``flags.routes.ROUTES``: a REST proxy event to the function the stack maps it to;
+- every route of ``singleton_flags.routes.ROUTES``: a REST proxy event to the function the stack maps it to;
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
   (``infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
   function; never deployed;
 - ``GET /openapi.json`` and ``GET /docs`` (Swagger UI).
 
 A path no route knows answers 404; a known path under another method 405 with ``Allow`` (the same answers
-and codes as ``flags.http.no_route_response``).
+and codes as ``singleton_flags.http.no_route_response``).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from flags.http import error_body, json_response, no_route_response
-from flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
+from singleton_flags.http import error_body, json_response, no_route_response
+from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, http_response, proxy_event

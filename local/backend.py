@@ -30,10 +30,10 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from flags.declarations import Declarations
+from singleton_flags.declarations import Declarations
 from flagctl.client import is_loopback
-from flags.errors import FlagsError
-from flags.store import FlagStore
+from singleton_flags.errors import FlagsError
+from singleton_flags.store import FlagStore
 from local.dynamodb_local import create_table
 
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"

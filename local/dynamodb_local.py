@@ -41,9 +41,6 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FUNCTIONS_DIR = REPO_ROOT / "functions"  # the functions' asset root: ``flags`` (table key names) lives there
-if str(FUNCTIONS_DIR) not in sys.path:
-    sys.path.append(str(FUNCTIONS_DIR))
 EMULATOR_DIR = REPO_ROOT / "node_modules" / "amplify-dynamodb-simulator" / "emulator"
 JAR_NAME = "DynamoDBLocal.jar"
 LOOPBACK = "127.0.0.1"
@@ -128,7 +125,7 @@ def create_table(client: Any, name: str) -> None:
     Point-in-time recovery and deletion protection are deployment safeguards with no effect on behaviour
     here, so they are left out.
     """
-    from flags.keys import PARTITION_KEY, SORT_KEY, TTL_ATTR
+    from singleton_flags.keys import PARTITION_KEY, SORT_KEY, TTL_ATTR
 
     client.create_table(
         TableName=name,

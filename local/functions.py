@@ -1,4 +1,4 @@
-"""The three Lambda functions, loaded from the handler strings the stack deploys (``flags.routes.HANDLERS``).
+"""The three Lambda functions, loaded from the handler strings the stack deploys (``singleton_flags.routes.HANDLERS``).
 
 Each handler module is imported once (its cold start) and keeps its module-scope state, so every function
 has its own provider cache, as separate execution environments would. Lambda runs one request at a time
@@ -9,20 +9,47 @@ one lock. The HTTP server stays threaded: the documents and the Swagger page are
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
+import sys
 import threading
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 from local.gateway import LambdaContext
+from local.paths import FUNCTIONS_DIR
 
 Handler = Callable[[Any, Any], Any]
 
 
+def load_module(module_name: str, *, fresh: bool = False) -> ModuleType:
+    """A handler module (``read_api.handler``) from the functions' asset root, as Lambda loads it from
+    ``/var/task``; once per process (``fresh``: run its module scope again, a new cold start).
+
+    Handlers are not installed packages (the distribution holds ``singleton_flags`` only): each is loaded from
+    its file, under its Lambda module name, and imports nothing but ``singleton_flags`` and libraries.
+    """
+    if not fresh and module_name in sys.modules:
+        return sys.modules[module_name]
+    path = FUNCTIONS_DIR.joinpath(*module_name.split(".")).with_suffix(".py")
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no handler module {module_name!r} at {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
 def load_handler(handler_string: str) -> Handler:
-    """``read_api.handler.handler`` -> the function object (importing its module: a cold start)."""
+    """``read_api.handler.handler`` -> the function object (loading its module: a cold start)."""
     module_name, _, attribute = handler_string.rpartition(".")
-    return getattr(importlib.import_module(module_name), attribute)
+    handler: Handler = getattr(load_module(module_name), attribute)
+    return handler
 
 
 class Functions:

@@ -1,11 +1,11 @@
-"""ONE OpenAPI 3.1 document for every route of ``flags.routes.ROUTES``, generated, never kept by hand.
+"""ONE OpenAPI 3.1 document for every route of ``singleton_flags.routes.ROUTES``, generated, never kept by hand.
 
 - Write routes: the write function's own schema (``write_api.handler.app``: Powertools with pydantic models
   built from the declarations), with Powertools' 422 replaced by what the API really answers: the error
-  contract of ``flags.http`` (400 for a schema violation, and 404/409/412/413/503 where they occur).
+  contract of ``singleton_flags.http`` (400 for a schema violation, and 404/409/412/413/503 where they occur).
 - Read routes: described here (the read function stays pydantic-free), reusing the ``FlagValues`` schema
   the write side derives from the same declarations.
-- Error codes per status are read from the ``flags.errors`` classes, so a new error shows up by itself.
+- Error codes per status are read from the ``singleton_flags.errors`` classes, so a new error shows up by itself.
 
 The document describes the deployed API only; the local runner's own routes (``/_scheduler/...``,
 ``/openapi.json``, ``/docs``) are not in it. ``python -m local.openapi`` prints it.
@@ -22,10 +22,11 @@ from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any
 
-from local.paths import REPO_ROOT  # first: puts functions/ on sys.path
+from local.functions import load_module
+from local.paths import REPO_ROOT
 
-from flags.errors import FlagsError  # noqa: E402
-from flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION  # noqa: E402
+from singleton_flags.errors import FlagsError  # noqa: E402
+from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION  # noqa: E402
 
 SCHEMAS = "#/components/schemas/"
 RESPONSES = "#/components/responses/"
@@ -60,7 +61,7 @@ RESPONSE_NAMES = {
     415: "UnsupportedMediaType",  # a body that is not application/json
     503: "StoreUnavailable",
 }
-ERROR_DETAILS: dict[int, dict[str, Any]] = {  # the details the errors of a status carry (flags.errors)
+ERROR_DETAILS: dict[int, dict[str, Any]] = {  # the details the errors of a status carry (singleton_flags.errors)
     400: {"flag": {"type": "string"}, "rule": {"type": "string"}},
     404: {"flag": {"type": "string"}, "version": {"type": "integer"}},
     409: {"attempts": {"type": "integer"}, "retry_after": {"type": "integer"}},
@@ -83,7 +84,7 @@ RETRY_AFTER = _header("Seconds to wait before retrying.", {"type": "string", "pa
 
 
 def error_codes() -> dict[int, list[str]]:
-    """Error codes by HTTP status: every ``FlagsError`` class, plus the no-route answers of ``flags.http``."""
+    """Error codes by HTTP status: every ``FlagsError`` class, plus the no-route answers of ``singleton_flags.http``."""
     codes: dict[int, set[str]] = {int(status): {code} for status, code in NO_ROUTE_CODES.items()}
     pending = [FlagsError]
     while pending:
@@ -375,8 +376,8 @@ def main() -> int:
         "POWERTOOLS_TRACE_DISABLED": "1",
     }.items():
         os.environ.setdefault(key, value)
-    from flags.declarations import load_declarations
-    from write_api.handler import app
+    from singleton_flags.declarations import load_declarations
+    app = load_module("write_api.handler").app
 
     print(json.dumps(build_document(app, list(load_declarations())), indent=2))
     return 0

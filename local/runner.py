@@ -16,12 +16,11 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from typing import Any
 
-import local.paths  # noqa: F401 - first: puts functions/ on sys.path
 
-from flags.declarations import Declarations, load_declarations  # noqa: E402
-from flags.errors import DeclarationError  # noqa: E402
-from flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION  # noqa: E402
-from flags.settings import Settings, SettingsError  # noqa: E402
+from singleton_flags.declarations import Declarations, load_declarations  # noqa: E402
+from singleton_flags.errors import DeclarationError  # noqa: E402
+from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION  # noqa: E402
+from singleton_flags.settings import Settings, SettingsError  # noqa: E402
 from infra.config import ConfigError, FlagsConfig, load_config  # noqa: E402
 from infra.config import function_environment as deployed_environment  # noqa: E402
 from infra.constants import SERVICE_NAME  # noqa: E402

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flags.keys import VERSION_ATTR, singleton_key
-from flags.routes import READ_FUNCTION, ROUTES, RouteMatch, match_route
-from flags.store import FlagStore
+from singleton_flags.keys import VERSION_ATTR, singleton_key
+from singleton_flags.routes import READ_FUNCTION, ROUTES, RouteMatch, match_route
+from singleton_flags.store import FlagStore
 
 WRITE, READ = "write", "read"
 REASON = "hostile input"

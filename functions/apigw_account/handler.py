@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from custom_resource.cfn import logger, run, send_response
+from singleton_flags.custom_resource import logger, run, send_response
 
 PHYSICAL_ID = "apigateway-account-cloudwatch-role"
 # A role just created may not be usable by API Gateway for a few seconds (IAM is eventually consistent):

@@ -1,7 +1,7 @@
 """Maintenance function: EventBridge Scheduler delivers ``{"action": "start"|"end", "window": NAME,
 "scheduled_time": TIME}``, invoking it asynchronously.
 
-Thin: the rules (ownership, idempotency, lateness, rejection) live in ``flags.windows``. An outcome no retry
+Thin: the rules (ownership, idempotency, lateness, rejection) live in ``singleton_flags.windows``. An outcome no retry
 can fix (``rejected``, ``late``, ``failed``) is returned without raising, logged at ERROR and counted as
 ``WindowFailures``; a DynamoDB failure raises, so Lambda retries the invocation and finally sends it to the
 function's on-failure destination. (Scheduler's own retries and dead-letter queue cover only deliveries
@@ -17,12 +17,12 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
-from flags.declarations import load_declarations
-from flags.observability import WRITE_RETRIES, logger, metrics, tracer
-from flags.settings import Settings
-from flags.store import FlagStore
-from flags.windows import MaintenanceWindows, windows_from_env
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from singleton_flags.declarations import load_declarations
+from singleton_flags.observability import WRITE_RETRIES, logger, metrics, tracer
+from singleton_flags.settings import Settings
+from singleton_flags.store import FlagStore
+from singleton_flags.windows import MaintenanceWindows, windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)

@@ -20,15 +20,15 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 
-from flags.aws import dynamodb_client
-from flags.declarations import load_declarations
-from flags.errors import FlagNotFound, FlagsError
-from flags.codec import iso_time
-from flags.http import JSON, error_response, format_etag, header_values, holds_version, no_route_response
-from flags.observability import logger
-from flags.provider import SingletonProvider
-from flags.reader import DEFAULT, FlagReader, FlagState
-from flags.settings import Settings
+from singleton_flags.aws import dynamodb_client
+from singleton_flags.declarations import load_declarations
+from singleton_flags.errors import FlagNotFound, FlagsError
+from singleton_flags.codec import iso_time
+from singleton_flags.http import JSON, error_response, format_etag, header_values, holds_version, no_route_response
+from singleton_flags.observability import logger
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import DEFAULT, FlagReader, FlagState
+from singleton_flags.settings import Settings
 
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_declarations()

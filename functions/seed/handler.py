@@ -11,11 +11,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from custom_resource.cfn import run, send_response
-from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
-from flags.declarations import load_declarations
-from flags.settings import Settings
-from flags.store import FlagStore
+from singleton_flags.custom_resource import run, send_response
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from singleton_flags.declarations import load_declarations
+from singleton_flags.settings import Settings
+from singleton_flags.store import FlagStore
 
 PHYSICAL_ID = "singleton-flags-seed"  # the same on every request: an Update never replaces the resource
 

@@ -1,6 +1,6 @@
 """Write function: PATCH /flags, GET /flags/history, POST /flags/revert (IAM-authorised admin routes).
 
-Thin routes over ``flags.store``; errors map to HTTP in one place (``handle_flags_error``), and a
+Thin routes over ``singleton_flags.store``; errors map to HTTP in one place (``handle_flags_error``), and a
 request pydantic rejects is re-checked by the domain validation so the client hears which flag and rule.
 """
 
@@ -23,11 +23,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
-from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client, worst_call_seconds
-from flags.declarations import load_declarations
-from flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType
-from flags.codec import iso_time
-from flags.http import (
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client, worst_call_seconds
+from singleton_flags.declarations import load_declarations
+from singleton_flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType
+from singleton_flags.codec import iso_time
+from singleton_flags.http import (
     WILDCARD,
     Versions,
     acceptable_versions,
@@ -38,7 +38,7 @@ from flags.http import (
     no_route_response,
     parse_entity_tags,
 )
-from flags.observability import (
+from singleton_flags.observability import (
     CHANGES_APPLIED,
     DIMENSION_CODE,
     REFUSALS,
@@ -49,9 +49,9 @@ from flags.observability import (
     metrics,
     tracer,
 )
-from flags.provider import SingletonProvider
-from flags.reader import STATIC, FlagReader
-from flags.requests import (
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import STATIC, FlagReader
+from singleton_flags.requests import (
     JSON_MEDIA_TYPE,
     is_json_media_type,
     media_type,
@@ -59,10 +59,10 @@ from flags.requests import (
     query_integer,
     single_query_value,
 )
-from flags.settings import Settings
-from flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore, Idempotency, decode_cursor
-from flags.windows import windows_from_env
-from write_api.models import build_models
+from singleton_flags.settings import Settings
+from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore, Idempotency, decode_cursor
+from singleton_flags.windows import windows_from_env
+from singleton_flags.api_models import build_models
 
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_declarations()
@@ -97,7 +97,7 @@ History = MODELS["History"]
 
 
 def _json_body(text: str) -> dict[str, Any]:
-    """The body deserializer Powertools' validation calls: the write API's JSON rules (flags.requests)."""
+    """The body deserializer Powertools' validation calls: the write API's JSON rules (singleton_flags.requests)."""
     if not _body_is_json():  # application/jsonx and the like, which Powertools takes for JSON
         raise _not_json()
     return parse_json_body(text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from e2e_support import start_runner
 
-from flags.keys import SINGLETON_SK, singleton_key
+from singleton_flags.keys import SINGLETON_SK, singleton_key
 from local.dynamodb_local import local_client
 
 TABLE = "singleton-flags-e2e"

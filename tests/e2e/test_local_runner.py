@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from flags.declarations import load_declarations
+from singleton_flags.declarations import load_declarations
 from infra.config import load_config
 
 from e2e_support import Answer, Runner, eventually

@@ -92,7 +92,7 @@ def variant_context() -> dict[str, Any]:
 
 
 def variant_declarations() -> Any:
-    from flags.declarations import DECLARATIONS_FILE, parse_declarations
+    from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
 
     document = json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
     document["flags"].append(EXTRA_FLAG)
@@ -100,7 +100,7 @@ def variant_declarations() -> Any:
 
 
 def synthesize(context: dict[str, Any], outdir: Path, declarations: Any = None) -> Synth:
-    from flags.declarations import load_declarations
+    from singleton_flags.declarations import load_declarations
 
     from infra.application import build_app
 
@@ -123,7 +123,7 @@ def synthesize_two_stages(context: dict[str, Any], outdir: Path) -> dict[str, Sy
     import dataclasses
 
     from aws_cdk import App
-    from flags.declarations import load_declarations
+    from singleton_flags.declarations import load_declarations
 
     from infra.application import add_stage
     from infra.config import CONTEXT_KEY, parse_config

@@ -9,7 +9,7 @@ import pytest
 import template_tools as tt
 from infra_support import Synth
 
-from flags.routes import HANDLERS, ROUTES
+from singleton_flags.routes import HANDLERS, ROUTES
 
 pytestmark = pytest.mark.infra
 
@@ -237,7 +237,7 @@ def test_reader_policy_as_iam_evaluates_it(synth: Synth, request_path: str, read
 
 
 def test_a_new_static_route_under_flags_is_denied_to_readers_by_construction() -> None:
-    from flags.routes import WRITE_FUNCTION, Route
+    from singleton_flags.routes import WRITE_FUNCTION, Route
 
     from infra.api import reader_deny_paths
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import subprocess
 import re
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 import template_tools as tt
 from infra_support import Synth
 
-from flags.routes import HANDLERS
+from singleton_flags.routes import HANDLERS
 from infra.constants import POWERTOOLS_VERSION, REPO_ROOT
 
 pytestmark = pytest.mark.infra
@@ -144,20 +145,19 @@ def test_system_log_level_follows_the_config(variant: Synth) -> None:
         assert resource["Properties"]["LoggingConfig"]["SystemLogLevel"] == "INFO"
 
 
-def test_code_asset_is_functions_without_litter(synth: Synth) -> None:
-    # The three functions share one asset: functions/ as it is, declarations.json included, no caches/tests
+def test_code_asset_is_exactly_the_tracked_runtime_files_of_functions(synth: Synth) -> None:
+    # The functions share one asset: functions/ as the repository holds it (the handlers and the singleton_flags
+    # package, declarations.json included), nothing generated, no tests, infra, bench or local code
     keys = {function(synth, name)[1]["Properties"]["Code"]["S3Key"] for name in HANDLERS}
     (key,) = keys
     asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
     files = {path.relative_to(asset).as_posix() for path in asset.rglob("*") if path.is_file()}
-    assert "flags/declarations.json" in files
-    assert "flags/routes.py" in files
-    for handler in HANDLERS.values():
-        module = handler.rsplit(".", 1)[0].replace(".", "/") + ".py"
-        if (REPO_ROOT / "functions" / module).exists():
-            assert module in files
-    assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc") or "/tests/" in f or "conftest" in f]
-    assert not [f for f in files if Path(f).parts[0] in {"boto3", "botocore", "aws_lambda_powertools"}]
+    tracked = subprocess.run(
+        ["git", "ls-files", "functions"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert files == {path.removeprefix("functions/") for path in tracked if not path.endswith(".md")}
+    assert {"singleton_flags/declarations.json", "singleton_flags/routes.py", "read_api/handler.py"} <= files
+    assert not {Path(f).parts[0] for f in files} & {"tests", "infra", "bench", "local", "flagctl"}
 
 
 # ---------------------------------------------------------------------------------------------- roles

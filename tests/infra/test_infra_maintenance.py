@@ -9,7 +9,7 @@ import pytest
 import template_tools as tt
 from infra_support import Synth
 
-from flags.routes import HANDLERS
+from singleton_flags.routes import HANDLERS
 from infra.config import schedule_payload
 
 pytestmark = pytest.mark.infra

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from bench.write_path import seed_table
-from flags.declarations import Declarations, load_declarations
-from flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SORT_KEY, singleton_key
+from singleton_flags.declarations import Declarations, load_declarations
+from singleton_flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SORT_KEY, singleton_key
 from local.dynamodb_local import create_table, local_client
 
 _HERE = Path(__file__).parent

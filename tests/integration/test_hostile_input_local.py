@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
-from flags.provider import SingletonProvider
-from flags.reader import FlagReader
-from flags.store import FlagStore
+from local.functions import load_module
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import FlagReader
+from singleton_flags.store import FlagStore
 from tests.hostile_cases import CASES, READ, Case, check_case, stored_state
 
 
@@ -19,8 +20,8 @@ def test_a_hostile_request_gets_a_4xx_in_the_contract_and_changes_nothing(
     case: Case, local_endpoint: str, flags_table: str, ddb_local: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the seeded flags at version 0 on DynamoDB Local, behind the write and the read function
-    import read_api.handler as read_module
-    import write_api.handler as write_module
+    read_module = load_module("read_api.handler")
+    write_module = load_module("write_api.handler")
 
     client = dynamodb_client(WRITE_CLIENT_CONFIG)
     store = FlagStore(client, flags_table, write_module.DECLARATIONS, sleep=lambda _: None)

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from flags.aws import dynamodb_client
-from flags.provider import SingletonProvider, Snapshot
-from flags.reader import FlagReader
+from local.functions import load_module
+from singleton_flags.aws import dynamodb_client
+from singleton_flags.provider import SingletonProvider, Snapshot
+from singleton_flags.reader import FlagReader
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +83,7 @@ def dead_endpoint(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
 def read_function(dead_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The read handler, its provider and reader rebuilt on a client made now (so it resolves the dead
     endpoint), with a short back-off so that one test can see several network attempts."""
-    import read_api.handler as module
+    module = load_module("read_api.handler")
 
     provider = SingletonProvider(
         client=dynamodb_client(), table_name=module.SETTINGS.table_name, declarations=module.DECLARATIONS

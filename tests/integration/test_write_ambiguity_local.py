@@ -19,8 +19,8 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from flags.declarations import Declarations
-from flags.store import MAX_RESENDS, FlagStore
+from singleton_flags.declarations import Declarations
+from singleton_flags.store import MAX_RESENDS, FlagStore
 from tests.integration.conftest import read_singleton, read_trail
 
 TRANSACT_TARGET = b"DynamoDB_20120810.TransactWriteItems"

@@ -1,6 +1,6 @@
 """The write function end to end on DynamoDB Local: AWS's engine checks every expression moto might let pass.
 
-The store and reader are built with ``flags.aws.dynamodb_client`` while ``AWS_ENDPOINT_URL_DYNAMODB`` points at
+The store and reader are built with ``singleton_flags.aws.dynamodb_client`` while ``AWS_ENDPOINT_URL_DYNAMODB`` points at
 DynamoDB Local, so this also proves that the functions' clients follow botocore's endpoint variable.
 """
 
@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
-from flags.declarations import Declarations
-from flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
-from flags.provider import SingletonProvider
-from flags.reader import FlagReader
-from flags.store import FlagStore, Ownership
+from local.functions import load_module
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from singleton_flags.declarations import Declarations
+from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import FlagReader
+from singleton_flags.store import FlagStore, Ownership
 from tests.conftest import FakeLambdaContext, rest_event
 from tests.integration.conftest import read_singleton, read_trail
 
@@ -27,7 +28,7 @@ Call = Callable[..., tuple[int, dict[str, Any], dict[str, str]]]
 @pytest.fixture
 def call(local_endpoint: str, flags_table: str, monkeypatch: pytest.MonkeyPatch) -> Call:
     """Invoke the write function (store and reader on a client resolved from the environment)."""
-    import write_api.handler as module
+    module = load_module("write_api.handler")
 
     client = dynamodb_client(WRITE_CLIENT_CONFIG)
     assert client.meta.endpoint_url == local_endpoint

@@ -22,12 +22,13 @@ from typing import Any
 import pytest
 
 from bench.write_path import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
-from flags.codec import decode_plain, encode
-from flags.declarations import Declarations
-from flags.errors import WriteConflict
-from flags.keys import VERSION_ATTR, audit_key
-from flags.provider import Snapshot
-from flags.store import FlagStore, audit_record
+from local.functions import load_module
+from singleton_flags.codec import decode_plain, encode
+from singleton_flags.declarations import Declarations
+from singleton_flags.errors import WriteConflict
+from singleton_flags.keys import VERSION_ATTR, audit_key
+from singleton_flags.provider import Snapshot
+from singleton_flags.store import FlagStore, audit_record
 from tests.conftest import FakeLambdaContext, rest_event
 from tests.integration.conftest import read_singleton, read_trail
 
@@ -198,7 +199,7 @@ def test_conflict_that_exhausts_retries_is_409_with_retry_after(
     ddb_local: Any, flags_table: str, declarations: Declarations, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the write function on DynamoDB Local, and the next version's audit key taken
-    import write_api.handler as write_api  # its module scope needs the test's TABLE_NAME and region
+    write_api = load_module("write_api.handler")  # its module scope needs the test's TABLE_NAME and region
 
     monkeypatch.setattr(
         write_api, "STORE", FlagStore(ddb_local, flags_table, declarations, max_attempts=4, sleep=lambda _: None)

@@ -16,11 +16,12 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
 
-from flags.declarations import Declarations, load_declarations
-from flags.observability import logger
-from flags.provider import SingletonProvider
-from flags.reader import FlagReader
-from flags.store import FlagStore
+from local.functions import load_module
+from singleton_flags.declarations import Declarations, load_declarations
+from singleton_flags.observability import logger
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import FlagReader
+from singleton_flags.store import FlagStore
 
 
 class SocketBlocked(RuntimeError):
@@ -126,7 +127,7 @@ def stdout(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) 
 def write_api(ddb: Any, table_name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The write handler module over the seeded moto table, its store retrying without sleeping (retries still
     counted by the module's own metric hook)."""
-    import write_api.handler as module
+    module = load_module("write_api.handler")
 
     FlagStore(ddb, table_name, module.DECLARATIONS).seed(actor="test", reason="seed")
     store = FlagStore(ddb, table_name, module.DECLARATIONS, sleep=lambda _: None, on_retry=module.STORE._on_retry)
@@ -145,7 +146,7 @@ def read_api(
 ) -> ReadApi:
     """The read handler module (its module scope needs TABLE_NAME and a region, set by ``aws_env``), given a
     fresh provider and reader per test so that no cache or back-off state leaks between tests."""
-    import read_api.handler as module
+    module = load_module("read_api.handler")
 
     provider = SingletonProvider(client=ddb, table_name=table_name, declarations=module.DECLARATIONS, clock=clock)
     reader = build_reader(provider, module.DECLARATIONS, clock, max_stale=module.SETTINGS.max_stale_seconds)
@@ -159,7 +160,7 @@ def api(
     ddb: Any, table_name: str, clock: Clock, make_event: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> WriteApi:
     """Given the seeded singleton and one applied change (version 1, one audit record)."""
-    import write_api.handler as module
+    module = load_module("write_api.handler")
 
     install(module, ddb, table_name, clock, monkeypatch)
     FlagStore(ddb, table_name, module.DECLARATIONS).seed(actor="test", reason="seed")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from local.functions import load_module
 from botocore.exceptions import ClientError
 
 MODULE = "apigw_account.handler"
@@ -56,7 +56,7 @@ def event(request_type: str) -> dict[str, Any]:
 def account(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     previous = sys.modules.pop(MODULE, None)
-    module = importlib.import_module(MODULE)
+    module = load_module(MODULE, fresh=True)
     sent: list[dict[str, Any]] = []
     monkeypatch.setattr(module, "send_response", lambda url, body: sent.append(body))
     monkeypatch.setattr(module, "sleep", lambda seconds: None)

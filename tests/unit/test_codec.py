@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from flags.codec import decode, decode_plain, encode, encode_plain
-from flags.declarations import FlagSpec, FlagValue
+from singleton_flags.codec import decode, decode_plain, encode, encode_plain
+from singleton_flags.declarations import FlagSpec, FlagValue
 
 
 def spec_of(flag_type: str) -> FlagSpec:

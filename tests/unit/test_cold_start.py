@@ -7,13 +7,13 @@ with the collector on, that triggers young collections and a full one over the w
 from __future__ import annotations
 
 import gc
-import importlib
 import sys
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import pytest
+from local.functions import load_module
 
 HANDLER_MODULES = ("read_api.handler", "write_api.handler", "maintenance.handler")
 
@@ -37,16 +37,14 @@ def cold_start(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[int], Any
         gc.collect()
         gc.callbacks.append(on_collection)
         try:
-            return importlib.import_module(name)
+            return load_module(name, fresh=True)
         finally:
             gc.callbacks.remove(on_collection)
 
     yield collections, load
     for name, previous in replaced.items():
-        if previous is not None:  # the module other tests hold, in sys.modules and on its package
+        if previous is not None:  # the module other tests hold
             sys.modules[name] = previous
-            package, _, attribute = name.rpartition(".")
-            setattr(sys.modules[package], attribute, previous)
     gc.enable()  # a module that failed to load would leave it paused (Lambda discards such a process)
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from flags.declarations import FlagSpec, UnstorableNumber, load_declarations, parse_declarations
-from flags.errors import DeclarationError, InvalidValue
+from singleton_flags.declarations import FlagSpec, UnstorableNumber, load_declarations, parse_declarations
+from singleton_flags.errors import DeclarationError, InvalidValue
 
 SEED_FLAGS = ("signup_enabled", "maintenance_mode", "ai_search_enabled")
 

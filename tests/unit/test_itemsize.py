@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from flags.codec import encode
-from flags.declarations import load_declarations
-from flags.itemsize import READ_BLOCK_BYTES, item_size, number_size, value_size
-from flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
+from singleton_flags.codec import encode
+from singleton_flags.declarations import load_declarations
+from singleton_flags.itemsize import READ_BLOCK_BYTES, item_size, number_size, value_size
+from singleton_flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from flags.http import allowed_methods
-from flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION, RouteMatch, match_route
+from singleton_flags.http import allowed_methods
+from singleton_flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION, RouteMatch, match_route
 from infra.config import load_config, schedule_payload
 from local.api import LocalApi, Request
 from local.gateway import (

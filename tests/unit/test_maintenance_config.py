@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from flags.settings import SettingsError
-from flags.windows import (
+from singleton_flags.settings import SettingsError
+from singleton_flags.windows import (
     WINDOWS_ENV,
     Command,
     InvalidSchedulePayload,

@@ -7,7 +7,6 @@ moto client and the fake clock.
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from collections.abc import Iterator
@@ -19,12 +18,13 @@ from typing import Any
 import pytest
 from unit_support import Clock, FailingClient, build_reader, emf_metrics
 
-from flags.declarations import Declarations
-from flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
-from flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
-from flags.settings import SettingsError
-from flags.store import ChangeResult, FlagStore
-from flags.windows import MaintenanceWindows
+from local.functions import load_module
+from singleton_flags.declarations import Declarations
+from singleton_flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
+from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
+from singleton_flags.settings import SettingsError
+from singleton_flags.store import ChangeResult, FlagStore
+from singleton_flags.windows import MaintenanceWindows
 
 PATCHING, MIGRATION, QUICK = "weekly-patching", "db-migration", "quick-fix"
 DURATIONS = {PATCHING: 3600, MIGRATION: 7200, QUICK: 600}
@@ -129,7 +129,7 @@ class fresh_module:
 
     def __enter__(self) -> ModuleType:
         self._previous = sys.modules.pop(MODULE, None)
-        return importlib.import_module(MODULE)
+        return load_module(MODULE, fresh=True)
 
     def __exit__(self, *_: Any) -> None:
         sys.modules.pop(MODULE, None)

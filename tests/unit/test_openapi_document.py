@@ -10,15 +10,16 @@ from typing import Any
 import pytest
 import schemathesis
 
-from flags.declarations import Declarations
-from flags.errors import FlagsError
-from flags.routes import READ_FUNCTION, ROUTES
+from local.functions import load_module
+from singleton_flags.declarations import Declarations
+from singleton_flags.errors import FlagsError
+from singleton_flags.routes import READ_FUNCTION, ROUTES
 from local.openapi import OPERATION_ERRORS, RESPONSE_NAMES, build_document, error_codes, operations
 
 
 @pytest.fixture
 def document(declarations: Declarations) -> dict[str, Any]:
-    from write_api.handler import app  # module scope needs TABLE_NAME and a region: set by aws_env
+    app = load_module("write_api.handler").app  # module scope needs TABLE_NAME and a region: set by aws_env
 
     return build_document(app, list(declarations), server_url="http://127.0.0.1:3000")
 

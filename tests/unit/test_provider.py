@@ -10,9 +10,9 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from botocore.stub import Stubber
 from unit_support import CallCount, Clock, Output, expire, flags_item, warnings_in
 
-from flags.declarations import Declarations
-from flags.keys import SINGLETON_SK, singleton_key
-from flags.provider import SingletonProvider, Snapshot
+from singleton_flags.declarations import Declarations
+from singleton_flags.keys import SINGLETON_SK, singleton_key
+from singleton_flags.provider import SingletonProvider, Snapshot
 
 
 class TestOneGetItemPerWindow:
@@ -224,7 +224,7 @@ def test_a_dynamodb_error_surfaces_as_get_parameter_error(ddb: Any, provider: Si
 
 def test_a_malformed_attribute_or_deadline_is_a_fallback_not_a_failed_fetch(declarations) -> None:
     # Given an item (as GetItem could return it) with an int flag holding a null number and a garbled deadline
-    from flags.provider import Snapshot
+    from singleton_flags.provider import Snapshot
     from unit_support import flags_item
 
     item = flags_item(declarations, 3, api_rate_limit_per_minute={"N": None}, maintenance_deadline={"N": "soon"})

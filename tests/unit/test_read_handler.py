@@ -13,13 +13,13 @@ import pytest
 from botocore.stub import Stubber
 from unit_support import START, ReadApi, body_of, expire, headers_of, warnings_in
 
-from flags.reader import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
 
 FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at"}
 READ_PATH_MODULES = {
-    f"flags.{name}"
+    f"singleton_flags.{name}"
     for name in ("aws", "codec", "declarations", "errors", "http", "keys", "observability", "provider", "reader")
-} | {"flags.routes", "flags.settings", "flags.vocabulary"}  # vocabulary: pure names, no imports
+} | {"singleton_flags.routes", "singleton_flags.settings", "singleton_flags.vocabulary"}  # vocabulary: pure names, no imports
 
 
 class TestGetFlags:
@@ -262,16 +262,12 @@ def test_the_read_function_imports_nothing_the_get_path_does_not_use(tmp_path: A
     script = (
         "import sys, json; import read_api.handler; "
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} | "
-        "{m for m in sys.modules if m.startswith('flags.')})))"
+        "{m for m in sys.modules if m.startswith('singleton_flags.')})))"
     )
-    env = {
-        **os.environ,
-        "TABLE_NAME": "t",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "PYTHONPATH": os.pathsep.join(["functions", "."]),
-    }
+    env = {**os.environ, "TABLE_NAME": "t", "AWS_DEFAULT_REGION": "us-east-1"}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True, check=True)
+    functions = os.path.join(root, "functions")  # the asset root, Lambda's /var/task (python -c puts it first)
+    out = subprocess.run([sys.executable, "-c", script], env=env, cwd=functions, capture_output=True, text=True, check=True)
     loaded = set(json.loads(out.stdout))
     assert not loaded & {"pydantic", "aws_xray_sdk", "write_api", "maintenance", "moto"}
-    assert not {module for module in loaded if module.startswith("flags.")} - READ_PATH_MODULES
+    assert not {module for module in loaded if module.startswith("singleton_flags.")} - READ_PATH_MODULES

@@ -12,8 +12,8 @@ import pytest
 from botocore.stub import Stubber
 from unit_support import Clock, Output, ReadApi, build_reader, emf_metrics, expire
 
-from flags.observability import CACHE_REFRESH_FAILURES, CACHE_REFRESHES, NAMESPACE, READS, SERVICE, ReadCounter
-from flags.provider import SingletonProvider
+from singleton_flags.observability import CACHE_REFRESH_FAILURES, CACHE_REFRESHES, NAMESPACE, READS, SERVICE, ReadCounter
+from singleton_flags.provider import SingletonProvider
 
 SERVICE_ONLY = {"service": SERVICE}
 

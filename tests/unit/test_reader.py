@@ -10,10 +10,10 @@ from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
 from unit_support import START, CallCount, Clock, Output, build_reader, count_calls, expire, flags_item, warnings_in
 
-from flags.aws import dynamodb_client
-from flags.declarations import Declarations
-from flags.provider import SingletonProvider, Snapshot
-from flags.reader import CACHED, DEFAULT, STALE, STATIC, FlagReader
+from singleton_flags.aws import dynamodb_client
+from singleton_flags.declarations import Declarations
+from singleton_flags.provider import SingletonProvider, Snapshot
+from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC, FlagReader
 
 MAX_STALE = 60.0
 DYNAMODB_ERRORS = [

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flags.codec import decode
-from flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
-from flags.keys import VERSION_ATTR, singleton_key
-from flags.store import FlagStore
+from singleton_flags.codec import decode
+from singleton_flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
+from singleton_flags.keys import VERSION_ATTR, singleton_key
+from singleton_flags.store import FlagStore
 
 
 def stored(ddb: Any, table_name: str) -> dict[str, Any] | None:

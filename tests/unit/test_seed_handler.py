@@ -3,13 +3,13 @@ CloudFormation always gets an answer (SUCCESS, or FAILED with the reason) at the
 
 from __future__ import annotations
 
-import importlib
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+from local.functions import load_module
 
 MODULE = "seed.handler"
 STACK_ID = (
@@ -19,7 +19,7 @@ STACK_ID = (
 
 @dataclass
 class FakeStore:
-    """Stands in for flags.store.FlagStore: records each seed(actor=, reason=) call."""
+    """Stands in for singleton_flags.store.FlagStore: records each seed(actor=, reason=) call."""
 
     version: int = 0
     applied: bool = True
@@ -51,7 +51,7 @@ def seed(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("TABLE_NAME", "singleton-flags-test")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     previous = sys.modules.pop(MODULE, None)
-    module: ModuleType = importlib.import_module(MODULE)
+    module: ModuleType = load_module(MODULE, fresh=True)
     store = FakeStore()
     sent: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(module, "STORE", store)
@@ -92,7 +92,7 @@ def test_delete_leaves_the_retained_table_alone(seed: Any) -> None:
 
 
 def test_a_failing_seed_answers_failed_with_the_reason_instead_of_hanging_the_deploy(seed: Any) -> None:
-    from flags.errors import StoreUnavailable
+    from singleton_flags.errors import StoreUnavailable
 
     seed.store.error = StoreUnavailable("DynamoDB is unreachable")
     seed.module.handler(event("Create"), seed.context)
@@ -103,7 +103,7 @@ def test_a_failing_seed_answers_failed_with_the_reason_instead_of_hanging_the_de
 
 
 def test_the_response_is_a_put_of_json_without_a_content_type(monkeypatch: pytest.MonkeyPatch) -> None:
-    from custom_resource import cfn
+    from singleton_flags import custom_resource as cfn
 
     seen: list[Any] = []
 

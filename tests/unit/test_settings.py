@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flags.keys import SINGLETON_SK
-from flags.settings import MAX_STALE_LIMIT_SECONDS, Settings, SettingsError
+from singleton_flags.keys import SINGLETON_SK
+from singleton_flags.settings import MAX_STALE_LIMIT_SECONDS, Settings, SettingsError
 
 
 def test_only_the_table_name_is_required() -> None:

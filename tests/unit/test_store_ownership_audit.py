@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flags.declarations import Declarations
-from flags.store import FlagStore, Ownership
+from singleton_flags.declarations import Declarations
+from singleton_flags.store import FlagStore, Ownership
 
 
 def _store(ddb: Any, table_name: str, declarations: Declarations) -> FlagStore:

@@ -16,9 +16,9 @@ import pytest
 from botocore.stub import Stubber
 from unit_support import START, Clock, flags_item
 
-from flags.codec import encode_plain
-from flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
-from flags.errors import (
+from singleton_flags.codec import encode_plain
+from singleton_flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
+from singleton_flags.errors import (
     InvalidRequest,
     InvalidValue,
     ItemTooLarge,
@@ -28,8 +28,8 @@ from flags.errors import (
     VersionNotFound,
     WriteConflict,
 )
-from flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY, TTL_ATTR, audit_key, audit_sort_key, singleton_key
-from flags.store import (
+from singleton_flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY, TTL_ATTR, audit_key, audit_sort_key, singleton_key
+from singleton_flags.store import (
     MAX_HISTORY_LIMIT,
     MAX_REASON_LENGTH,
     MAX_RESENDS,

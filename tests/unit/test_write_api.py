@@ -6,7 +6,6 @@ singleton and the audit trail are exactly as they were (a consistent GetItem + Q
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,9 +29,10 @@ from unit_support import (
     install,
 )
 
-import flags.declarations
-from flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
-from flags.keys import (
+import singleton_flags.declarations
+from local.functions import load_module
+from singleton_flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
+from singleton_flags.keys import (
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_OWNER_ATTR,
     SORT_KEY,
@@ -41,8 +41,8 @@ from flags.keys import (
     VERSION_ATTR,
     singleton_key,
 )
-from flags.reader import CACHED
-from flags.store import MAX_RESENDS, FlagStore, Ownership, encode_cursor
+from singleton_flags.reader import CACHED
+from singleton_flags.store import MAX_RESENDS, FlagStore, Ownership, encode_cursor
 
 
 # -- PATCH /flags refusals ----------------------------------------------------------------------------
@@ -192,12 +192,10 @@ def long_text_api(
 
     The request models are built from the declarations at import, so the module is reloaded with them,
     and reloaded again afterwards (while the test's environment is still set) with the shipped file."""
-    import write_api.handler as module
-
     custom = declarations_with_long_text()
     with monkeypatch.context() as patch:
-        patch.setattr(flags.declarations, "load_declarations", lambda *_: custom)
-        module = importlib.reload(module)
+        patch.setattr(singleton_flags.declarations, "load_declarations", lambda *_: custom)
+        module = load_module("write_api.handler", fresh=True)
     try:
         with monkeypatch.context() as patch:
             install(module, ddb, table_name, clock, patch)
@@ -205,7 +203,7 @@ def long_text_api(
             module.STORE.change({"banner_text": "hello"}, actor="setup", reason="version 1")
             yield WriteApi(module, ddb, table_name, make_event, lambda_context)
     finally:
-        importlib.reload(module)
+        load_module("write_api.handler", fresh=True)
 
 
 @pytest.mark.parametrize(("flag", "length"), [("banner_text", 5001), ("motd", DEFAULT_STRING_MAX_LENGTH + 1)])
@@ -603,7 +601,7 @@ def test_a_write_to_a_missing_singleton_reseeds_it_whole_first(
     ddb: Any, table_name: str, clock: Clock, make_event: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a table without the singleton (and no history)
-    import write_api.handler as module
+    module = load_module("write_api.handler")
 
     install(module, ddb, table_name, clock, monkeypatch)
     api = WriteApi(module, ddb, table_name, make_event, lambda_context)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from flags.keys import singleton_key
+from singleton_flags.keys import singleton_key
 
 BODY = json.dumps({"flags": {"signup_enabled": False}, "reason": "content type test"})
 

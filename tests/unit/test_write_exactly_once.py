@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 from unit_support import WriteApi, assert_refused, body_of, headers_of
 
-from flags.store import MAX_RESENDS
+from singleton_flags.store import MAX_RESENDS
 
 
 class LossyClient:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from unit_support import START, Clock, WriteApi, assert_refused, body_of, headers_of
 
-from flags.keys import (
+from local.functions import load_module
+from singleton_flags.keys import (
     AUDIT_PK,
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_OWNER_ATTR,
@@ -20,7 +21,7 @@ from flags.keys import (
     VERSION_ATTR,
     singleton_key,
 )
-from flags.store import FlagStore, Ownership
+from singleton_flags.store import FlagStore, Ownership
 
 WINDOW = "nightly"
 
@@ -213,7 +214,7 @@ def test_with_no_trail_left_a_lost_item_comes_back_as_version_zero_with_the_init
     ddb: Any, table_name: str, clock: Clock, make_event: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a table with neither the item nor any audit record
-    import write_api.handler as module
+    module = load_module("write_api.handler")
     from unit_support import install
 
     install(module, ddb, table_name, clock, monkeypatch)
@@ -261,9 +262,9 @@ def test_a_write_that_would_leave_no_room_for_a_window_start_is_refused(
     # Given a string flag and the longest configured window name
     import json as _json
 
-    from flags.declarations import DECLARATIONS_FILE, parse_declarations
-    from flags.errors import ItemTooLarge
-    from flags.itemsize import READ_BLOCK_BYTES, item_size
+    from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
+    from singleton_flags.errors import ItemTooLarge
+    from singleton_flags.itemsize import READ_BLOCK_BYTES, item_size
 
     document = _json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
     document["flags"].append(

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from flags.codec import encode
-from flags.declarations import Declarations
-from flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SINGLETON_SK, SORT_KEY, VERSION_ATTR, singleton_key
-from flags.observability import ReadCounter
-from flags.provider import SingletonProvider
-from flags.reader import FlagReader
-from flags.store import FlagStore
+from singleton_flags.codec import encode
+from singleton_flags.declarations import Declarations
+from singleton_flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SINGLETON_SK, SORT_KEY, VERSION_ATTR, singleton_key
+from singleton_flags.observability import ReadCounter
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import FlagReader
+from singleton_flags.store import FlagStore
 
 START = 1_700_000_000.0  # a fixed epoch second; every fake clock starts here
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from flags.errors import DeclarationError, InvalidValue
-from flags.keys import BOOKKEEPING_ATTRS
-from flags.routes import RESERVED_FLAG_NAMES
+from singleton_flags.errors import DeclarationError, InvalidValue
+from singleton_flags.keys import BOOKKEEPING_ATTRS
+from singleton_flags.routes import RESERVED_FLAG_NAMES
 
 DECLARATIONS_FILE = Path(__file__).with_name("declarations.json")
 

@@ -17,8 +17,8 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from flags.declarations import UnstorableNumber
-from flags.errors import InvalidRequest, PayloadTooLarge
+from singleton_flags.declarations import UnstorableNumber
+from singleton_flags.errors import InvalidRequest, PayloadTooLarge
 
 MAX_REASON_LENGTH = 500  # characters of the trimmed reason (what the audit trail keeps)
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from flags.keys import SINGLETON_SK
+from singleton_flags.keys import SINGLETON_SK
 
 _INTEGER = re.compile(r"[0-9]{1,9}")
 MAX_STALE_LIMIT_SECONDS = 3600

@@ -14,9 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from flags.codec import decode_plain, encode_plain, iso_time
-from flags.errors import InvalidRequest
-from flags.keys import (
+from singleton_flags.codec import decode_plain, encode_plain, iso_time
+from singleton_flags.errors import InvalidRequest
+from singleton_flags.keys import (
     AUDIT_PK,
     AUDIT_SK_PREFIX,
     MAINTENANCE_DEADLINE_ATTR,

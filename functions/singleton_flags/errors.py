@@ -1,4 +1,4 @@
-"""Typed domain errors. HTTP status lives here as data; the mapping to a response is in flags.http."""
+"""Typed domain errors. HTTP status lives here as data; the mapping to a response is in singleton_flags.http."""
 
 from http import HTTPStatus
 from typing import Any
@@ -55,7 +55,7 @@ class PreconditionFailed(FlagsError):
         self.current_version = current_version
 
     def headers(self) -> dict[str, str]:
-        from flags.http import format_etag  # local import: flags.http imports this module
+        from singleton_flags.http import format_etag  # local import: singleton_flags.http imports this module
 
         return {"ETag": format_etag(self.current_version)} if self.current_version is not None else {}
 

@@ -21,9 +21,9 @@ from aws_lambda_powertools.shared.functions import resolve_max_age
 from aws_lambda_powertools.utilities.parameters.base import BaseProvider
 from aws_lambda_powertools.utilities.parameters.constants import DEFAULT_MAX_AGE_SECS
 
-from flags.codec import decode
-from flags.declarations import Declarations, FlagValue
-from flags.keys import (
+from singleton_flags.codec import decode
+from singleton_flags.declarations import Declarations, FlagValue
+from singleton_flags.keys import (
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_FLAG,
     MAINTENANCE_OWNER_ATTR,
@@ -33,7 +33,7 @@ from flags.keys import (
     VERSION_ATTR,
     singleton_key,
 )
-from flags.observability import logger
+from singleton_flags.observability import logger
 
 
 @dataclass(frozen=True, slots=True)

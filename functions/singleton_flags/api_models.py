@@ -1,7 +1,7 @@
 """Request and response models of the write API, built from the declarations (pydantic: write side only).
 
 They give the OpenAPI document precise per-flag types and constraints and a first filter on input. The
-domain validation in ``flags.store`` stays the authority: it runs on every request, and on a pydantic
+domain validation in ``singleton_flags.store`` stays the authority: it runs on every request, and on a pydantic
 failure it re-runs on the raw input so the client gets the precise error naming the flag and rule.
 """
 
@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
-from flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
-from flags.store import MAX_REASON_LENGTH
+from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
+from singleton_flags.store import MAX_REASON_LENGTH
 
 # The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
-# flags.requests.validate_reason's; the schema only documents the length, so pydantic is never stricter.
+# singleton_flags.requests.validate_reason's; the schema only documents the length, so pydantic is never stricter.
 _REASON_SCHEMA = {"minLength": 1, "maxLength": MAX_REASON_LENGTH}
 
 _BASE_TYPES: dict[str, Any] = {

@@ -10,7 +10,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from flags.declarations import FlagSpec, FlagValue
+from singleton_flags.declarations import FlagSpec, FlagValue
 
 _INTEGER = re.compile(r"-?[0-9]+")
 

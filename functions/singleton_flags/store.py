@@ -3,7 +3,7 @@
 A change is ONE ``TransactWriteItems``:
   (a) ``Update`` of the singleton that SETs only the changed flags, ``schema_version = :next``,
       ``updated_at``, ``updated_by``, conditioned on ``schema_version = :current``;
-  (b) ``Put`` of the audit record ``AUDIT#APP / AUDIT#<zero-padded next>`` (flags.audit), conditioned on
+  (b) ``Put`` of the audit record ``AUDIT#APP / AUDIT#<zero-padded next>`` (singleton_flags.audit), conditioned on
       ``attribute_not_exists``;
   (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, resulting version, 24 h TTL).
 All commit or none does. A cancelled transaction is a conflict: consistent re-read, jittered back-off,
@@ -35,7 +35,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
-from flags.audit import (
+from singleton_flags.audit import (
     BOOKKEEPING_IN_STATE,
     STATE_ATTR,
     TOKEN_ATTR,
@@ -46,9 +46,9 @@ from flags.audit import (
     encode_cursor,
     record_version,
 )
-from flags.codec import decode, decode_plain, encode, iso_time
-from flags.declarations import Declarations, FlagValue
-from flags.errors import (
+from singleton_flags.codec import decode, decode_plain, encode, iso_time
+from singleton_flags.declarations import Declarations, FlagValue
+from singleton_flags.errors import (
     IdempotencyKeyReused,
     InvalidRequest,
     InvalidValue,
@@ -61,8 +61,8 @@ from flags.errors import (
     VersionNotFound,
     WriteConflict,
 )
-from flags.itemsize import READ_BLOCK_BYTES, item_size
-from flags.keys import (
+from singleton_flags.itemsize import READ_BLOCK_BYTES, item_size
+from singleton_flags.keys import (
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_FLAG,
     MAINTENANCE_OWNER_ATTR,
@@ -76,9 +76,9 @@ from flags.keys import (
     idempotency_key,
     singleton_key,
 )
-from flags.observability import logger
-from flags.provider import Snapshot
-from flags.requests import MAX_REASON_LENGTH, validate_reason
+from singleton_flags.observability import logger
+from singleton_flags.provider import Snapshot
+from singleton_flags.requests import MAX_REASON_LENGTH, validate_reason
 
 __all__ = [
     "MAX_REASON_LENGTH",

@@ -51,13 +51,13 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
-from flags.keys import MAINTENANCE_FLAG
-from flags.observability import WINDOW_ENDS, WINDOW_FAILURES, WINDOW_SKIPS, WINDOW_STARTS, logger
-from flags.provider import Snapshot
-from flags.settings import SettingsError
-from flags.codec import iso_time
-from flags.store import FlagStore, Ownership
+from singleton_flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
+from singleton_flags.keys import MAINTENANCE_FLAG
+from singleton_flags.observability import WINDOW_ENDS, WINDOW_FAILURES, WINDOW_SKIPS, WINDOW_STARTS, logger
+from singleton_flags.provider import Snapshot
+from singleton_flags.settings import SettingsError
+from singleton_flags.codec import iso_time
+from singleton_flags.store import FlagStore, Ownership
 
 WINDOWS_ENV = "MAINTENANCE_WINDOWS"
 ACTIONS = ("start", "end")

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
-from flags.declarations import Declarations, FlagValue
-from flags.keys import SINGLETON_SK
-from flags.observability import ReadCounter, logger
-from flags.provider import SingletonProvider, Snapshot
-from flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # noqa: F401 - the reasons, re-exported
+from singleton_flags.declarations import Declarations, FlagValue
+from singleton_flags.keys import SINGLETON_SK
+from singleton_flags.observability import ReadCounter, logger
+from singleton_flags.provider import SingletonProvider, Snapshot
+from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # noqa: F401 - the reasons, re-exported
 
 
 @dataclass(frozen=True, slots=True)

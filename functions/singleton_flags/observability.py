@@ -24,7 +24,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
 
-from flags.vocabulary import (  # noqa: F401 - the metric names, re-exported for the functions
+from singleton_flags.vocabulary import (  # noqa: F401 - the metric names, re-exported for the functions
     CACHE_REFRESHES,
     CACHE_REFRESH_FAILURES,
     CHANGES_APPLIED,

@@ -7,7 +7,7 @@ print: a renamed metric cannot leave an alarm watching nothing.
 DEFAULT_SERVICE = "singleton-flags"  # POWERTOOLS_SERVICE_NAME
 DEFAULT_NAMESPACE = "SingletonFlags"  # POWERTOOLS_METRICS_NAMESPACE: the stack sets SingletonFlags/<stage>
 
-# Where a read's values came from, in OpenFeature's vocabulary (see flags.reader).
+# Where a read's values came from, in OpenFeature's vocabulary (see singleton_flags.reader).
 STATIC = "STATIC"
 CACHED = "CACHED"
 STALE = "STALE"

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 
 from aws_lambda_powertools.event_handler import Response
 
-from flags.errors import FlagsError, InvalidRequest
-from flags.routes import ROUTES, resource_routes
+from singleton_flags.errors import FlagsError, InvalidRequest
+from singleton_flags.routes import ROUTES, resource_routes
 
 JSON = "application/json"
 # RFC 9110 section 8.8.3: entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, etagc = %x21 / %x23-7E / obs-text. obs-text
