@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
 from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
-from singleton_flags.store import MAX_REASON_LENGTH
+from singleton_flags.requests import MAX_REASON_LENGTH
 
 # The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
 # singleton_flags.requests.validate_reason's; the schema only documents the length, so pydantic is never stricter.

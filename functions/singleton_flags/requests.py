@@ -144,6 +144,13 @@ def validate_reason(reason: Any) -> str:
     return trimmed
 
 
+def validate_version(version: Any) -> int:
+    """A version to revert to: 0 (the seeded state) or any later version."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise InvalidRequest("'version' must be an integer >= 0 (0: the seeded state)", rule="version")
+    return version
+
+
 def query_values(event: Mapping[str, Any], name: str) -> list[str]:
     """Every value of query parameter ``name`` (REST proxy events carry repeats in the multi-value map)."""
     multi = event.get("multiValueQueryStringParameters") or {}

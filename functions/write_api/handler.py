@@ -22,11 +22,12 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
-
+from singleton_flags.api_models import build_models
+from singleton_flags.audit import decode_cursor
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client, worst_call_seconds
-from singleton_flags.declarations import load_declarations
-from singleton_flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType
 from singleton_flags.codec import iso_time
+from singleton_flags.declarations import load_declarations
+from singleton_flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
 from singleton_flags.http import (
     WILDCARD,
     Versions,
@@ -38,6 +39,7 @@ from singleton_flags.http import (
     no_route_response,
     parse_entity_tags,
 )
+from singleton_flags.idempotency import Idempotency, parse_key
 from singleton_flags.observability import (
     CHANGES_APPLIED,
     DIMENSION_CODE,
@@ -58,11 +60,12 @@ from singleton_flags.requests import (
     parse_json_body,
     query_integer,
     single_query_value,
+    validate_reason,
+    validate_version,
 )
 from singleton_flags.settings import Settings
-from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore, Idempotency, decode_cursor
+from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
 from singleton_flags.windows import windows_from_env
-from singleton_flags.api_models import build_models
 
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_declarations()
@@ -80,7 +83,6 @@ STORE = FlagStore(
 )
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
 DEADLINE_MARGIN_SECONDS = 1.0
-MAX_IDEMPOTENCY_KEY_LENGTH = 255
 # The writing environment's own cache, primed with every write it makes (read-your-writes).
 READER = FlagReader(
     SingletonProvider(client=CLIENT, table_name=SETTINGS.table_name, declarations=DECLARATIONS),
@@ -152,14 +154,9 @@ def _time_budget() -> float:
 def _idempotency(actor: str, request: dict[str, Any], expected: int | Versions | None) -> Idempotency | None:
     """The request's ``Idempotency-Key`` (1-255 visible ASCII characters), scoped to the caller; the request it
     names is its method, path, validated body and the versions its If-Match accepts."""
-    key = app.current_event.headers.get("idempotency-key")
+    key = parse_key(app.current_event.headers.get("idempotency-key"))
     if key is None:
         return None
-    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH or not all("!" <= char <= "~" for char in key):
-        raise InvalidRequest(
-            f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (e.g. a UUID)",
-            rule="idempotency_key",
-        )
     event = app.current_event
     if_match = sorted(expected) if isinstance(expected, frozenset) else expected
     return Idempotency.of(
@@ -193,8 +190,8 @@ def _state_response(result: ChangeResult) -> Response:
     "/flags", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}}
 )
 def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None):
-    changes = STORE.validate_changes(body.flags.model_dump(exclude_unset=True))
-    reason = STORE.validate_reason(body.reason)
+    changes = DECLARATIONS.validate_changes(body.flags.model_dump(exclude_unset=True))
+    reason = validate_reason(body.reason)
     expected, actor = _expected_version(), _actor()
     idempotency = _idempotency(actor, {"flags": changes, "reason": reason}, expected)
     result = STORE.change(
@@ -213,7 +210,7 @@ def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None)
     responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}},
 )
 def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):
-    reason = STORE.validate_reason(body.reason)
+    reason = validate_reason(body.reason)
     expected, actor = _expected_version(), _actor()
     idempotency = _idempotency(actor, {"version": body.version, "reason": reason}, expected)
     result = STORE.revert(
@@ -259,10 +256,10 @@ def _domain_check() -> None:
     if unknown:
         raise InvalidRequest(f"unknown field(s) {sorted(unknown)}; expected {sorted(expected)}", rule="fields")
     if event.http_method == "PATCH":
-        STORE.validate_changes(payload.get("flags"))
+        DECLARATIONS.validate_changes(payload.get("flags"))
     else:
-        STORE.validate_version(payload.get("version"))
-    STORE.validate_reason(payload.get("reason"))
+        validate_version(payload.get("version"))
+    validate_reason(payload.get("reason"))
 
 
 def _decoded_body() -> str:
@@ -320,7 +317,7 @@ def handle_invalid_request(error: RequestValidationError) -> Response:
 @app.exception_handler(FlagsError)
 def handle_flags_error(error: FlagsError) -> Response:
     emit_count(REFUSALS, 1, {DIMENSION_CODE: error.code})
-    if error.code == "WRITE_CONFLICT":
+    if isinstance(error, WriteConflict):
         metrics.add_metric(name=WRITE_CONFLICTS, unit=MetricUnit.Count, value=1)
     log = logger.error if isinstance(error, StoreFault) else logger.info  # a 500 is our bug: it pages
     log("request refused", code=error.code, status=int(error.status), detail=error.message)
