@@ -71,7 +71,7 @@ from singleton_flags.keys import (
     singleton_key,
 )
 from singleton_flags.observability import logger
-from singleton_flags.provider import Snapshot
+from singleton_flags.snapshot import Snapshot
 from singleton_flags.requests import validate_version
 
 __all__ = [

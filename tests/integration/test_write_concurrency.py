@@ -25,7 +25,7 @@ from singleton_flags.codec import decode_plain, encode
 from singleton_flags.declarations import Declarations
 from singleton_flags.errors import WriteConflict
 from singleton_flags.keys import VERSION_ATTR, audit_key
-from singleton_flags.provider import Snapshot
+from singleton_flags.snapshot import Snapshot
 from singleton_flags.store import FlagStore
 
 from bench.write_path import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
