@@ -85,6 +85,7 @@ MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
 RESERVED_DEADLINE = {"N": "9999999999"}  # the widest maintenance_deadline a window start can store
 
+
 @dataclass(frozen=True, slots=True)
 class Ownership:
     """Who holds maintenance after a change: a window (with its deadline), or nobody (manual)."""
