@@ -437,3 +437,10 @@ def test_without_credentials_a_deployed_call_is_an_auth_failure(monkeypatch):
     code, _, err = run(["--url", "https://a1.execute-api.eu-west-1.amazonaws.com/prod", "get"], transport)
     assert code == AUTH and transport.sent == []
     assert "no AWS credentials" in err
+
+
+def test_restore_posts_the_reason_to_the_restore_route() -> None:
+    from flagctl.cli import build_parser
+
+    args = build_parser().parse_args(["restore", "--reason", "item deleted by mistake"])
+    assert (args.command, args.reason) == ("restore", "item deleted by mistake")
