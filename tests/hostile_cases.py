@@ -19,6 +19,7 @@ from typing import Any
 from singleton_flags.keys import VERSION_ATTR, singleton_key
 from singleton_flags.routes import READ_FUNCTION, ROUTES, RouteMatch, match_route
 from singleton_flags.store import FlagStore
+from tests.support.events import rest_event
 
 WRITE, READ = "write", "read"
 REASON = "hostile input"
@@ -422,42 +423,16 @@ CASES: tuple[Case, ...] = (
 def proxy_event(case: Case) -> dict[str, Any]:
     """The REST API proxy event API Gateway sends for ``case``: path and path parameters as the client encoded
     them, every header and query value in the multi-value maps (the single-value maps keep the last)."""
-    found = match_route(ROUTES, case.method, case.path)
-    resource = found.route.path if isinstance(found, RouteMatch) else case.path
-    parameters = (
-        case.path_parameters
-        if case.path_parameters is not None
-        else (found.path_parameters if isinstance(found, RouteMatch) else None)
+    return rest_event(
+        case.method,
+        case.path,
+        headers=case.headers,
+        query=case.query,
+        body=case.body,
+        base64_body=case.base64_body,
+        path_parameters=case.path_parameters,
+        caller_arn=CALLER,
     )
-    multi_headers: dict[str, list[str]] = {}
-    for name, value in case.headers:
-        multi_headers.setdefault(name, []).append(value)
-    multi_query: dict[str, list[str]] = {}
-    for name, value in case.query:
-        multi_query.setdefault(name, []).append(value)
-    return {
-        "resource": resource,
-        "path": case.path,
-        "httpMethod": case.method,
-        "headers": {name: values[-1] for name, values in multi_headers.items()} or None,
-        "multiValueHeaders": multi_headers or None,
-        "queryStringParameters": {name: values[-1] for name, values in multi_query.items()} or None,
-        "multiValueQueryStringParameters": multi_query or None,
-        "pathParameters": parameters or None,
-        "stageVariables": None,
-        "requestContext": {
-            "resourcePath": resource,
-            "httpMethod": case.method,
-            "path": f"/prod{case.path}",
-            "stage": "prod",
-            "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
-            "accountId": "123456789012",
-            "apiId": "abcdef1234",
-            "identity": {"userArn": CALLER, "caller": "AIDAEXAMPLE", "sourceIp": "192.0.2.1"},
-        },
-        "body": case.body,
-        "isBase64Encoded": case.base64_body,
-    }
 
 
 def full_trail(store: FlagStore) -> list[dict[str, Any]]:

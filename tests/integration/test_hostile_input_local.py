@@ -12,6 +12,7 @@ from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore
+from tests.support.events import invocation_context
 from tests.hostile_cases import CASES, READ, Case, check_case, stored_state
 
 
@@ -32,17 +33,8 @@ def test_a_hostile_request_gets_a_4xx_in_the_contract_and_changes_nothing(
     monkeypatch.setattr(read_module, "PROVIDER", read_module.READER.provider)
 
     def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
-        return (read_module if function == READ else write_module).handler(event, _Context())
+        return (read_module if function == READ else write_module).handler(event, invocation_context("singleton-flags-hostile"))
 
     # When the case's request arrives / Then its answer and the stored state follow the product's rules
     check_case(case, invoke, lambda: stored_state(ddb_local, flags_table, store))
 
-
-class _Context:
-    function_name = "singleton-flags-hostile"
-    memory_limit_in_mb = 256
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:singleton-flags-hostile"
-    aws_request_id = "52fdfc07-2182-154f-163f-5f0f9a621d72"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000

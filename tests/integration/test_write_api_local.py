@@ -19,7 +19,7 @@ from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_OWNER_AT
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore, Ownership
-from tests.conftest import FakeLambdaContext, rest_event
+from tests.support.events import invocation_context, rest_event
 from tests.integration.conftest import read_singleton, read_trail
 
 Call = Callable[..., tuple[int, dict[str, Any], dict[str, str]]]
@@ -37,11 +37,8 @@ def call(local_endpoint: str, flags_table: str, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(module, "READER", FlagReader(provider, module.DECLARATIONS))
 
     def invoke(method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, **query: str):
-        event = rest_event(method, path, body=body, headers=headers)
-        if query:
-            event["queryStringParameters"] = query
-            event["multiValueQueryStringParameters"] = {key: [value] for key, value in query.items()}
-        response = module.handler(event, FakeLambdaContext())
+        event = rest_event(method, path, body=body, headers=headers, query=query)
+        response = module.handler(event, invocation_context())
         single = {name: values[-1] for name, values in (response.get("multiValueHeaders") or {}).items()}
         return response["statusCode"], json.loads(response["body"]), {**(response.get("headers") or {}), **single}
 

@@ -29,7 +29,7 @@ from singleton_flags.errors import WriteConflict
 from singleton_flags.keys import VERSION_ATTR, audit_key
 from singleton_flags.provider import Snapshot
 from singleton_flags.store import FlagStore, audit_record
-from tests.conftest import FakeLambdaContext, rest_event
+from tests.support.events import invocation_context, rest_event
 from tests.integration.conftest import read_singleton, read_trail
 
 
@@ -210,7 +210,7 @@ def test_conflict_that_exhausts_retries_is_409_with_retry_after(
     # When PATCH /flags is sent
     response = write_api.handler(
         rest_event("PATCH", "/flags", body={"flags": {"signup_enabled": False}, "reason": "conflict"}),
-        FakeLambdaContext(),
+        invocation_context(),
     )
 
     # Then 409 WRITE_CONFLICT with Retry-After, and nothing written

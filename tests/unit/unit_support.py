@@ -204,10 +204,7 @@ class WriteApi:
         query: dict[str, str] | None = None,
         caller_arn: str = CALLER,
     ) -> dict[str, Any]:
-        event = self.make_event(method, path, body=body, headers=headers, caller_arn=caller_arn)
-        if query is not None:
-            event["queryStringParameters"] = query
-            event["multiValueQueryStringParameters"] = {key: [value] for key, value in query.items()}
+        event = self.make_event(method, path, body=body, headers=headers, query=query, caller_arn=caller_arn)
         return self.module.handler(event, self.context)
 
     def patch(self, flags: Any, reason: Any = REASON, **options: Any) -> dict[str, Any]:
