@@ -60,20 +60,14 @@ def table_name() -> str:
 
 @pytest.fixture
 def ddb(aws_env: None) -> Iterator[Any]:
-    """A low-level DynamoDB client on moto, with the flags table (PK/SK strings, on demand) created."""
+    """A low-level DynamoDB client on moto, with the flags table created as the stack defines it."""
     from moto import mock_aws
+
+    from local.dynamodb_local import create_table
 
     with mock_aws():
         client = _session().client("dynamodb", region_name=REGION)
-        client.create_table(
-            TableName=TABLE_NAME,
-            AttributeDefinitions=[
-                {"AttributeName": "PK", "AttributeType": "S"},
-                {"AttributeName": "SK", "AttributeType": "S"},
-            ],
-            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_table(client, TABLE_NAME)
         yield client
 
 
