@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from local.gateway import LambdaContext
+from singleton_flags.declarations import Declarations, load_declarations
 from tests.support.events import invocation_context, rest_event
 
 TABLE_NAME = "singleton-flags-test"
@@ -51,6 +52,11 @@ def _session() -> Any:
     import boto3
 
     return boto3.session.Session()
+
+
+@pytest.fixture(scope="session")
+def declarations() -> Declarations:
+    return load_declarations()
 
 
 @pytest.fixture

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from singleton_flags.keys import VERSION_ATTR, singleton_key
+from singleton_flags.keys import VERSION_ATTR
 from singleton_flags.routes import READ_FUNCTION, ROUTES, RouteMatch, match_route
 from singleton_flags.store import FlagStore
 from tests.support.events import rest_event
+from tests.support.tables import read_singleton
 
 WRITE, READ = "write", "read"
 REASON = "hostile input"
@@ -445,8 +446,7 @@ def full_trail(store: FlagStore) -> list[dict[str, Any]]:
 
 
 def stored_state(client: Any, table: str, store: FlagStore) -> tuple[Any, list[dict[str, Any]]]:
-    item = client.get_item(TableName=table, Key=singleton_key(), ConsistentRead=True).get("Item")
-    return item, full_trail(store)
+    return read_singleton(client, table), full_trail(store)
 
 
 def check_case(

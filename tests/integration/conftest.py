@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from bench.write_path import seed_table
-from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SORT_KEY, singleton_key
+from tests.support.write_workload import seed_table
+from singleton_flags.declarations import Declarations
 from local.dynamodb_local import create_table, local_client
 
 _HERE = Path(__file__).parent
@@ -49,11 +48,6 @@ def ddb_local(client_factory: Callable[[], Any]) -> Any:
     return client_factory()
 
 
-@pytest.fixture(scope="session")
-def declarations() -> Declarations:
-    return load_declarations()
-
-
 @pytest.fixture
 def flags_table(ddb_local: Any, declarations: Declarations) -> Iterator[str]:
     """A fresh table (as the stack creates it) holding the seeded singleton at version 0."""
@@ -63,24 +57,3 @@ def flags_table(ddb_local: Any, declarations: Declarations) -> Iterator[str]:
     yield name
     ddb_local.delete_table(TableName=name)
 
-
-def read_singleton(client: Any, table: str) -> dict[str, Any] | None:
-    return client.get_item(TableName=table, Key=singleton_key(), ConsistentRead=True).get("Item")
-
-
-def read_trail(client: Any, table: str) -> list[dict[str, Any]]:
-    """Every audit record (raw), oldest first: a consistent Query on the partition, all pages."""
-    params: dict[str, Any] = {
-        "TableName": table,
-        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-        "ExpressionAttributeValues": {":pk": {"S": AUDIT_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
-        "ConsistentRead": True,
-    }
-    items: list[dict[str, Any]] = []
-    while True:
-        page = client.query(**params)
-        items.extend(page["Items"])
-        if "LastEvaluatedKey" not in page:
-            return items
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -21,7 +21,7 @@ from botocore.config import Config
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.store import MAX_RESENDS, FlagStore
-from tests.integration.conftest import read_singleton, read_trail
+from tests.support.tables import read_singleton, read_trail
 
 TRANSACT_TARGET = b"DynamoDB_20120810.TransactWriteItems"
 READ_TIMEOUT = 0.4

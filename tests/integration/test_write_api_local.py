@@ -20,7 +20,7 @@ from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore, Ownership
 from tests.support.events import invocation_context, rest_event
-from tests.integration.conftest import read_singleton, read_trail
+from tests.support.tables import read_singleton, read_trail
 
 Call = Callable[..., tuple[int, dict[str, Any], dict[str, str]]]
 

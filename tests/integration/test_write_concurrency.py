@@ -1,7 +1,8 @@
 """Nothing is lost under contention: 16 writers x 25 changes on DynamoDB Local, with and without If-Match.
 
 moto's conditional writes are not atomic under concurrency (it loses updates), so this proof runs only on
-AWS's own engine. The workload is ``bench.write_path.run_writers`` (the bench measures the same run).
+AWS's own engine. The workload is ``tests.support.write_workload.run_writers`` (the write-path bench measures
+the same run).
 
 What "nothing lost" means here, checked after every run:
 1. final version - initial version == acknowledged writes == audit records, and the audit versions are
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bench.write_path import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
+from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
 from local.functions import load_module
 from singleton_flags.codec import decode_plain, encode
 from singleton_flags.declarations import Declarations
@@ -30,7 +31,7 @@ from singleton_flags.keys import VERSION_ATTR, audit_key
 from singleton_flags.provider import Snapshot
 from singleton_flags.store import FlagStore, audit_record
 from tests.support.events import invocation_context, rest_event
-from tests.integration.conftest import read_singleton, read_trail
+from tests.support.tables import read_singleton, read_trail
 
 
 def initial_state(client: Any, table: str, declarations: Declarations) -> tuple[int, dict[str, Any]]:

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities import parameters
 from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
 
 from local.functions import load_module
-from singleton_flags.declarations import Declarations, load_declarations
+from singleton_flags.declarations import Declarations
 from singleton_flags.observability import logger
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
@@ -72,11 +72,6 @@ def clear_provider_caches() -> Iterator[None]:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
-
-
-@pytest.fixture(scope="session")
-def declarations() -> Declarations:
-    return load_declarations()
 
 
 @pytest.fixture

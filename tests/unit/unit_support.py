@@ -14,11 +14,12 @@ from botocore.exceptions import ClientError
 
 from singleton_flags.codec import encode
 from singleton_flags.declarations import Declarations
-from singleton_flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SINGLETON_SK, SORT_KEY, VERSION_ATTR, singleton_key
+from singleton_flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
 from singleton_flags.observability import ReadCounter
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore
+from tests.support.tables import table_state
 
 START = 1_700_000_000.0  # a fixed epoch second; every fake clock starts here
 
@@ -169,19 +170,6 @@ class FailingClient:
 CALLER = "arn:aws:iam::123456789012:user/alice"
 REASON = "unit test"
 RETENTION_SECONDS = 365 * 86400  # Settings' default audit retention
-
-
-def table_state(client: Any, table: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """The singleton (consistent GetItem) and the whole audit trail (consistent Query), raw."""
-    item = client.get_item(TableName=table, Key=singleton_key(), ConsistentRead=True).get("Item")
-    trail = client.query(
-        TableName=table,
-        KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
-        ExpressionAttributeNames={"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-        ExpressionAttributeValues={":pk": {"S": AUDIT_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
-        ConsistentRead=True,
-    )["Items"]
-    return item, trail
 
 
 @dataclass
