@@ -119,18 +119,6 @@ def stdout(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.fixture
-def write_api(ddb: Any, table_name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The write handler module over the seeded moto table, its store retrying without sleeping (retries still
-    counted by the module's own metric hook)."""
-    module = load_module("write_api.handler")
-
-    FlagStore(ddb, table_name, module.DECLARATIONS).seed(actor="test", reason="seed")
-    store = FlagStore(ddb, table_name, module.DECLARATIONS, sleep=lambda _: None, on_retry=module.STORE._on_retry)
-    monkeypatch.setattr(module, "STORE", store)
-    return module
-
-
-@pytest.fixture
 def read_api(
     ddb: Any,
     table_name: str,
@@ -151,13 +139,32 @@ def read_api(
 
 
 @pytest.fixture
-def api(
+def unseeded_api(
     ddb: Any, table_name: str, clock: Clock, make_event: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> WriteApi:
-    """Given the seeded singleton and one applied change (version 1, one audit record)."""
+    """The write function over the empty moto table (neither the item nor any audit record), its store and
+    reader on the fake clock, retrying without sleeping (retries still counted by the module's metric hook)."""
     module = load_module("write_api.handler")
 
     install(module, ddb, table_name, clock, monkeypatch)
-    FlagStore(ddb, table_name, module.DECLARATIONS).seed(actor="test", reason="seed")
-    module.STORE.change({"ai_search_enabled": True}, actor="setup", reason="version 1")
     return WriteApi(module, ddb, table_name, make_event, lambda_context)
+
+
+@pytest.fixture
+def seeded_api(unseeded_api: WriteApi) -> WriteApi:
+    """Given the seeded singleton (version 0, the declared initial values)."""
+    FlagStore(unseeded_api.client, unseeded_api.table, unseeded_api.module.DECLARATIONS).seed(actor="test", reason="seed")
+    return unseeded_api
+
+
+@pytest.fixture
+def write_api(seeded_api: WriteApi) -> ModuleType:
+    """The write handler module over the seeded moto table."""
+    return seeded_api.module
+
+
+@pytest.fixture
+def api(seeded_api: WriteApi) -> WriteApi:
+    """Given the seeded singleton and one applied change (version 1, one audit record)."""
+    seeded_api.module.STORE.change({"ai_search_enabled": True}, actor="setup", reason="version 1")
+    return seeded_api

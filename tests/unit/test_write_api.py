@@ -597,14 +597,9 @@ def test_patching_another_flag_leaves_the_window_owning_maintenance(api: WriteAp
     assert item[MAINTENANCE_OWNER_ATTR] == {"S": "nightly"} and item["maintenance_mode"] == {"BOOL": True}
 
 
-def test_a_write_to_a_missing_singleton_reseeds_it_whole_first(
-    ddb: Any, table_name: str, clock: Clock, make_event: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_write_to_a_missing_singleton_reseeds_it_whole_first(unseeded_api: WriteApi) -> None:
     # Given a table without the singleton (and no history)
-    module = load_module("write_api.handler")
-
-    install(module, ddb, table_name, clock, monkeypatch)
-    api = WriteApi(module, ddb, table_name, make_event, lambda_context)
+    api, module = unseeded_api, unseeded_api.module
     # When a PATCH changes one flag
     response = api.patch({"signup_enabled": False})
     # Then the item holds every declared flag (initial values, the change applied) at version 1

@@ -224,6 +224,7 @@ def install(module: ModuleType, client: Any, table: str, clock: Clock, monkeypat
         audit_retention_days=settings.audit_retention_days,
         clock=clock,
         sleep=lambda _: None,
+        on_retry=module.STORE._on_retry,
     )
     provider = SingletonProvider(client=client, table_name=table, declarations=module.DECLARATIONS, clock=clock)
     reader = FlagReader(provider, module.DECLARATIONS, sort_key=settings.item_sort_key, clock=clock)
