@@ -1,4 +1,4 @@
-"""Hostile input, on DynamoDB Local: the case table of ``tests/hostile_cases.py`` against the write and read
+"""Hostile input, on DynamoDB Local: the case table of ``tests/support/hostile_cases.py`` against the write and read
 functions' ``handler(event, context)``, with AWS's engine judging every write the API lets through."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore
 from tests.support.events import invocation_context
-from tests.hostile_cases import CASES, READ, Case, check_case, stored_state
+from tests.support.hostile_cases import CASES, READ, Case, check_case, stored_state
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)

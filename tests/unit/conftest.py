@@ -6,6 +6,7 @@ opening one fail (and fails the test even when the code under test swallowed the
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities import parameters
+from maintenance_support import DURATIONS, MaintenanceFunction, fresh_module
 from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
 
 from local.functions import load_module
@@ -168,3 +170,33 @@ def api(seeded_api: WriteApi) -> WriteApi:
     """Given the seeded singleton and one applied change (version 1, one audit record)."""
     seeded_api.module.STORE.change({"ai_search_enabled": True}, actor="setup", reason="version 1")
     return seeded_api
+
+
+@pytest.fixture
+def maintenance(
+    ddb: Any,
+    table_name: str,
+    declarations: Declarations,
+    clock: Clock,
+    lambda_context: Any,
+    put_flags: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[MaintenanceFunction]:
+    """The maintenance function (module imported fresh with MAINTENANCE_WINDOWS set) over the seeded moto table,
+    its service on the fake clock."""
+    windows = {name: {"duration_seconds": duration} for name, duration in DURATIONS.items()}
+    monkeypatch.setenv("MAINTENANCE_WINDOWS", json.dumps(windows))
+    with fresh_module() as module:
+        put_flags(version=1)  # the seeded singleton: maintenance off, no owner
+        function = MaintenanceFunction(
+            module,
+            ddb,
+            table_name,
+            declarations,
+            clock,
+            lambda_context,
+            monkeypatch,
+            configured=module.MAINTENANCE.windows,
+        )
+        function.use_client(ddb)
+        yield function
