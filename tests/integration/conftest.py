@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.support.write_workload import seed_table
 from singleton_flags.declarations import Declarations
+
 from local.dynamodb_local import create_table, local_client
+from tests.support.write_workload import seed_table
 
 _HERE = Path(__file__).parent
 _TABLES = itertools.count(1)
@@ -56,4 +56,3 @@ def flags_table(ddb_local: Any, declarations: Declarations) -> Iterator[str]:
     seed_table(ddb_local, name, declarations)
     yield name
     ddb_local.delete_table(TableName=name)
-

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from local.functions import load_module
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore
+
+from local.functions import load_module
 from tests.support.events import invocation_context
 from tests.support.hostile_cases import CASES, READ, Case, check_case, stored_state
 
@@ -33,8 +33,9 @@ def test_a_hostile_request_gets_a_4xx_in_the_contract_and_changes_nothing(
     monkeypatch.setattr(read_module, "PROVIDER", read_module.READER.provider)
 
     def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
-        return (read_module if function == READ else write_module).handler(event, invocation_context("singleton-flags-hostile"))
+        return (read_module if function == READ else write_module).handler(
+            event, invocation_context("singleton-flags-hostile")
+        )
 
     # When the case's request arrives / Then its answer and the stored state follow the product's rules
     check_case(case, invoke, lambda: stored_state(ddb_local, flags_table, store))
-

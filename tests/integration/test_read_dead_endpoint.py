@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from local.functions import load_module
 from singleton_flags.aws import dynamodb_client
 from singleton_flags.provider import SingletonProvider, Snapshot
 from singleton_flags.reader import FlagReader
+
+from local.functions import load_module
 
 pytestmark = pytest.mark.integration
 

@@ -18,9 +18,9 @@ from urllib.parse import urlparse
 import boto3
 import pytest
 from botocore.config import Config
-
 from singleton_flags.declarations import Declarations
 from singleton_flags.store import MAX_RESENDS, FlagStore
+
 from tests.support.tables import read_singleton, read_trail
 
 TRANSACT_TARGET = b"DynamoDB_20120810.TransactWriteItems"

@@ -1,7 +1,7 @@
 """The write function end to end on DynamoDB Local: AWS's engine checks every expression moto might let pass.
 
-The store and reader are built with ``singleton_flags.aws.dynamodb_client`` while ``AWS_ENDPOINT_URL_DYNAMODB`` points at
-DynamoDB Local, so this also proves that the functions' clients follow botocore's endpoint variable.
+The store and reader are built with ``singleton_flags.aws.dynamodb_client`` while ``AWS_ENDPOINT_URL_DYNAMODB``
+points at DynamoDB Local, so this also proves that the functions' clients follow botocore's endpoint variable.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from local.functions import load_module
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore, Ownership
+
+from local.functions import load_module
 from tests.support.events import invocation_context, rest_event
 from tests.support.tables import read_singleton, read_trail
 

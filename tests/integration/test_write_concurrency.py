@@ -21,17 +21,17 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
-from local.functions import load_module
 from singleton_flags.codec import decode_plain, encode
 from singleton_flags.declarations import Declarations
 from singleton_flags.errors import WriteConflict
 from singleton_flags.keys import VERSION_ATTR, audit_key
 from singleton_flags.provider import Snapshot
 from singleton_flags.store import FlagStore, audit_record
+
+from local.functions import load_module
 from tests.support.events import invocation_context, rest_event
 from tests.support.tables import read_singleton, read_trail
+from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
 
 
 def initial_state(client: Any, table: str, declarations: Declarations) -> tuple[int, dict[str, Any]]:

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities import parameters
 from maintenance_support import DURATIONS, MaintenanceFunction, fresh_module
-from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
-
-from local.functions import load_module
 from singleton_flags.declarations import Declarations
 from singleton_flags.observability import logger
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore
+from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
+
+from local.functions import load_module
 
 
 class SocketBlocked(RuntimeError):
@@ -36,7 +36,7 @@ def no_sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     attempts: list[int] = []
     real_init = socket.socket.__init__
 
-    def guarded_init(self: socket.socket, family: int = -1, type: int = -1, proto: int = -1, fileno: Any = None):
+    def guarded_init(self: socket.socket, family: int = -1, type: int = -1, proto: int = -1, fileno: Any = None):  # noqa: A002 - socket.socket's own parameter names
         # UDP is allowed: the X-Ray SDK (imported by Tracer on the write path) makes its emitter's UDP socket at
         # import; creating one sends nothing, and a TCP connection is what a real network call needs.
         is_udp = type != -1 and type & 0xF == socket.SOCK_DGRAM
@@ -155,7 +155,9 @@ def unseeded_api(
 @pytest.fixture
 def seeded_api(unseeded_api: WriteApi) -> WriteApi:
     """Given the seeded singleton (version 0, the declared initial values)."""
-    FlagStore(unseeded_api.client, unseeded_api.table, unseeded_api.module.DECLARATIONS).seed(actor="test", reason="seed")
+    FlagStore(unseeded_api.client, unseeded_api.table, unseeded_api.module.DECLARATIONS).seed(
+        actor="test", reason="seed"
+    )
     return unseeded_api
 
 

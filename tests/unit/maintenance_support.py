@@ -4,20 +4,21 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
 import pytest
-from unit_support import Clock, emf_metrics
-
-from local.functions import load_module
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MAINTENANCE_FLAG, VERSION_ATTR, singleton_key
 from singleton_flags.store import ChangeResult, FlagStore
 from singleton_flags.windows import MaintenanceWindows
+from unit_support import Clock, emf_metrics
 
+from local.functions import load_module
 
 PATCHING, MIGRATION, QUICK = "weekly-patching", "db-migration", "quick-fix"
 DURATIONS = {PATCHING: 3600, MIGRATION: 7200, QUICK: 600}
@@ -89,17 +90,16 @@ class MaintenanceFunction:
         return records[::-1]
 
 
-class fresh_module:
+@contextmanager
+def fresh_module() -> Iterator[ModuleType]:
     """Import the handler module anew (its module scope runs, as at a cold start); put back what was there."""
-
-    def __enter__(self) -> ModuleType:
-        self._previous = sys.modules.pop(MODULE, None)
-        return load_module(MODULE, fresh=True)
-
-    def __exit__(self, *_: Any) -> None:
+    previous = sys.modules.pop(MODULE, None)
+    try:
+        yield load_module(MODULE, fresh=True)
+    finally:
         sys.modules.pop(MODULE, None)
-        if self._previous is not None:
-            sys.modules[MODULE] = self._previous
+        if previous is not None:
+            sys.modules[MODULE] = previous
 
 
 def scheduled_time(epoch: float) -> str:

@@ -14,8 +14,6 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from unit_support import START, Clock, flags_item
-
 from singleton_flags.codec import encode_plain
 from singleton_flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
 from singleton_flags.errors import (
@@ -38,6 +36,7 @@ from singleton_flags.store import (
     decode_cursor,
     encode_cursor,
 )
+from unit_support import START, Clock, flags_item
 
 TABLE = "flags"
 CONSISTENT_READ = {"TableName": TABLE, "Key": singleton_key(), "ConsistentRead": True}

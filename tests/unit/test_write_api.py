@@ -9,18 +9,6 @@ import json
 from typing import Any
 
 import pytest
-from unit_support import (
-    CALLER,
-    REASON,
-    RETENTION_SECONDS,
-    START,
-    Clock,
-    WriteApi,
-    body_of,
-    count_calls,
-    headers_of,
-)
-
 from singleton_flags.keys import (
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_OWNER_ATTR,
@@ -32,7 +20,17 @@ from singleton_flags.keys import (
 )
 from singleton_flags.reader import CACHED
 from singleton_flags.store import Ownership
-
+from unit_support import (
+    CALLER,
+    REASON,
+    RETENTION_SECONDS,
+    START,
+    Clock,
+    WriteApi,
+    body_of,
+    count_calls,
+    headers_of,
+)
 
 # -- happy paths ---------------------------------------------------------------------------------------
 

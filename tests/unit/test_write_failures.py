@@ -12,9 +12,12 @@ from typing import Any
 
 import boto3
 import pytest
+import singleton_flags.declarations
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
+from singleton_flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
+from singleton_flags.store import MAX_RESENDS, FlagStore
 from unit_support import (
     Clock,
     WriteApi,
@@ -23,11 +26,7 @@ from unit_support import (
     install,
 )
 
-import singleton_flags.declarations
 from local.functions import load_module
-from singleton_flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
-from singleton_flags.store import MAX_RESENDS, FlagStore
-
 
 # -- size, conflicts, store failures ---------------------------------------------------------------------
 

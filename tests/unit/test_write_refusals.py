@@ -10,15 +10,13 @@ import json
 from typing import Any
 
 import pytest
+from singleton_flags.store import encode_cursor
 from unit_support import (
     REASON,
     WriteApi,
     assert_refused,
     headers_of,
 )
-
-from singleton_flags.store import encode_cursor
-
 
 # -- PATCH /flags refusals ----------------------------------------------------------------------------
 
