@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from singleton_flags.declarations import load_declarations
+
 from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, RunResult, run_writers, seed_table
 
 

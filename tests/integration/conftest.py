@@ -12,12 +12,18 @@ import itertools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import Declarations
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import FlagReader
+from singleton_flags.store import FlagStore
 
 from local.dynamodb_local import create_table, local_client
+from local.functions import load_module
 from tests.support.write_workload import seed_table
 
 _HERE = Path(__file__).parent
@@ -56,3 +62,17 @@ def flags_table(ddb_local: Any, declarations: Declarations) -> Iterator[str]:
     seed_table(ddb_local, name, declarations)
     yield name
     ddb_local.delete_table(TableName=name)
+
+
+@pytest.fixture
+def write_function(local_endpoint: str, flags_table: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The write handler module over the seeded table, its store (retrying without sleeping) and reader on a
+    client resolved from the environment, as the deployed function builds it."""
+    module = load_module("write_api.handler")
+
+    client = dynamodb_client(WRITE_CLIENT_CONFIG)
+    assert client.meta.endpoint_url == local_endpoint
+    monkeypatch.setattr(module, "STORE", FlagStore(client, flags_table, module.DECLARATIONS, sleep=lambda _: None))
+    provider = SingletonProvider(client=client, table_name=flags_table, declarations=module.DECLARATIONS)
+    monkeypatch.setattr(module, "READER", FlagReader(provider, module.DECLARATIONS))
+    return module

@@ -3,13 +3,13 @@ functions' ``handler(event, context)``, with AWS's engine judging every write th
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import pytest
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
-from singleton_flags.store import FlagStore
 
 from local.functions import load_module
 from tests.support.events import invocation_context
@@ -18,18 +18,15 @@ from tests.support.hostile_cases import CASES, READ, Case, check_case, stored_st
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_a_hostile_request_gets_a_4xx_in_the_contract_and_changes_nothing(
-    case: Case, local_endpoint: str, flags_table: str, ddb_local: Any, monkeypatch: pytest.MonkeyPatch
+    case: Case, write_function: ModuleType, flags_table: str, ddb_local: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the seeded flags at version 0 on DynamoDB Local, behind the write and the read function
     read_module = load_module("read_api.handler")
-    write_module = load_module("write_api.handler")
+    write_module, store = write_function, write_function.STORE
 
     client = dynamodb_client(WRITE_CLIENT_CONFIG)
-    store = FlagStore(client, flags_table, write_module.DECLARATIONS, sleep=lambda _: None)
-    monkeypatch.setattr(write_module, "STORE", store)
-    for module in (write_module, read_module):
-        provider = SingletonProvider(client=client, table_name=flags_table, declarations=module.DECLARATIONS)
-        monkeypatch.setattr(module, "READER", FlagReader(provider, module.DECLARATIONS))
+    provider = SingletonProvider(client=client, table_name=flags_table, declarations=read_module.DECLARATIONS)
+    monkeypatch.setattr(read_module, "READER", FlagReader(provider, read_module.DECLARATIONS))
     monkeypatch.setattr(read_module, "PROVIDER", read_module.READER.provider)
 
     def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
