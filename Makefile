@@ -1,34 +1,46 @@
-# One entry point for people and CI: `make run`, `make test`. `.ci/run` calls `make test`.
+# One entry point for people and CI: `make run`, `make lint`, `make test`. `.ci/run` calls `make lint` then `make test`.
+# `make run` installs only what the local runner needs (requirements.txt); the rest (CDK, tests, linters, Node
+# tooling) comes with `make install`, `make lint` and `make test`.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
 NODE_STAMP := node_modules/.package-lock.json
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install dist run test test-unit test-integration test-infra test-e2e synth bench clean
+.PHONY: install dist run lint test test-unit test-integration test-infra test-e2e synth bench clean
 
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+$(RUN_STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
-	touch $(STAMP)
+	touch $(RUN_STAMP)
+
+$(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $(DEV_STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $(NODE_STAMP)
 
-install: $(STAMP) $(NODE_STAMP)
+install: $(DEV_STAMP) $(NODE_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(PY) -m local
+
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 test: install
 	$(PY) -m pytest
 
-test-unit: $(STAMP)
+test-unit: $(DEV_STAMP)
 	$(PY) -m pytest tests/unit
 
 test-integration: install
@@ -37,7 +49,7 @@ test-integration: install
 test-infra: install
 	$(PY) -m pytest tests/infra
 
-test-e2e: $(STAMP)
+test-e2e: $(DEV_STAMP)
 	$(PY) -m pytest tests/e2e
 
 synth: install
@@ -46,7 +58,7 @@ synth: install
 bench: install
 	$(PY) -m bench
 
-dist: $(STAMP)
+dist: $(RUN_STAMP)
 	rm -rf dist build
 	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir dist .
 

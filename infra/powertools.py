@@ -20,7 +20,7 @@ PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")  # Lambda arm64 
 PYTHON_VERSION = constants.LAMBDA_RUNTIME.removeprefix("python")
 REQUIREMENTS = (
     f"aws-lambda-powertools[tracer]=={constants.POWERTOOLS_VERSION}",
-    "pydantic>=2.14,<3",  # the write function's models (requirements-dev.txt)
+    "pydantic>=2.14,<3",  # the write function's models (requirements.txt)
 )
 # In the Lambda runtime already: not shipped twice.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six", "jmespath", "bin")

@@ -7,11 +7,10 @@ and only the window test touches ``maintenance_mode``.
 from __future__ import annotations
 
 import pytest
-
-from singleton_flags.declarations import load_declarations
-from infra.config import load_config
-
 from e2e_support import Answer, Runner, eventually
+from singleton_flags.declarations import load_declarations
+
+from infra.config import load_config
 
 DECLARED = list(load_declarations())
 WINDOW = load_config().maintenance_windows[0].name
