@@ -25,9 +25,9 @@ from singleton_flags.declarations import load_declarations
 from singleton_flags.errors import FlagNotFound, FlagsError
 from singleton_flags.codec import iso_time
 from singleton_flags.http import JSON, error_response, format_etag, header_values, holds_version, no_route_response
-from singleton_flags.observability import logger
+from singleton_flags.observability import ReadCounter, logger
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.reader import DEFAULT, FlagReader, FlagState
+from singleton_flags.reader import DEFAULT, FlagReader, FlagState, flag_reason
 from singleton_flags.settings import Settings
 
 SETTINGS = Settings.from_env(os.environ)
@@ -39,6 +39,7 @@ READER = FlagReader(
     sort_key=SETTINGS.item_sort_key,
     max_age=SETTINGS.max_age_seconds,
     max_stale=SETTINGS.max_stale_seconds,
+    counter=ReadCounter(),
 )
 
 app = APIGatewayRestResolver()
@@ -89,7 +90,14 @@ class _BodyMemo:
 
 
 _all_flags_body = _BodyMemo(lambda state: {"flags": dict(state.values), **_metadata(state)})
-_one_flag_body = _BodyMemo(lambda state, name: {"name": name, "value": state.values[name], **_metadata(state)})
+_one_flag_body = _BodyMemo(
+    lambda state, name: {
+        "name": name,
+        "value": state.values[name],
+        **_metadata(state),
+        "reason": flag_reason(state, name),  # DEFAULT for a flag served as its fallback, whatever the others
+    }
+)
 
 
 def _respond(state: FlagState, body: Callable[[], str]) -> Response:
