@@ -32,7 +32,7 @@ from singleton_flags.declarations import Declarations, FlagValue, load_declarati
 from singleton_flags.emf import NO_COUNT, Counter, EmfPrinter, ReadCounter
 from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC, FlagReader, FlagState, flag_reason
+from singleton_flags.reader import FlagReader, FlagState, flag_reason
 from singleton_flags.settings import (
     DEFAULT_MAX_AGE_SECONDS,
     MAX_AGE_LIMIT_SECONDS,
@@ -40,7 +40,7 @@ from singleton_flags.settings import (
     SettingsError,
     _int_env,
 )
-from singleton_flags.vocabulary import DEFAULT_NAMESPACE, DEFAULT_SERVICE
+from singleton_flags.vocabulary import CACHED, DEFAULT, DEFAULT_NAMESPACE, DEFAULT_SERVICE, STALE, STATIC
 
 __all__ = [
     "CACHED",
