@@ -32,7 +32,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table_name: str) ->
 
 
 def test_every_python_block_is_a_named_example() -> None:
-    assert list(examples()) == ["client", "openfeature", "testing", "pytest"]
+    assert list(examples()) == ["client", "openfeature", "cdk", "testing", "pytest"]
 
 
 def test_the_examples_run_in_page_order(
