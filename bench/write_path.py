@@ -87,7 +87,7 @@ def _write_retrying_conflicts(
         except WriteConflict as exc:
             result.conflicts += 1
             attempts += exc.details["attempts"]
-            time.sleep(random.uniform(0, 0.05))  # a client honouring Retry-After, scaled down
+            time.sleep(random.uniform(0, 0.05))  # noqa: S311 - jitter, not a secret: a client honouring Retry-After, scaled down
             continue
         return change, attempts + change.attempts
     raise RuntimeError(f"{actor}: {MAX_REQUESTS_PER_WRITE} requests in a row answered 409")
@@ -100,7 +100,7 @@ def _write_if_match(store: FlagStore, values: dict[str, Any], actor: str, result
             change = store.change(values, actor=actor, reason="bench: If-Match writer", expected_version=seen.version)
         except PreconditionFailed:
             result.stale += 1
-            time.sleep(random.uniform(0, min(0.2, 0.005 * 2 ** min(rounds, 6))))  # jittered back-off
+            time.sleep(random.uniform(0, min(0.2, 0.005 * 2 ** min(rounds, 6))))  # noqa: S311 - jittered back-off, not a secret
             continue
         return change, rounds
     raise RuntimeError(f"{actor}: {MAX_IF_MATCH_ROUNDS} If-Match rounds in a row answered 412")
@@ -170,8 +170,8 @@ def _report(label: str, result: RunResult) -> None:
 
 
 def main() -> None:
-    from singleton_flags.observability import logger
     from local.dynamodb_local import create_table, local_client, running_dynamodb_local
+    from singleton_flags.observability import logger
 
     logger.setLevel("WARNING")  # one "flags changed" line per write would drown the figures
     declarations = load_declarations()

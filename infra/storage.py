@@ -12,10 +12,10 @@ import json
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy, aws_dynamodb as dynamodb, aws_lambda as lambda_
 from constructs import Construct
-from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.keys import PARTITION_KEY, SORT_KEY, TTL_ATTR
 
 from infra import constants
+from singleton_flags.declarations import Declarations, load_declarations
+from singleton_flags.keys import PARTITION_KEY, SORT_KEY, TTL_ATTR
 
 SEED_RESOURCE_TYPE = "Custom::FlagsSeed"
 

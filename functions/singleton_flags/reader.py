@@ -17,6 +17,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
@@ -24,7 +25,7 @@ from singleton_flags.declarations import Declarations, FlagValue
 from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.observability import ReadCounter, logger
 from singleton_flags.provider import SingletonProvider, Snapshot
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # noqa: F401 - the reasons, re-exported
+from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # the reasons, re-exported
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,8 @@ class FlagReader:
             return state
         fetches_before = self.provider.fetches
         try:
-            snapshot: Snapshot = self.provider.get(self._sort_key, max_age=self._max_age)
+            # get() is typed as BaseProvider's str | bytes | dict; SingletonProvider caches Snapshots
+            snapshot = cast(Snapshot, self.provider.get(self._sort_key, max_age=self._max_age))
         except GetParameterError as exc:
             self._failures += 1
             failed_at = self._clock()  # the window starts when the call gave up, not when it started
