@@ -1,18 +1,30 @@
 """Request and response models of the write API, built from the declarations (pydantic: write side only).
 
-They give the OpenAPI document precise per-flag types and constraints and a first filter on input. The
-domain validation in ``singleton_flags.store`` stays the authority: it runs on every request, and on a pydantic
-failure it re-runs on the raw input so the client gets the precise error naming the flag and rule.
+One schema per request, validated once: each request model's first validator runs the domain rules
+(``singleton_flags.requests.validate_patch`` / ``validate_revert``) on the raw body and raises their precise
+refusal (which field, flag and rule), which pydantic lets through untouched; the typed fields then describe
+the normalized body for the OpenAPI document. The read function never imports this module.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    create_model,
+    model_validator,
+)
 
 from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
-from singleton_flags.store import MAX_REASON_LENGTH
+from singleton_flags.requests import MAX_REASON_LENGTH, validate_patch, validate_revert
+from singleton_flags.vocabulary import READ_REASONS
 
 # The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
 # singleton_flags.requests.validate_reason's; the schema only documents the length, so pydantic is never stricter.
@@ -59,6 +71,11 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         flags: changes = Field(description="Flags to change, by name; at least one.")  # type: ignore[valid-type]
         reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
 
+        @model_validator(mode="before")
+        @classmethod
+        def _domain_rules(cls, payload: Any) -> dict[str, Any]:
+            return validate_patch(payload, declarations)
+
     class RevertRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
         version: StrictInt = Field(
@@ -66,10 +83,15 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         )
         reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
 
+        @model_validator(mode="before")
+        @classmethod
+        def _domain_rules(cls, payload: Any) -> dict[str, Any]:
+            return validate_revert(payload)
+
     class FlagsState(BaseModel):
         flags: values  # type: ignore[valid-type]
         version: int | None
-        reason: Literal["STATIC", "CACHED", "STALE", "DEFAULT"]
+        reason: Literal[READ_REASONS]  # type: ignore[valid-type]  # the reasons' one definition, as a Literal
         fetched_at: str | None
         applied: bool = Field(description="False when the values already held: no new version was written.")
         changed: dict[str, dict[str, Any]] = Field(description="Flag -> {old, new} of what this write changed.")

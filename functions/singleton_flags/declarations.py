@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from singleton_flags.errors import DeclarationError, InvalidValue
+from singleton_flags.errors import DeclarationError, InvalidRequest, InvalidValue, UnknownFlag
 from singleton_flags.keys import BOOKKEEPING_ATTRS
 from singleton_flags.routes import RESERVED_FLAG_NAMES
 
@@ -167,6 +167,19 @@ class Declarations(Mapping[str, FlagSpec]):
 
     def initials(self) -> dict[str, FlagValue]:
         return {name: spec.initial for name, spec in self._specs.items()}
+
+    def validate_changes(self, changes: Any) -> dict[str, FlagValue]:
+        """A requested change checked against the declarations (declared, typed, within its rules); nothing is
+        read or written here. Raises the precise refusal: which flag, which rule."""
+        if not isinstance(changes, dict) or not changes:
+            raise InvalidRequest("'flags' must be a non-empty object of flag name -> value", rule="empty_change")
+        normalized: dict[str, FlagValue] = {}
+        for name, value in changes.items():
+            spec = self._specs.get(name)
+            if spec is None:
+                raise UnknownFlag(f"flag '{name}' is not declared", flag=name, rule="declared")
+            normalized[name] = spec.validate(value)
+        return normalized
 
 
 def _spec_from(raw: Any, position: int) -> FlagSpec:

@@ -1,4 +1,8 @@
-"""Typed domain errors. HTTP status lives here as data; the mapping to a response is in singleton_flags.http."""
+"""Typed domain errors: a stable code, an HTTP status and details, as data.
+
+Pure domain: nothing here builds HTTP headers. ``singleton_flags.http`` alone turns an error into a response
+(the ``ETag`` of a 412, the ``Retry-After`` of a 409 or 503), matching errors by type.
+"""
 
 from http import HTTPStatus
 from typing import Any
@@ -18,9 +22,6 @@ class FlagsError(Exception):
         super().__init__(message)
         self.message = message
         self.details = {key: value for key, value in details.items() if value is not None}
-
-    def headers(self) -> dict[str, str]:
-        return {}
 
 
 class InvalidRequest(FlagsError):
@@ -54,11 +55,6 @@ class PreconditionFailed(FlagsError):
         super().__init__(message, current_version=current_version, flags=flags)
         self.current_version = current_version
 
-    def headers(self) -> dict[str, str]:
-        from singleton_flags.http import format_etag  # local import: singleton_flags.http imports this module
-
-        return {"ETag": format_etag(self.current_version)} if self.current_version is not None else {}
-
 
 class ItemTooLarge(FlagsError):
     status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
@@ -80,9 +76,6 @@ class WriteConflict(FlagsError):
         super().__init__(message, attempts=attempts, retry_after=retry_after)
         self.retry_after = retry_after
 
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after)}
-
 
 class UnsupportedMediaType(FlagsError):
     status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
@@ -94,9 +87,7 @@ class StoreUnavailable(FlagsError):
 
     status = HTTPStatus.SERVICE_UNAVAILABLE
     code = "STORE_UNAVAILABLE"
-
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": "2"}
+    retry_after = 2
 
 
 class OutcomeUnknown(FlagsError):
@@ -108,9 +99,7 @@ class OutcomeUnknown(FlagsError):
 
     status = HTTPStatus.SERVICE_UNAVAILABLE
     code = "OUTCOME_UNKNOWN"
-
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": "2"}
+    retry_after = 2
 
 
 class IdempotencyKeyReused(FlagsError):

@@ -14,7 +14,14 @@ from typing import Any, NamedTuple
 
 from aws_lambda_powertools.event_handler import Response
 
-from singleton_flags.errors import FlagsError, InvalidRequest
+from singleton_flags.errors import (
+    FlagsError,
+    InvalidRequest,
+    OutcomeUnknown,
+    PreconditionFailed,
+    StoreUnavailable,
+    WriteConflict,
+)
 from singleton_flags.routes import ROUTES, resource_routes
 
 JSON = "application/json"
@@ -150,8 +157,18 @@ def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, **details}}
 
 
+def error_headers(error: FlagsError) -> dict[str, str]:
+    """What an error's answer tells a client beyond its body: the current version of a 412 (none while the item
+    is missing), when to retry a 409 or 503."""
+    if isinstance(error, PreconditionFailed):
+        return {"ETag": format_etag(error.current_version)} if error.current_version is not None else {}
+    if isinstance(error, (WriteConflict, StoreUnavailable, OutcomeUnknown)):
+        return {"Retry-After": str(error.retry_after)}
+    return {}
+
+
 def error_response(error: FlagsError) -> Response:
-    return json_response(error.status, error_body(error.code, error.message, **error.details), error.headers())
+    return json_response(error.status, error_body(error.code, error.message, **error.details), error_headers(error))
 
 
 def allowed_methods(path: str) -> list[str]:

@@ -24,7 +24,8 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from singleton_flags.declarations import Declarations, FlagValue
 from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.observability import ReadCounter, logger
-from singleton_flags.provider import SingletonProvider, Snapshot
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.snapshot import Snapshot
 from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # the reasons, re-exported
 
 

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from singleton_flags.declarations import UnstorableNumber
+from singleton_flags.declarations import Declarations, UnstorableNumber
 from singleton_flags.errors import InvalidRequest, PayloadTooLarge
 
 MAX_REASON_LENGTH = 500  # characters of the trimmed reason (what the audit trail keeps)
@@ -142,6 +142,39 @@ def validate_reason(reason: Any) -> str:
     if len(trimmed) > MAX_REASON_LENGTH:
         raise InvalidRequest(f"'reason' must be at most {MAX_REASON_LENGTH} characters", rule="reason_length")
     return trimmed
+
+
+def validate_version(version: Any) -> int:
+    """A version to revert to: 0 (the seeded state) or any later version."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise InvalidRequest("'version' must be an integer >= 0 (0: the seeded state)", rule="version")
+    return version
+
+
+PATCH_FIELDS = frozenset({"flags", "reason"})
+REVERT_FIELDS = frozenset({"version", "reason"})
+
+
+def _fields(payload: Any, expected: frozenset[str]) -> Mapping[str, Any]:
+    if not isinstance(payload, dict):
+        raise InvalidRequest("the body must be a JSON object", rule="json")
+    unknown = set(payload) - expected
+    if unknown:
+        raise InvalidRequest(f"unknown field(s) {sorted(unknown)}; expected {sorted(expected)}", rule="fields")
+    return payload
+
+
+def validate_patch(payload: Any, declarations: Declarations) -> dict[str, Any]:
+    """A PATCH /flags body, every rule checked once: its fields, each flag against its declaration, the reason.
+    Returns the body with the values normalized and the reason trimmed."""
+    body = _fields(payload, PATCH_FIELDS)
+    return {"flags": declarations.validate_changes(body.get("flags")), "reason": validate_reason(body.get("reason"))}
+
+
+def validate_revert(payload: Any) -> dict[str, Any]:
+    """A POST /flags/revert body, every rule checked once: its fields, the version, the reason."""
+    body = _fields(payload, REVERT_FIELDS)
+    return {"version": validate_version(body.get("version")), "reason": validate_reason(body.get("reason"))}
 
 
 def query_values(event: Mapping[str, Any], name: str) -> list[str]:

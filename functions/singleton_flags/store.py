@@ -24,8 +24,6 @@ L+2. With no audit record at all, the item is recreated as version 0 with the de
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import time
 import uuid
@@ -33,8 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
-
+from singleton_flags import transaction
 from singleton_flags.audit import (
     BOOKKEEPING_IN_STATE,
     STATE_ATTR,
@@ -49,7 +46,6 @@ from singleton_flags.audit import (
 from singleton_flags.codec import decode, decode_plain, encode, iso_time
 from singleton_flags.declarations import Declarations, FlagValue
 from singleton_flags.errors import (
-    IdempotencyKeyReused,
     InvalidRequest,
     InvalidValue,
     ItemTooLarge,
@@ -57,10 +53,10 @@ from singleton_flags.errors import (
     PreconditionFailed,
     StoreFault,
     StoreUnavailable,
-    UnknownFlag,
     VersionNotFound,
     WriteConflict,
 )
+from singleton_flags.idempotency import Idempotency
 from singleton_flags.itemsize import READ_BLOCK_BYTES, item_size
 from singleton_flags.keys import (
     MAINTENANCE_DEADLINE_ATTR,
@@ -68,50 +64,26 @@ from singleton_flags.keys import (
     MAINTENANCE_OWNER_ATTR,
     PARTITION_KEY,
     SINGLETON_SK,
-    TTL_ATTR,
     UPDATED_AT_ATTR,
     UPDATED_BY_ATTR,
     VERSION_ATTR,
     audit_key,
-    idempotency_key,
     singleton_key,
 )
 from singleton_flags.observability import logger
-from singleton_flags.provider import Snapshot
-from singleton_flags.requests import MAX_REASON_LENGTH, validate_reason
+from singleton_flags.snapshot import Snapshot
+from singleton_flags.requests import validate_version
 
 __all__ = [
-    "MAX_REASON_LENGTH",
     "ChangeResult",
     "FlagStore",
-    "Idempotency",
     "Ownership",
     "Plan",
-    "audit_record",
-    "decode_cursor",
-    "encode_cursor",
 ]
 
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
-IDEMPOTENCY_TTL_SECONDS = 24 * 3600
-MAX_RESENDS = 3  # identical resends of one transaction after a lost answer, within the time budget
 RESERVED_DEADLINE = {"N": "9999999999"}  # the widest maintenance_deadline a window start can store
-
-# DynamoDB error codes by meaning (one classification for every call the store makes).
-_RETRYABLE = frozenset(
-    {
-        "ThrottlingException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "TransactionInProgressException",
-        "LimitExceededException",
-    }
-)
-_CONFLICT_REASONS = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
-_RETRYABLE_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,20 +100,6 @@ class Plan:
 
     changes: Mapping[str, Any]
     ownership: Ownership | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Idempotency:
-    """A client's ``Idempotency-Key``, scoped to its caller, and the fingerprint of the request it named."""
-
-    digest: str
-    fingerprint: str
-
-    @classmethod
-    def of(cls, actor: str, key: str, request: Mapping[str, Any]) -> Idempotency:
-        digest = hashlib.sha256(json.dumps([actor, key]).encode()).hexdigest()
-        canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        return cls(digest=digest, fingerprint=hashlib.sha256(canonical.encode()).hexdigest())
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,52 +123,6 @@ class _Current:
     @property
     def version(self) -> int:
         return self.snapshot.version or 0
-
-
-@dataclass(slots=True)
-class _Budget:
-    """The time a request may still spend on DynamoDB calls (None: no deadline)."""
-
-    deadline: float | None
-    monotonic: Callable[[], float]
-    call_seconds: float
-
-    def allows(self, calls: int = 1) -> bool:
-        return self.deadline is None or self.monotonic() + calls * self.call_seconds <= self.deadline
-
-
-class _Conflict(Exception):
-    """The transaction was cancelled because the singleton moved on (or a concurrent transaction held it)."""
-
-    def __init__(self, reasons: list[str | None]) -> None:
-        super().__init__(reasons)
-        self.reasons = reasons
-
-
-class _Lost(Exception):
-    """The transaction's answer was lost (timeouts, 5xx) and every resend the budget allowed was lost too."""
-
-    def __init__(self, cause: str, ambiguous: bool) -> None:
-        super().__init__(cause)
-        self.cause = cause
-        self.ambiguous = ambiguous  # False when every failure said "not applied" (throttling)
-
-
-def _error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", "Unknown"))
-
-
-def _fault(operation: str, exc: ClientError) -> StoreFault:
-    code = _error_code(exc)
-    request_id = exc.response.get("ResponseMetadata", {}).get("RequestId")
-    logger.error(
-        "DynamoDB refused a call no client input explains: a bug or a broken deployment",
-        operation=operation,
-        code=code,
-        dynamodb_request_id=request_id,
-        error=str(exc),
-    )
-    return StoreFault(f"DynamoDB {operation} failed with {code}: an internal error, reported to the operators")
 
 
 class FlagStore:
@@ -254,31 +166,6 @@ class FlagStore:
         self._token = token
         self._on_retry = on_retry or (lambda attempt: None)
 
-    # -- validation ---------------------------------------------------------------------------------
-
-    def validate_changes(self, changes: Any) -> dict[str, FlagValue]:
-        """Check a requested change against the declarations; nothing is read or written here."""
-        if not isinstance(changes, dict) or not changes:
-            raise InvalidRequest("'flags' must be a non-empty object of flag name -> value", rule="empty_change")
-        normalized: dict[str, FlagValue] = {}
-        for name, value in changes.items():
-            spec = self._declarations.get(name)
-            if spec is None:
-                raise UnknownFlag(f"flag '{name}' is not declared", flag=name, rule="declared")
-            normalized[name] = spec.validate(value)
-        return normalized
-
-    @staticmethod
-    def validate_reason(reason: Any) -> str:
-        return validate_reason(reason)  # the request rules live with the request validation
-
-    @staticmethod
-    def validate_version(version: Any) -> int:
-        """A version to revert to: 0 (the seeded state) or any later version."""
-        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise InvalidRequest("'version' must be an integer >= 0 (0: the seeded state)", rule="version")
-        return version
-
     # -- reads -------------------------------------------------------------------------------------
 
     def current(self) -> Snapshot:
@@ -319,16 +206,7 @@ class FlagStore:
         return item
 
     def _call(self, operation: str, **params: Any) -> Any:
-        """One DynamoDB call, its failures classified by meaning: retryable (503) or our own fault (500)."""
-        try:
-            return getattr(self._client, operation)(**params)
-        except ClientError as exc:
-            code = _error_code(exc)
-            if code in _RETRYABLE:
-                raise StoreUnavailable(f"DynamoDB {operation} failed: {code}") from exc
-            raise _fault(operation, exc) from exc
-        except BotoCoreError as exc:
-            raise StoreUnavailable(f"DynamoDB {operation} failed: {type(exc).__name__}") from exc
+        return transaction.call(self._client, operation, **params)
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -389,10 +267,10 @@ class FlagStore:
         and its owner and deadline are left as they are. Different: the revert is a manual switch to the
         target's effective value (owner and deadline removed).
         """
-        version = self.validate_version(version)
+        version = validate_version(version)
         state = self._state_item(version)
         target = self._snapshot(state)
-        values = self.validate_changes(self._declared_values(state))  # today's rules apply to old values
+        values = self._declarations.validate_changes(self._declared_values(state))  # today's rules, old values
 
         def planned(current: Snapshot) -> Plan:
             now = self._clock()
@@ -443,7 +321,7 @@ class FlagStore:
         seed_only_missing: bool = False,
     ) -> ChangeResult:
         deadline = None if time_budget is None else self._monotonic() + time_budget
-        budget = _Budget(deadline, self._monotonic, self._call_seconds)
+        budget = transaction.Budget(deadline, self._monotonic, self._call_seconds)
         expected = frozenset({expected_version}) if isinstance(expected_version, int) else expected_version
         attempts = self._max_attempts if expected is None else 1
         if idempotency is not None:
@@ -469,7 +347,7 @@ class FlagStore:
                 new_raw = self._commit(
                     current, diff, owner_sets, owner_removes, actor, reason, kind, extra_audit, idempotency, budget
                 )
-            except _Conflict as conflict:
+            except transaction.Conflict:
                 if idempotency is not None:
                     replay = self._replay(idempotency)
                     if replay is not None:
@@ -558,7 +436,7 @@ class FlagStore:
         kind: str,
         extra_audit: Mapping[str, Any] | None,
         idempotency: Idempotency | None,
-        budget: _Budget,
+        budget: transaction.Budget,
     ) -> dict[str, Any]:
         """Build the attempt's transaction once, check the item's size, send it, and learn its outcome."""
         now = self._clock()
@@ -599,11 +477,11 @@ class FlagStore:
                 {"Put": self._put(self._record(next_version, now, actor, reason, kind, diff, new_raw, token, extra))}
             )
         if idempotency is not None and applied:
-            items.append({"Put": self._idempotency_put(idempotency, next_version, now)})
+            items.append({"Put": idempotency.put(self._table, next_version, now)})
         request = {"TransactItems": items, "ClientRequestToken": token}
         try:
-            self._send(request, budget)
-        except _Lost as lost:
+            transaction.send(self._client, request, budget)
+        except transaction.Lost as lost:
             committed = self._committed(next_version, token, budget) if lost.ambiguous else False
             if committed is None:
                 raise OutcomeUnknown(
@@ -614,7 +492,7 @@ class FlagStore:
                 ) from lost
             if not committed:
                 if lost.ambiguous:
-                    raise _Conflict(["ConditionalCheckFailed"]) from lost
+                    raise transaction.Conflict(["ConditionalCheckFailed"]) from lost
                 raise StoreUnavailable(f"DynamoDB TransactWriteItems failed: {lost.cause}") from lost
         return new_raw
 
@@ -718,64 +596,7 @@ class FlagStore:
             "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
         }
 
-    def _idempotency_put(self, idempotency: Idempotency, version: int, now: float) -> dict[str, Any]:
-        return {
-            "TableName": self._table,
-            "Item": {
-                **idempotency_key(idempotency.digest),
-                "fingerprint": {"S": idempotency.fingerprint},
-                "version": {"N": str(version)},
-                TTL_ATTR: {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
-            },
-            # an expired key may linger until TTL deletes it: it no longer counts
-            "ConditionExpression": "attribute_not_exists(#pk) OR #ttl < :now",
-            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#ttl": TTL_ATTR},
-            "ExpressionAttributeValues": {":now": {"N": str(int(now))}},
-        }
-
-    def _send(self, request: dict[str, Any], budget: _Budget) -> None:
-        """Send the transaction; after a lost answer resend the identical request (same token) while the
-        budget allows, keeping one call's time for reading the outcome."""
-        ambiguous = False
-        cause = ""
-        if not budget.allows():
-            raise _Lost("the request's time budget ran out before the write was sent", ambiguous=False)
-        for _ in range(1 + MAX_RESENDS):
-            try:
-                self._client.transact_write_items(**request)
-                return
-            except ClientError as exc:
-                code = _error_code(exc)
-                if code == "TransactionCanceledException":
-                    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-                    failed = {r for r in reasons if r not in (None, "None")}
-                    if not failed or failed <= _CONFLICT_REASONS:
-                        raise _Conflict(reasons) from exc
-                    if failed <= _RETRYABLE_REASONS:
-                        cause = f"cancelled: {sorted(failed)}"
-                    else:
-                        raise _fault("TransactWriteItems", exc) from exc
-                elif code == "TransactionConflictException":
-                    raise _Conflict([code]) from exc
-                elif code in _RETRYABLE:
-                    ambiguous = ambiguous or code not in (
-                        "ThrottlingException",
-                        "ProvisionedThroughputExceededException",
-                        "RequestLimitExceeded",
-                    )
-                    cause = code
-                else:
-                    raise _fault("TransactWriteItems", exc) from exc
-            except BotoCoreError as exc:
-                # a request that never connected cannot have been applied; any other loss may have been
-                ambiguous = ambiguous or not isinstance(exc, (EndpointConnectionError, ConnectTimeoutError))
-                cause = type(exc).__name__
-            if not budget.allows(2):
-                break
-            logger.warning("DynamoDB's answer to the write was lost: resending it with the same token", cause=cause)
-        raise _Lost(cause, ambiguous)
-
-    def _committed(self, version: int, token: str, budget: _Budget) -> bool | None:
+    def _committed(self, version: int, token: str, budget: transaction.Budget) -> bool | None:
         """Whether the transaction with ``token`` wrote ``version``: True, False (another write did), or None
         (no record of that version yet, or no time or way to read it)."""
         if not budget.allows():
@@ -790,15 +611,9 @@ class FlagStore:
 
     def _replay(self, idempotency: Idempotency) -> ChangeResult | None:
         """The earlier outcome of the same Idempotency-Key, or None when the key is new (or expired)."""
-        item = self._get(idempotency_key(idempotency.digest))
-        if item is None or int(item.get(TTL_ATTR, {}).get("N", "0")) < int(self._clock()):
+        version = idempotency.remembered_version(self._get(idempotency.key), self._clock())
+        if version is None:
             return None
-        if item.get("fingerprint", {}).get("S") != idempotency.fingerprint:
-            raise IdempotencyKeyReused(
-                "this Idempotency-Key was used for a different request in the last 24 hours; use a new key",
-                rule="idempotency_key",
-            )
-        version = int(item["version"]["N"])
         record = self._get(audit_key(version))
         if record is None:  # the trail kept less than a day: answer with today's state
             return self._result(self.current(), applied=True, attempts=0, replayed=True)

@@ -1,7 +1,8 @@
 """Write function: PATCH /flags, GET /flags/history, POST /flags/revert (IAM-authorised admin routes).
 
-Thin routes over ``singleton_flags.store``; errors map to HTTP in one place (``handle_flags_error``), and a
-request pydantic rejects is re-checked by the domain validation so the client hears which flag and rule.
+Thin routes over ``singleton_flags.store``. A request is validated once, by its model (whose first validator
+runs the domain rules: ``singleton_flags.api_models``); every refusal, whoever raised it, reaches the error
+contract through one exception handler (``handle_refusal``).
 """
 
 import gc
@@ -22,11 +23,12 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
-
+from singleton_flags.api_models import build_models
+from singleton_flags.audit import decode_cursor
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client, worst_call_seconds
-from singleton_flags.declarations import load_declarations
-from singleton_flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType
 from singleton_flags.codec import iso_time
+from singleton_flags.declarations import load_declarations
+from singleton_flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
 from singleton_flags.http import (
     WILDCARD,
     Versions,
@@ -38,6 +40,7 @@ from singleton_flags.http import (
     no_route_response,
     parse_entity_tags,
 )
+from singleton_flags.idempotency import Idempotency, parse_key
 from singleton_flags.observability import (
     CHANGES_APPLIED,
     DIMENSION_CODE,
@@ -60,9 +63,8 @@ from singleton_flags.requests import (
     single_query_value,
 )
 from singleton_flags.settings import Settings
-from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore, Idempotency, decode_cursor
+from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
 from singleton_flags.windows import windows_from_env
-from singleton_flags.api_models import build_models
 
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_declarations()
@@ -80,7 +82,6 @@ STORE = FlagStore(
 )
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
 DEADLINE_MARGIN_SECONDS = 1.0
-MAX_IDEMPOTENCY_KEY_LENGTH = 255
 # The writing environment's own cache, primed with every write it makes (read-your-writes).
 READER = FlagReader(
     SingletonProvider(client=CLIENT, table_name=SETTINGS.table_name, declarations=DECLARATIONS),
@@ -139,6 +140,8 @@ def _history_query() -> tuple[int, str | None]:
     event = app.current_event.raw_event
     limit = single_query_value(event, "limit", rule="limit")
     cursor = single_query_value(event, "cursor", rule="cursor")
+    if cursor is not None:
+        decode_cursor(cursor)  # one this API gave out, or the precise refusal
     if limit is None:
         return DEFAULT_HISTORY_LIMIT, cursor
     return query_integer(limit, "limit", 1, MAX_HISTORY_LIMIT, rule="limit"), cursor
@@ -152,14 +155,9 @@ def _time_budget() -> float:
 def _idempotency(actor: str, request: dict[str, Any], expected: int | Versions | None) -> Idempotency | None:
     """The request's ``Idempotency-Key`` (1-255 visible ASCII characters), scoped to the caller; the request it
     names is its method, path, validated body and the versions its If-Match accepts."""
-    key = app.current_event.headers.get("idempotency-key")
+    key = parse_key(app.current_event.headers.get("idempotency-key"))
     if key is None:
         return None
-    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH or not all("!" <= char <= "~" for char in key):
-        raise InvalidRequest(
-            f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (e.g. a UUID)",
-            rule="idempotency_key",
-        )
     event = app.current_event
     if_match = sorted(expected) if isinstance(expected, frozenset) else expected
     return Idempotency.of(
@@ -193,8 +191,7 @@ def _state_response(result: ChangeResult) -> Response:
     "/flags", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}}
 )
 def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None):
-    changes = STORE.validate_changes(body.flags.model_dump(exclude_unset=True))
-    reason = STORE.validate_reason(body.reason)
+    changes, reason = body.flags.model_dump(exclude_unset=True), body.reason  # validated by the model, once
     expected, actor = _expected_version(), _actor()
     idempotency = _idempotency(actor, {"flags": changes, "reason": reason}, expected)
     result = STORE.change(
@@ -213,13 +210,12 @@ def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None)
     responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}},
 )
 def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):
-    reason = STORE.validate_reason(body.reason)
     expected, actor = _expected_version(), _actor()
-    idempotency = _idempotency(actor, {"version": body.version, "reason": reason}, expected)
+    idempotency = _idempotency(actor, {"version": body.version, "reason": body.reason}, expected)
     result = STORE.revert(
         body.version,
         actor=actor,
-        reason=reason,
+        reason=body.reason,
         expected_version=expected,
         idempotency=idempotency,
         time_budget=_time_budget(),
@@ -232,45 +228,19 @@ def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = Non
     responses={200: {"description": "Audit records", "content": {"application/json": {"model": History}}}},
 )
 def get_history(
+    # Documented here, read from the raw query (_history_query): a repeat is refused, digits are ASCII only.
     limit: Annotated[
-        int, Query(ge=1, le=MAX_HISTORY_LIMIT, description=f"Records per page (1-{MAX_HISTORY_LIMIT}).")
-    ] = DEFAULT_HISTORY_LIMIT,
+        str | None,
+        Query(
+            description=f"Records per page (1-{MAX_HISTORY_LIMIT}, default {DEFAULT_HISTORY_LIMIT}).",
+            json_schema_extra={"pattern": "^[0-9]{1,3}$"},
+        ),
+    ] = None,
     cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
 ):
-    limit, cursor = _history_query()  # the raw query decides: pydantic's int() takes "+5" and a repeat's first
-    if cursor is not None:
-        decode_cursor(cursor)
-    records, next_cursor = STORE.history(limit=limit, cursor=cursor)
+    limit_value, cursor = _history_query()
+    records, next_cursor = STORE.history(limit=limit_value, cursor=cursor)
     return json_response(HTTPStatus.OK, {"records": records, "next_cursor": next_cursor})
-
-
-def _domain_check() -> None:
-    """Re-run the domain validation on the raw request; raises the precise FlagsError if there is one."""
-    event = app.current_event
-    if event.http_method == "GET":
-        _, cursor = _history_query()
-        if cursor is not None:
-            decode_cursor(cursor)
-        return
-    _expected_version()
-    payload = parse_json_body(_decoded_body())
-    expected = {"flags", "reason"} if event.http_method == "PATCH" else {"version", "reason"}
-    unknown = set(payload) - expected
-    if unknown:
-        raise InvalidRequest(f"unknown field(s) {sorted(unknown)}; expected {sorted(expected)}", rule="fields")
-    if event.http_method == "PATCH":
-        STORE.validate_changes(payload.get("flags"))
-    else:
-        STORE.validate_version(payload.get("version"))
-    STORE.validate_reason(payload.get("reason"))
-
-
-def _decoded_body() -> str:
-    """The body as text; a base64 body (``isBase64Encoded``) that is not base64 of UTF-8 is refused."""
-    try:
-        return app.current_event.decoded_body or ""
-    except (binascii.Error, UnicodeDecodeError) as exc:
-        raise InvalidRequest("the base64 body is not base64 of UTF-8 text", rule="encoding") from exc
 
 
 def _content_type() -> str:
@@ -288,43 +258,38 @@ def _not_json() -> UnsupportedMediaType:
     )
 
 
-@app.exception_handler(RequestUnsupportedContentType)
-def handle_unsupported_content_type(_: RequestUnsupportedContentType) -> Response:
-    return handle_flags_error(_not_json())
+def _as_refusal(error: Exception) -> FlagsError:
+    """Any refusal as a domain error: ours as it is; Powertools' and pydantic's mapped to the error contract."""
+    event = app.current_event
+    if event.http_method != "GET" and not _body_is_json():  # a form or multipart body: not what this API reads
+        return _not_json()
+    if isinstance(error, FlagsError):
+        return error
+    if isinstance(error, (binascii.Error, UnicodeDecodeError)):  # a base64 body that does not decode
+        return InvalidRequest("the base64 body is not base64 of UTF-8 text", rule="encoding")
+    if isinstance(error, RequestValidationError):
+        first = error.errors()[0] if error.errors() else {}
+        if event.http_method == "GET":  # the raw query's rules name the parameter the schema refused
+            try:
+                _history_query()
+            except FlagsError as precise:
+                return precise
+        elif first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
+            return InvalidRequest("the body is empty: send a JSON object", rule="json")
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        return InvalidRequest(f"{where}: {first.get('msg', 'invalid request')}", rule="schema")
+    raise error  # a ValueError on a JSON request is not a body-format problem: a bug, let it surface
 
 
-@app.exception_handler(ValueError)
-def handle_unparseable_body(error: ValueError) -> Response:
-    """Powertools raises ValueError for a form body it cannot parse (multipart without a boundary), and for a
-    base64 body that does not decode."""
-    if isinstance(error, (binascii.Error, UnicodeDecodeError)):
-        return handle_flags_error(InvalidRequest("the base64 body is not base64 of UTF-8 text", rule="encoding"))
-    if _body_is_json():
-        raise error  # not a body-format problem: a bug, let it surface
-    return handle_flags_error(_not_json())
-
-
-@app.exception_handler(RequestValidationError)
-def handle_invalid_request(error: RequestValidationError) -> Response:
-    if not _body_is_json():  # a form body Powertools parsed into fields: still not what this API reads
-        return handle_flags_error(_not_json())
-    try:
-        _domain_check()
-    except FlagsError as precise:
-        return handle_flags_error(precise)
-    first = error.errors()[0] if error.errors() else {}
-    where = ".".join(str(part) for part in first.get("loc", ()))
-    return handle_flags_error(InvalidRequest(f"{where}: {first.get('msg', 'invalid request')}", rule="schema"))
-
-
-@app.exception_handler(FlagsError)
-def handle_flags_error(error: FlagsError) -> Response:
-    emit_count(REFUSALS, 1, {DIMENSION_CODE: error.code})
-    if error.code == "WRITE_CONFLICT":
+@app.exception_handler([FlagsError, RequestValidationError, RequestUnsupportedContentType, ValueError])
+def handle_refusal(error: Exception) -> Response:
+    refusal = _as_refusal(error)
+    emit_count(REFUSALS, 1, {DIMENSION_CODE: refusal.code})
+    if isinstance(refusal, WriteConflict):
         metrics.add_metric(name=WRITE_CONFLICTS, unit=MetricUnit.Count, value=1)
-    log = logger.error if isinstance(error, StoreFault) else logger.info  # a 500 is our bug: it pages
-    log("request refused", code=error.code, status=int(error.status), detail=error.message)
-    return error_response(error)
+    log = logger.error if isinstance(refusal, StoreFault) else logger.info  # a 500 is our bug: it pages
+    log("request refused", code=refusal.code, status=int(refusal.status), detail=refusal.message)
+    return error_response(refusal)
 
 
 @app.not_found

@@ -18,7 +18,8 @@ import pytest
 
 from local.functions import load_module
 from singleton_flags.aws import dynamodb_client
-from singleton_flags.provider import SingletonProvider, Snapshot
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.snapshot import Snapshot
 from singleton_flags.reader import FlagReader
 
 pytestmark = pytest.mark.integration

@@ -20,15 +20,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from bench.write_path import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
-from local.functions import load_module
+from singleton_flags.audit import audit_record
 from singleton_flags.codec import decode_plain, encode
 from singleton_flags.declarations import Declarations
 from singleton_flags.errors import WriteConflict
 from singleton_flags.keys import VERSION_ATTR, audit_key
-from singleton_flags.provider import Snapshot
-from singleton_flags.store import FlagStore, audit_record
+from singleton_flags.snapshot import Snapshot
+from singleton_flags.store import FlagStore
+
+from bench.write_path import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
+from local.functions import load_module
 from tests.conftest import FakeLambdaContext, rest_event
 from tests.integration.conftest import read_singleton, read_trail
 

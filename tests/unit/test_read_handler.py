@@ -18,8 +18,23 @@ from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
 FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at"}
 READ_PATH_MODULES = {
     f"singleton_flags.{name}"
-    for name in ("aws", "codec", "declarations", "errors", "http", "keys", "observability", "provider", "reader")
-} | {"singleton_flags.routes", "singleton_flags.settings", "singleton_flags.vocabulary"}  # vocabulary: pure names, no imports
+    for name in (
+        "aws",
+        "codec",
+        "declarations",
+        "errors",
+        "http",
+        "keys",
+        "observability",
+        "provider",
+        "reader",
+        "snapshot",
+    )
+} | {
+    "singleton_flags.routes",
+    "singleton_flags.settings",
+    "singleton_flags.vocabulary",
+}  # vocabulary: pure names, no imports
 
 
 class TestGetFlags:
@@ -267,7 +282,9 @@ def test_the_read_function_imports_nothing_the_get_path_does_not_use(tmp_path: A
     env = {**os.environ, "TABLE_NAME": "t", "AWS_DEFAULT_REGION": "us-east-1"}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     functions = os.path.join(root, "functions")  # the asset root, Lambda's /var/task (python -c puts it first)
-    out = subprocess.run([sys.executable, "-c", script], env=env, cwd=functions, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=functions, capture_output=True, text=True, check=True
+    )
     loaded = set(json.loads(out.stdout))
     assert not loaded & {"pydantic", "aws_xray_sdk", "write_api", "maintenance", "moto"}
     assert not {module for module in loaded if module.startswith("singleton_flags.")} - READ_PATH_MODULES

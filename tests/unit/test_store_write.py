@@ -14,8 +14,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from unit_support import START, Clock, flags_item
-
+from singleton_flags.audit import decode_cursor, encode_cursor
 from singleton_flags.codec import encode_plain
 from singleton_flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
 from singleton_flags.errors import (
@@ -28,16 +27,12 @@ from singleton_flags.errors import (
     VersionNotFound,
     WriteConflict,
 )
+from singleton_flags.http import error_headers
 from singleton_flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY, TTL_ATTR, audit_key, audit_sort_key, singleton_key
-from singleton_flags.store import (
-    MAX_HISTORY_LIMIT,
-    MAX_REASON_LENGTH,
-    MAX_RESENDS,
-    FlagStore,
-    Ownership,
-    decode_cursor,
-    encode_cursor,
-)
+from singleton_flags.requests import MAX_REASON_LENGTH, validate_reason
+from singleton_flags.store import MAX_HISTORY_LIMIT, FlagStore, Ownership
+from singleton_flags.transaction import MAX_RESENDS
+from unit_support import START, Clock, flags_item
 
 TABLE = "flags"
 CONSISTENT_READ = {"TableName": TABLE, "Key": singleton_key(), "ConsistentRead": True}
@@ -223,7 +218,7 @@ def test_with_an_expected_version_a_cancellation_is_412_after_one_attempt(store:
     # When the conditional change is made / Then no retry: 412 with the version read afterwards
     with pytest.raises(PreconditionFailed) as refused:
         store.store.change({"signup_enabled": False}, actor="a", reason="r", expected_version=4)
-    assert refused.value.current_version == 5 and refused.value.headers() == {"ETag": '"5"'}
+    assert refused.value.current_version == 5 and error_headers(refused.value) == {"ETag": '"5"'}
     assert store.retries == []
 
 
@@ -339,10 +334,10 @@ def test_a_missing_singleton_is_restored_from_the_newest_record_in_the_same_tran
 
 
 def test_a_reason_is_trimmed_and_bounded() -> None:
-    assert FlagStore.validate_reason("  why  ") == "why"
-    assert FlagStore.validate_reason("x" * MAX_REASON_LENGTH) == "x" * MAX_REASON_LENGTH
+    assert validate_reason("  why  ") == "why"
+    assert validate_reason("x" * MAX_REASON_LENGTH) == "x" * MAX_REASON_LENGTH
     with pytest.raises(InvalidRequest):
-        FlagStore.validate_reason("x" * (MAX_REASON_LENGTH + 1))
+        validate_reason("x" * (MAX_REASON_LENGTH + 1))
 
 
 @pytest.mark.parametrize("limit", [0, MAX_HISTORY_LIMIT + 1])

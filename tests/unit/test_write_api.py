@@ -12,9 +12,24 @@ from typing import Any
 
 import boto3
 import pytest
+import singleton_flags.declarations
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
+from singleton_flags.audit import encode_cursor
+from singleton_flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
+from singleton_flags.keys import (
+    MAINTENANCE_DEADLINE_ATTR,
+    MAINTENANCE_OWNER_ATTR,
+    SORT_KEY,
+    TTL_ATTR,
+    UPDATED_BY_ATTR,
+    VERSION_ATTR,
+    singleton_key,
+)
+from singleton_flags.reader import CACHED
+from singleton_flags.store import FlagStore, Ownership
+from singleton_flags.transaction import MAX_RESENDS
 from unit_support import (
     CALLER,
     REASON,
@@ -29,21 +44,7 @@ from unit_support import (
     install,
 )
 
-import singleton_flags.declarations
 from local.functions import load_module
-from singleton_flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
-from singleton_flags.keys import (
-    MAINTENANCE_DEADLINE_ATTR,
-    MAINTENANCE_OWNER_ATTR,
-    SORT_KEY,
-    TTL_ATTR,
-    UPDATED_BY_ATTR,
-    VERSION_ATTR,
-    singleton_key,
-)
-from singleton_flags.reader import CACHED
-from singleton_flags.store import MAX_RESENDS, FlagStore, Ownership, encode_cursor
-
 
 # -- PATCH /flags refusals ----------------------------------------------------------------------------
 

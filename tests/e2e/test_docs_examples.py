@@ -1,0 +1,130 @@
+"""The documentation's examples run as written.
+
+Every ```console block of the pages below is a transcript: a line starting with ``$ `` is a command (run with
+bash from the repository root, ``http://127.0.0.1:3000`` replaced by the runner's URL), the lines after it, up
+to the next command or the end of the block, are what it prints (stdout and stderr). Each page runs top to
+bottom against a fresh local runner with the cache age of cdk.json (``make run``'s), so a reader who pastes a
+page's blocks in order into a new ``make run`` sees what the page shows. Only values that differ from run to
+run are ignored, each by one of the patterns in ``RUN_DEPENDENT``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from e2e_support import REPO_ROOT, Runner, runner_env, start_runner
+
+PAGES = ("docs/api.md", "docs/local-runner.md", "docs/flagctl.md")
+DOCUMENTED_URL = "http://127.0.0.1:3000"
+COMMAND_TIMEOUT_SECONDS = 60
+
+# (pattern, placeholder): what changes between two runs of the same transcript, and nothing else.
+RUN_DEPENDENT: tuple[tuple[re.Pattern[str], str], ...] = (
+    # ISO 8601 times: fetched_at, at, scheduled_time, deadline (2026-12-01T09:46:08.922+00:00, ...Z)
+    (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?"), "<time>"),
+    # HTTP dates: the Date header (Tue, 01 Dec 2026 09:46:08 GMT)
+    (re.compile(r"\b[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT\b"), "<http-date>"),
+    # UUIDs: request ids (x-amzn-RequestId), idempotency keys flagctl makes up
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
+    # durations (12 ms, 0.8 s)
+    (re.compile(r"\b\d+(?:\.\d+)? ?(?:ms|s)\b"), "<duration>"),
+    # the runner's port (the pages say 3000, the tests use a free one)
+    (re.compile(r"\b127\.0\.0\.1:\d+\b"), "127.0.0.1:<port>"),
+    # the interpreter's version in the Server header (singleton-flags-local Python/3.11.7)
+    (re.compile(r"\bPython/\d+\.\d+\.\d+\b"), "Python/<version>"),
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    page: str
+    line: int  # 1-based line of the ``$ `` line in the page
+    command: str
+    expected: tuple[str, ...]
+
+
+def console_commands(page: str) -> list[Command]:
+    """Every command of every ```console block of ``page``, in page order, with its expected output."""
+    commands: list[Command] = []
+    in_block = False
+    current: tuple[int, str, list[str]] | None = None
+    for number, line in enumerate((REPO_ROOT / page).read_text().splitlines(), start=1):
+        if not in_block:
+            in_block = line.strip() == "```console"
+            continue
+        if line.startswith(("```", "$ ")):
+            if current is not None:
+                commands.append(Command(page, current[0], current[1], tuple(current[2])))
+                current = None
+            if line.startswith("```"):
+                in_block = False
+            else:
+                current = (number, line[2:], [])
+        elif current is None:
+            pytest.fail(f"{page}:{number}: a console block must start with a '$ ' command, not {line!r}")
+        else:
+            current[2].append(line)
+    return commands
+
+
+def normalized(lines: list[str] | tuple[str, ...]) -> list[str]:
+    out = []
+    for line in lines:
+        for pattern, placeholder in RUN_DEPENDENT:
+            line = pattern.sub(placeholder, line)
+        out.append(line.rstrip())
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def run(command: Command, runner: Runner) -> list[str]:
+    completed = subprocess.run(
+        ["bash", "-c", command.command.replace(DOCUMENTED_URL, runner.url)],
+        cwd=REPO_ROOT,
+        env=runner_env(0),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=COMMAND_TIMEOUT_SECONDS,
+        check=False,
+    )
+    return completed.stdout.decode(errors="replace").replace("\r\n", "\n").split("\n")
+
+
+def difference(command: Command, actual: list[str]) -> str | None:
+    expected, got = normalized(command.expected), normalized(actual)
+    if expected == got:
+        return None
+    diff = difflib.unified_diff(
+        expected, got, f"{command.page}:{command.line} (as documented)", "as run", lineterm="", n=2
+    )
+    return f"$ {command.command}\n" + "\n".join(diff)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_console_example_of_the_page_prints_what_the_page_shows(page: str, tmp_path: Path) -> None:
+    commands = console_commands(page)
+    assert commands, f"{page} has no console example"
+    runner = start_runner(tmp_path / "runner.log", POWERTOOLS_PARAMETERS_MAX_AGE=None)
+    try:
+        differences = [found for command in commands if (found := difference(command, run(command, runner)))]
+    finally:
+        runner.stop()
+    assert not differences, (
+        f"{len(differences)} of {len(commands)} commands of {page} print something else than the page shows "
+        f"(run-dependent values normalized):\n\n" + "\n\n".join(differences)
+    )
+
+
+def test_run_dependent_values_are_the_only_thing_ignored() -> None:
+    documented = '"version":1,"fetched_at":"2026-12-01T09:46:08.922+00:00" id 006de9bd-9619-4360-9465-3eb925aff9d8'
+    another_run = '"version":1,"fetched_at":"2026-12-02T10:00:00.001+00:00" id 7522deaa-f99b-4172-8090-2c43383d028c'
+    assert normalized([documented]) == normalized([another_run])
+    assert normalized([documented]) != normalized([documented.replace('"version":1', '"version":2')])
+    assert normalized(['ETag: "1"', "CACHED"]) != normalized(['ETag: "2"', "STATIC"])
