@@ -55,8 +55,8 @@ from singleton_flags.codec import iso_time
 from singleton_flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
 from singleton_flags.keys import MAINTENANCE_FLAG
 from singleton_flags.observability import WINDOW_ENDS, WINDOW_FAILURES, WINDOW_SKIPS, WINDOW_STARTS, logger
-from singleton_flags.snapshot import Snapshot
 from singleton_flags.settings import SettingsError
+from singleton_flags.snapshot import Snapshot
 from singleton_flags.store import FlagStore, Ownership
 
 WINDOWS_ENV = "MAINTENANCE_WINDOWS"
