@@ -17,7 +17,6 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import cast
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
@@ -75,8 +74,7 @@ class FlagReader:
             return state
         fetches_before = self.provider.fetches
         try:
-            # get() is typed as BaseProvider's str | bytes | dict; SingletonProvider caches Snapshots
-            snapshot = cast(Snapshot, self.provider.get(self._sort_key, max_age=self._max_age))
+            snapshot = self.provider.get(self._sort_key, max_age=self._max_age)
         except GetParameterError as exc:
             self._failures += 1
             failed_at = self._clock()  # the window starts when the call gave up, not when it started
