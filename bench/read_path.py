@@ -201,17 +201,13 @@ def moto_table() -> Iterator[None]:
     import boto3
     from moto import mock_aws
 
+    from local.dynamodb_local import create_table
     from singleton_flags.declarations import load_declarations
     from singleton_flags.store import FlagStore
 
     with mock_aws():
         client = boto3.client("dynamodb")
-        client.create_table(
-            TableName=TABLE,
-            AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in ("PK", "SK")],
-            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_table(client, TABLE)
         FlagStore(client, TABLE, load_declarations()).seed(actor="bench", reason="seed")
         yield
 

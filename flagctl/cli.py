@@ -5,6 +5,7 @@
       set NAME=VALUE ... --reason TEXT [--if-match VERSION]
       history [--limit N] [--cursor C]
       revert VERSION --reason TEXT [--if-match VERSION]
+      restore --reason TEXT
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
@@ -114,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     revert.add_argument("version", type=parse_version)
     revert.add_argument("--reason", required=True)
     revert.add_argument("--if-match", type=parse_version, metavar="VERSION")
+
+    restore = commands.add_parser("restore", help="bring a missing flags item back from its audit trail")
+    restore.add_argument("--reason", required=True)
     return parser
 
 
@@ -222,6 +226,8 @@ def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callab
         return client.change(changes, args.reason, args.if_match, new_idempotency_key()), render_change
     if args.command == "history":
         return client.history(args.limit, args.cursor), render_history
+    if args.command == "restore":
+        return client.restore(args.reason), render_change
     return client.revert(args.version, args.reason, args.if_match, new_idempotency_key()), render_change
 
 

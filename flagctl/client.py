@@ -205,6 +205,10 @@ class FlagsClient:
         body = {"version": version, "reason": reason}
         return self.request("POST", "/flags/revert", body=body, headers=_write_headers(if_match, idempotency_key))
 
+    def restore(self, reason: str) -> Answer:
+        """Bring a missing flags item back from its audit trail (nothing changes if it exists)."""
+        return self.request("POST", "/flags/restore", body={"reason": reason})
+
 
 def check_flag_name(name: str) -> str:
     """A name the API could have declared, or bad input: the API would only answer 404 for anything else."""

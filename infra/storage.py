@@ -14,10 +14,12 @@ from aws_cdk import CustomResource, Duration, RemovalPolicy, aws_dynamodb as dyn
 from constructs import Construct
 
 from infra import constants
+from local.table import table_definition
 from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.keys import PARTITION_KEY, SORT_KEY, TTL_ATTR
 
 SEED_RESOURCE_TYPE = "Custom::FlagsSeed"
+_ATTRIBUTE_TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
+_BILLING = {"PAY_PER_REQUEST": dynamodb.Billing.on_demand}
 
 
 def declarations_fingerprint(declarations: Declarations) -> str:
@@ -27,7 +29,8 @@ def declarations_fingerprint(declarations: Declarations) -> str:
 
 
 class Storage(Construct):
-    """TableV2 (PK/SK, on demand, PITR, deletion protection, retained, TTL); ``add_seed`` adds the seed."""
+    """TableV2 of ``local.table.table_definition`` (PK/SK, on demand, TTL), with PITR, deletion protection,
+    retained; ``add_seed`` adds the seed."""
 
     def __init__(
         self,
@@ -55,17 +58,19 @@ class Storage(Construct):
         return self.seed
 
     def _build_table(self) -> dynamodb.TableV2:
+        definition = table_definition()
+        key_type = _ATTRIBUTE_TYPES[definition.key_type]
         return dynamodb.TableV2(
             self,
             constants.TABLE_ID,
-            partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=SORT_KEY, type=dynamodb.AttributeType.STRING),
-            billing=dynamodb.Billing.on_demand(),
+            partition_key=dynamodb.Attribute(name=definition.partition_key, type=key_type),
+            sort_key=dynamodb.Attribute(name=definition.sort_key, type=key_type),
+            billing=_BILLING[definition.billing_mode](),
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
             deletion_protection=True,
             removal_policy=RemovalPolicy.RETAIN,
-            time_to_live_attribute=TTL_ATTR,
+            time_to_live_attribute=definition.ttl_attribute,
             encryption=dynamodb.TableEncryptionV2.aws_managed_key(),
         )

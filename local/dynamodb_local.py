@@ -121,27 +121,17 @@ def local_client(endpoint: str, *, region: str = REGION, timeout: float = 5.0, a
 
 
 def create_table(client: Any, name: str) -> None:
-    """Create the flags table as the stack does (PK/SK strings, on demand) and enable TTL on expires_at.
+    """Create the flags table as the stack does (``local.table.table_definition``) and enable its TTL.
 
     Point-in-time recovery and deletion protection are deployment safeguards with no effect on behaviour
     here, so they are left out.
     """
-    from singleton_flags.keys import PARTITION_KEY, SORT_KEY, TTL_ATTR
+    from local.table import table_definition
 
-    client.create_table(
-        TableName=name,
-        AttributeDefinitions=[
-            {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": SORT_KEY, "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
-            {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    definition = table_definition()
+    client.create_table(**definition.create_table_params(name))
     client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 50})
-    client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTR})
+    client.update_time_to_live(TableName=name, TimeToLiveSpecification=definition.time_to_live_specification())
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec

@@ -37,14 +37,18 @@ def _multi(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who the local runner says is calling: a fixed local admin identity (the deployed API uses IAM)."""
+    """Who the local runner says is calling: a fixed local admin identity (the deployed API uses IAM).
+
+    ``arn`` names another principal (an assumed role, another account); by default the local IAM user ``name``.
+    """
 
     name: str = "local-admin"
     source_ip: str = "127.0.0.1"
+    arn: str | None = None
 
     @property
     def user_arn(self) -> str:
-        return f"arn:aws:iam::{LOCAL_ACCOUNT}:user/{self.name}"
+        return self.arn or f"arn:aws:iam::{LOCAL_ACCOUNT}:user/{self.name}"
 
 
 def proxy_event(

@@ -26,30 +26,13 @@ from local.functions import load_module
 from local.paths import REPO_ROOT
 from singleton_flags.errors import FlagsError
 from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION
+from singleton_flags.vocabulary import READ_REASONS
 
 SCHEMAS = "#/components/schemas/"
 RESPONSES = "#/components/responses/"
 PARAMETERS = "#/components/parameters/"
-READ_REASONS = ["STATIC", "CACHED", "STALE", "DEFAULT"]
 NO_ROUTE_CODES = {HTTPStatus.NOT_FOUND: "NOT_FOUND", HTTPStatus.METHOD_NOT_ALLOWED: "METHOD_NOT_ALLOWED"}
 
-# What each operation can answer besides 200, as the functions really answer it. A write route not listed
-# here gets WRITE_DEFAULT_ERRORS; the unit test holds the document to ROUTES.
-OPERATION_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
-    ("GET", "/flags"): (),
-    ("GET", "/flags/{name}"): (404,),
-    ("PATCH", "/flags"): (400, 409, 412, 413, 415, 503),
-    ("GET", "/flags/history"): (400, 503),
-    ("POST", "/flags/revert"): (400, 404, 409, 412, 413, 415, 503),
-}
-WRITE_DEFAULT_ERRORS = (400, 503)
-SUMMARIES: dict[tuple[str, str], str] = {
-    ("GET", "/flags"): "Every flag, with the version and where the values came from",
-    ("GET", "/flags/{name}"): "One flag",
-    ("PATCH", "/flags"): "Change one or more flags (audited; If-Match makes it conditional)",
-    ("GET", "/flags/history"): "Audit records, newest first, paginated",
-    ("POST", "/flags/revert"): "Restore the values of an earlier version, as a new version",
-}
 RESPONSE_NAMES = {
     400: "BadRequest",
     404: "NotFound",
@@ -58,14 +41,18 @@ RESPONSE_NAMES = {
     412: "PreconditionFailed",
     413: "ItemTooLarge",
     415: "UnsupportedMediaType",  # a body that is not application/json
-    503: "StoreUnavailable",
+    422: "IdempotencyKeyReused",
+    500: "InternalError",  # DynamoDB refused what no input explains: a bug, alarmed
+    503: "StoreUnavailable",  # STORE_UNAVAILABLE (nothing applied) or OUTCOME_UNKNOWN
 }
 ERROR_DETAILS: dict[int, dict[str, Any]] = {  # the details the errors of a status carry (singleton_flags.errors)
     400: {"flag": {"type": "string"}, "rule": {"type": "string"}},
     404: {"flag": {"type": "string"}, "version": {"type": "integer"}},
     409: {"attempts": {"type": "integer"}, "retry_after": {"type": "integer"}},
-    412: {"current_version": {"type": "integer"}},
+    412: {"current_version": {"type": "integer"}, "flags": {"type": "object"}},
     413: {"size": {"type": "integer"}, "limit": {"type": "integer"}, "rule": {"type": "string"}},
+    422: {"rule": {"type": "string"}},
+    503: {"version": {"type": "integer"}},  # OUTCOME_UNKNOWN: the version the write tried to write
 }
 RETRY_AFTER_STATUSES = (409, 503)
 
@@ -132,7 +119,11 @@ def _error_response(status: int, codes: list[str]) -> dict[str, Any]:
 def _read_schemas() -> dict[str, Any]:
     meta = {
         "version": {"type": ["integer", "null"], "description": "The stored version; null for fallbacks."},
-        "reason": {"type": "string", "enum": READ_REASONS, "description": "Where the values came from (OpenFeature)."},
+        "reason": {
+            "type": "string",
+            "enum": list(READ_REASONS),
+            "description": "Where the values came from (OpenFeature).",
+        },
         "fetched_at": {"type": ["string", "null"], "description": "When the values were read from the table."},
         "maintenance_ended_by": {
             "type": "string",
@@ -296,15 +287,13 @@ def build_document(
     codes = error_codes()
     paths: dict[str, dict[str, Any]] = {}
     for route in ROUTES:
-        key = (route.method, route.path)
         method = route.method.lower()
         if route.function == READ_FUNCTION:
             operation = _read_operation(route.method, route.path)
         else:
             operation = _write_operation(route.method, route.path, generated["paths"][route.path][method])
-        operation["summary"] = SUMMARIES.get(key, f"{route.method} {route.path}")
-        default_errors = () if route.function == READ_FUNCTION else WRITE_DEFAULT_ERRORS
-        for status in OPERATION_ERRORS.get(key, default_errors):
+        operation["summary"] = route.summary or f"{route.method} {route.path}"
+        for status in route.errors:
             operation["responses"][str(status)] = {"$ref": RESPONSES + RESPONSE_NAMES[status]}
         paths.setdefault(route.path, {})[method] = operation
     servers: list[dict[str, Any]] = (

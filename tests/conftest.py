@@ -6,13 +6,15 @@ Kept minimal on purpose: each tier adds what it needs in its own conftest.
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from singleton_flags.declarations import Declarations, load_declarations
+
+from local.gateway import LambdaContext
+from tests.support.events import invocation_context, rest_event
 
 TABLE_NAME = "singleton-flags-test"
 REGION = "us-east-1"
@@ -33,67 +35,14 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
-def rest_event(
-    method: str,
-    path: str,
-    *,
-    headers: dict[str, str] | None = None,
-    multi_value_headers: dict[str, list[str]] | None = None,
-    body: Any = None,
-    resource: str | None = None,
-    path_parameters: dict[str, str] | None = None,
-    caller_arn: str = "arn:aws:iam::123456789012:user/tester",
-) -> dict[str, Any]:
-    """An API Gateway REST (v1) proxy event as Lambda receives it for an AWS_IAM-authorised method."""
-    headers = dict(headers or {})
-    if multi_value_headers is None:
-        multi_value_headers = {name: [value] for name, value in headers.items()}
-    if body is not None and not isinstance(body, str):
-        body = json.dumps(body)
-    return {
-        "resource": resource or path,
-        "path": path,
-        "httpMethod": method,
-        "headers": headers,
-        "multiValueHeaders": multi_value_headers,
-        "queryStringParameters": None,
-        "multiValueQueryStringParameters": None,
-        "pathParameters": path_parameters,
-        "stageVariables": None,
-        "requestContext": {
-            "resourcePath": resource or path,
-            "httpMethod": method,
-            "path": f"/prod{path}",
-            "stage": "prod",
-            "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
-            "accountId": "123456789012",
-            "apiId": "abcdef1234",
-            "identity": {"userArn": caller_arn, "caller": "AIDAEXAMPLE", "sourceIp": "192.0.2.1"},
-        },
-        "body": body,
-        "isBase64Encoded": False,
-    }
-
-
-@dataclass(frozen=True)
-class FakeLambdaContext:
-    function_name: str = "singleton-flags-test"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:singleton-flags-test"
-    aws_request_id: str = "52fdfc07-2182-154f-163f-5f0f9a621d72"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
-
-
 @pytest.fixture
 def make_event() -> Callable[..., dict[str, Any]]:
     return rest_event
 
 
 @pytest.fixture
-def lambda_context() -> FakeLambdaContext:
-    return FakeLambdaContext()
+def lambda_context() -> LambdaContext:
+    return invocation_context()
 
 
 @functools.cache
@@ -105,6 +54,11 @@ def _session() -> Any:
     return boto3.session.Session()
 
 
+@pytest.fixture(scope="session")
+def declarations() -> Declarations:
+    return load_declarations()
+
+
 @pytest.fixture
 def table_name() -> str:
     return TABLE_NAME
@@ -112,20 +66,14 @@ def table_name() -> str:
 
 @pytest.fixture
 def ddb(aws_env: None) -> Iterator[Any]:
-    """A low-level DynamoDB client on moto, with the flags table (PK/SK strings, on demand) created."""
+    """A low-level DynamoDB client on moto, with the flags table created as the stack defines it."""
     from moto import mock_aws
+
+    from local.dynamodb_local import create_table
 
     with mock_aws():
         client = _session().client("dynamodb", region_name=REGION)
-        client.create_table(
-            TableName=TABLE_NAME,
-            AttributeDefinitions=[
-                {"AttributeName": "PK", "AttributeType": "S"},
-                {"AttributeName": "SK", "AttributeType": "S"},
-            ],
-            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_table(client, TABLE_NAME)
         yield client
 
 

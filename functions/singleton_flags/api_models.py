@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
-from singleton_flags.requests import MAX_REASON_LENGTH, validate_patch, validate_revert
+from singleton_flags.requests import MAX_REASON_LENGTH, validate_patch, validate_restore, validate_revert
 from singleton_flags.vocabulary import READ_REASONS
 
 # The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
@@ -88,6 +88,15 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         def _domain_rules(cls, payload: Any) -> dict[str, Any]:
             return validate_revert(payload)
 
+    class RestoreRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
+
+        @model_validator(mode="before")
+        @classmethod
+        def _domain_rules(cls, payload: Any) -> dict[str, Any]:
+            return validate_restore(payload)
+
     class FlagsState(BaseModel):
         flags: values  # type: ignore[valid-type]
         version: int | None
@@ -123,6 +132,7 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
     return {
         "PatchRequest": PatchRequest,
         "RevertRequest": RevertRequest,
+        "RestoreRequest": RestoreRequest,
         "FlagsState": FlagsState,
         "History": History,
     }

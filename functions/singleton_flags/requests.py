@@ -153,6 +153,7 @@ def validate_version(version: Any) -> int:
 
 PATCH_FIELDS = frozenset({"flags", "reason"})
 REVERT_FIELDS = frozenset({"version", "reason"})
+RESTORE_FIELDS = frozenset({"reason"})
 
 
 def _fields(payload: Any, expected: frozenset[str]) -> Mapping[str, Any]:
@@ -175,6 +176,11 @@ def validate_revert(payload: Any) -> dict[str, Any]:
     """A POST /flags/revert body, every rule checked once: its fields, the version, the reason."""
     body = _fields(payload, REVERT_FIELDS)
     return {"version": validate_version(body.get("version")), "reason": validate_reason(body.get("reason"))}
+
+
+def validate_restore(payload: Any) -> dict[str, Any]:
+    """A POST /flags/restore body: the reason, nothing else."""
+    return {"reason": validate_reason(_fields(payload, RESTORE_FIELDS).get("reason"))}
 
 
 def query_values(event: Mapping[str, Any], name: str) -> list[str]:

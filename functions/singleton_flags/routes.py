@@ -22,14 +22,37 @@ class Route(NamedTuple):
     method: str
     path: str
     function: str
+    summary: str = ""
+    errors: tuple[int, ...] = (400, 500, 503)  # what the function answers besides 200 (and a read's 304)
 
+
+_WRITE_ERRORS = (400, 409, 412, 413, 415, 422, 500, 503)  # a write: refused, conflicted, stale, too big, ...
 
 ROUTES: tuple[Route, ...] = (
-    Route("GET", "/flags", READ_FUNCTION),
-    Route("GET", "/flags/{name}", READ_FUNCTION),
-    Route("PATCH", "/flags", WRITE_FUNCTION),
-    Route("GET", "/flags/history", WRITE_FUNCTION),
-    Route("POST", "/flags/revert", WRITE_FUNCTION),
+    Route("GET", "/flags", READ_FUNCTION, "Every flag, with the version and where the values came from", ()),
+    Route("GET", "/flags/{name}", READ_FUNCTION, "One flag", (404,)),
+    Route(
+        "PATCH",
+        "/flags",
+        WRITE_FUNCTION,
+        "Change one or more flags (audited; If-Match makes it conditional)",
+        _WRITE_ERRORS,
+    ),
+    Route("GET", "/flags/history", WRITE_FUNCTION, "Audit records, newest first, paginated", (400, 500, 503)),
+    Route(
+        "POST",
+        "/flags/revert",
+        WRITE_FUNCTION,
+        "Restore the values of an earlier version, as a new version",
+        (404, *_WRITE_ERRORS),
+    ),
+    Route(
+        "POST",
+        "/flags/restore",
+        WRITE_FUNCTION,
+        "Bring a missing flags item back from its audit trail",
+        (400, 413, 415, 500, 503),
+    ),
 )
 
 

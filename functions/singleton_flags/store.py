@@ -307,6 +307,11 @@ class FlagStore:
 
         return self._write(planned, actor=actor, reason=reason, kind="seed", seed_only_missing=True)
 
+    def restore(self, *, actor: str, reason: str) -> ChangeResult:
+        """Bring a missing item back now, by the restore rule (its newest record's state at a new version; the
+        initial values at version 0 when no record remains); an item that exists is left as it is."""
+        return self._write(lambda current: Plan(changes={}), actor=actor, reason=reason, kind="restore")
+
     def _write(
         self,
         plan_for: Callable[[Snapshot], Plan | None],
@@ -450,7 +455,11 @@ class FlagStore:
         token = self._token()
         items: list[dict[str, Any]] = [{"Update": self._update(current, sets, owner_removes)}]
         if current.missing and current.restored_from is not None:
-            restore_reason = f"restored the missing flags item from version {current.restored_from}'s audit record"
+            restore_reason = (  # an explicit restore keeps its operator's reason; one a write caused says so
+                reason
+                if kind == "restore"
+                else f"restored the missing flags item from version {current.restored_from}'s audit record"
+            )
             items.append(
                 {
                     "Put": self._put(

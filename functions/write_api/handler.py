@@ -1,4 +1,4 @@
-"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert (IAM-authorised admin routes).
+"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore (IAM, admin).
 
 Thin routes over ``singleton_flags.store``. A request is validated once, by its model (whose first validator
 runs the domain rules: ``singleton_flags.api_models``); every refusal, whoever raised it, reaches the error
@@ -102,9 +102,13 @@ if TYPE_CHECKING:  # the request models' shape for the type checker; at run time
         version: int
         reason: str
 
+    class RestoreRequest(BaseModel):
+        reason: str
+
 else:
     PatchRequest = MODELS["PatchRequest"]
     RevertRequest = MODELS["RevertRequest"]
+    RestoreRequest = MODELS["RestoreRequest"]
 FlagsState = MODELS["FlagsState"]
 History = MODELS["History"]
 
@@ -234,6 +238,18 @@ def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = Non
         idempotency=idempotency,
         time_budget=_time_budget(),
     )
+    return _state_response(result)
+
+
+@app.post(
+    "/flags/restore",
+    responses={
+        200: {"description": "The flags item as it is now", "content": {"application/json": {"model": FlagsState}}}
+    },
+)
+def restore_flags(body: Annotated[RestoreRequest, Body()]):  # type: ignore[no-untyped-def]  # on purpose, see above
+    """A missing flags item back now (from its newest audit record, as a new version); an existing one untouched."""
+    result = STORE.restore(actor=_actor(), reason=body.reason)
     return _state_response(result)
 
 

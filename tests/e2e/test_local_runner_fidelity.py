@@ -9,7 +9,6 @@ import socket
 from urllib.parse import urlsplit
 
 import pytest
-
 from e2e_support import Runner
 
 

@@ -38,7 +38,8 @@ def cli_synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliSynth]:
         pytest.fail("the pinned CDK CLI is not installed: run `make install` (npm ci)")
     outdir = tmp_path_factory.mktemp("cdk-cli-out")
     command = ["npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices", "--output", str(outdir)]
-    if shutil.which("unshare") and subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode == 0:
+    unshare = shutil.which("unshare")
+    if unshare and subprocess.run([unshare, "--net", "true"], capture_output=True, check=False).returncode == 0:
         command = ["unshare", "--net", *command]  # a private network namespace: provably offline
     process = subprocess.Popen(
         command,

@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 import template_tools as tt
 from infra_support import Synth
-
 from singleton_flags.routes import HANDLERS, ROUTES
 
 pytestmark = pytest.mark.infra
 
-WRITE_ROUTES = {("PATCH", "/flags"), ("GET", "/flags/history"), ("POST", "/flags/revert")}
+WRITE_ROUTES = {("PATCH", "/flags"), ("GET", "/flags/history"), ("POST", "/flags/revert"), ("POST", "/flags/restore")}
 
 
 def resource_paths(synth: Synth) -> dict[str, str]:
@@ -200,6 +199,8 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
         "GET/flags/history/*",
         "GET/flags/revert",
         "GET/flags/revert/*",
+        "GET/flags/restore",
+        "GET/flags/restore/*",
     }
 
 
@@ -227,6 +228,8 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
         ("GET/flags/revert", False),
         ("GET/flags/revert/", False),
         ("POST/flags/revert", False),
+        ("POST/flags/restore", False),
+        ("GET/flags/restore/", False),
         ("PATCH/flags", False),
         ("PATCH/flags/signup_enabled", False),
         ("DELETE/flags", False),
@@ -256,6 +259,7 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "PATCH/flags",
         "GET/flags/history",
         "POST/flags/revert",
+        "POST/flags/restore",
     }
 
 
@@ -274,7 +278,13 @@ def test_outputs(synth: Synth) -> None:
 def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth) -> None:
     # Given the synthesized API / Then each route path has an IAM-authorised MOCK ANY answering 405 + Allow
     mocks = {path: properties for (method, path), properties in methods(synth).items() if method == "ANY"}
-    expected_allow = {"/flags": "GET, PATCH", "/flags/{name}": "GET", "/flags/history": "GET", "/flags/revert": "POST"}
+    expected_allow = {
+        "/flags": "GET, PATCH",
+        "/flags/{name}": "GET",
+        "/flags/history": "GET",
+        "/flags/revert": "POST",
+        "/flags/restore": "POST",
+    }
     assert set(mocks) == {*expected_allow, "/", "/{proxy+}"}
     for path, properties in mocks.items():
         assert properties["AuthorizationType"] == "AWS_IAM", path

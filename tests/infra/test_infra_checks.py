@@ -31,6 +31,7 @@ ACKNOWLEDGED = {
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/PATCH/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/history/GET/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/revert/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/restore/POST/Resource"),
     # the MOCK ANY methods answering 405 / 404 for requests no route serves
     ("AwsSolutions-COG4", "Api/RestApi/Default/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/{proxy+}/ANY/Resource"),
@@ -38,6 +39,7 @@ ACKNOWLEDGED = {
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/{name}/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/history/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/revert/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/restore/ANY/Resource"),
     ("AwsSolutions-IAM5[Resource::<execute-api>/GET/flags/*]", "Api/ReaderPolicy/Resource"),
     ("AwsSolutions-IAM5[Resource::<execute-api>/GET/flags/*]", "Api/AdminPolicy/Resource"),
     ("AwsSolutions-SQS3", "Maintenance/DeadLetterQueue/Resource"),

@@ -12,14 +12,19 @@ import itertools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from singleton_flags.declarations import Declarations
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import FlagReader
+from singleton_flags.store import FlagStore
 
-from bench.write_path import seed_table
-from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SORT_KEY, singleton_key
 from local.dynamodb_local import create_table, local_client
+from local.functions import load_module
+from tests.support.write_workload import seed_table
 
 _HERE = Path(__file__).parent
 _TABLES = itertools.count(1)
@@ -49,11 +54,6 @@ def ddb_local(client_factory: Callable[[], Any]) -> Any:
     return client_factory()
 
 
-@pytest.fixture(scope="session")
-def declarations() -> Declarations:
-    return load_declarations()
-
-
 @pytest.fixture
 def flags_table(ddb_local: Any, declarations: Declarations) -> Iterator[str]:
     """A fresh table (as the stack creates it) holding the seeded singleton at version 0."""
@@ -64,23 +64,15 @@ def flags_table(ddb_local: Any, declarations: Declarations) -> Iterator[str]:
     ddb_local.delete_table(TableName=name)
 
 
-def read_singleton(client: Any, table: str) -> dict[str, Any] | None:
-    return client.get_item(TableName=table, Key=singleton_key(), ConsistentRead=True).get("Item")
+@pytest.fixture
+def write_function(local_endpoint: str, flags_table: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The write handler module over the seeded table, its store (retrying without sleeping) and reader on a
+    client resolved from the environment, as the deployed function builds it."""
+    module = load_module("write_api.handler")
 
-
-def read_trail(client: Any, table: str) -> list[dict[str, Any]]:
-    """Every audit record (raw), oldest first: a consistent Query on the partition, all pages."""
-    params: dict[str, Any] = {
-        "TableName": table,
-        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-        "ExpressionAttributeValues": {":pk": {"S": AUDIT_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
-        "ConsistentRead": True,
-    }
-    items: list[dict[str, Any]] = []
-    while True:
-        page = client.query(**params)
-        items.extend(page["Items"])
-        if "LastEvaluatedKey" not in page:
-            return items
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    client = dynamodb_client(WRITE_CLIENT_CONFIG)
+    assert client.meta.endpoint_url == local_endpoint
+    monkeypatch.setattr(module, "STORE", FlagStore(client, flags_table, module.DECLARATIONS, sleep=lambda _: None))
+    provider = SingletonProvider(client=client, table_name=flags_table, declarations=module.DECLARATIONS)
+    monkeypatch.setattr(module, "READER", FlagReader(provider, module.DECLARATIONS))
+    return module

@@ -1,48 +1,38 @@
-"""Hostile input, on DynamoDB Local: the case table of ``tests/hostile_cases.py`` against the write and read
+"""Hostile input, on DynamoDB Local: the case table of ``tests/support/hostile_cases.py`` against the write and read
 functions' ``handler(event, context)``, with AWS's engine judging every write the API lets through."""
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import pytest
-
-from local.functions import load_module
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
-from singleton_flags.store import FlagStore
-from tests.hostile_cases import CASES, READ, Case, check_case, stored_state
+
+from local.functions import load_module
+from tests.support.events import invocation_context
+from tests.support.hostile_cases import CASES, READ, Case, check_case, stored_state
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_a_hostile_request_gets_a_4xx_in_the_contract_and_changes_nothing(
-    case: Case, local_endpoint: str, flags_table: str, ddb_local: Any, monkeypatch: pytest.MonkeyPatch
+    case: Case, write_function: ModuleType, flags_table: str, ddb_local: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the seeded flags at version 0 on DynamoDB Local, behind the write and the read function
     read_module = load_module("read_api.handler")
-    write_module = load_module("write_api.handler")
+    write_module, store = write_function, write_function.STORE
 
     client = dynamodb_client(WRITE_CLIENT_CONFIG)
-    store = FlagStore(client, flags_table, write_module.DECLARATIONS, sleep=lambda _: None)
-    monkeypatch.setattr(write_module, "STORE", store)
-    for module in (write_module, read_module):
-        provider = SingletonProvider(client=client, table_name=flags_table, declarations=module.DECLARATIONS)
-        monkeypatch.setattr(module, "READER", FlagReader(provider, module.DECLARATIONS))
+    provider = SingletonProvider(client=client, table_name=flags_table, declarations=read_module.DECLARATIONS)
+    monkeypatch.setattr(read_module, "READER", FlagReader(provider, read_module.DECLARATIONS))
     monkeypatch.setattr(read_module, "PROVIDER", read_module.READER.provider)
 
     def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
-        return (read_module if function == READ else write_module).handler(event, _Context())
+        return (read_module if function == READ else write_module).handler(
+            event, invocation_context("singleton-flags-hostile")
+        )
 
     # When the case's request arrives / Then its answer and the stored state follow the product's rules
     check_case(case, invoke, lambda: stored_state(ddb_local, flags_table, store))
-
-
-class _Context:
-    function_name = "singleton-flags-hostile"
-    memory_limit_in_mb = 256
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:singleton-flags-hostile"
-    aws_request_id = "52fdfc07-2182-154f-163f-5f0f9a621d72"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000

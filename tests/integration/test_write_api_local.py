@@ -1,47 +1,35 @@
 """The write function end to end on DynamoDB Local: AWS's engine checks every expression moto might let pass.
 
-The store and reader are built with ``singleton_flags.aws.dynamodb_client`` while ``AWS_ENDPOINT_URL_DYNAMODB`` points at
-DynamoDB Local, so this also proves that the functions' clients follow botocore's endpoint variable.
+The store and reader are built with ``singleton_flags.aws.dynamodb_client`` while ``AWS_ENDPOINT_URL_DYNAMODB``
+points at DynamoDB Local, so this also proves that the functions' clients follow botocore's endpoint variable.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import pytest
-
-from local.functions import load_module
-from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
-from singleton_flags.provider import SingletonProvider
-from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore, Ownership
-from tests.conftest import FakeLambdaContext, rest_event
-from tests.integration.conftest import read_singleton, read_trail
+
+from tests.support.events import invocation_context, rest_event
+from tests.support.tables import read_singleton, read_trail
 
 Call = Callable[..., tuple[int, dict[str, Any], dict[str, str]]]
 
 
 @pytest.fixture
-def call(local_endpoint: str, flags_table: str, monkeypatch: pytest.MonkeyPatch) -> Call:
+def call(write_function: ModuleType) -> Call:
     """Invoke the write function (store and reader on a client resolved from the environment)."""
-    module = load_module("write_api.handler")
-
-    client = dynamodb_client(WRITE_CLIENT_CONFIG)
-    assert client.meta.endpoint_url == local_endpoint
-    monkeypatch.setattr(module, "STORE", FlagStore(client, flags_table, module.DECLARATIONS))
-    provider = SingletonProvider(client=client, table_name=flags_table, declarations=module.DECLARATIONS)
-    monkeypatch.setattr(module, "READER", FlagReader(provider, module.DECLARATIONS))
+    module = write_function
 
     def invoke(method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, **query: str):
-        event = rest_event(method, path, body=body, headers=headers)
-        if query:
-            event["queryStringParameters"] = query
-            event["multiValueQueryStringParameters"] = {key: [value] for key, value in query.items()}
-        response = module.handler(event, FakeLambdaContext())
+        event = rest_event(method, path, body=body, headers=headers, query=query)
+        response = module.handler(event, invocation_context())
         single = {name: values[-1] for name, values in (response.get("multiValueHeaders") or {}).items()}
         return response["statusCode"], json.loads(response["body"]), {**(response.get("headers") or {}), **single}
 

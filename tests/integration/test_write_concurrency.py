@@ -1,7 +1,8 @@
 """Nothing is lost under contention: 16 writers x 25 changes on DynamoDB Local, with and without If-Match.
 
 moto's conditional writes are not atomic under concurrency (it loses updates), so this proof runs only on
-AWS's own engine. The workload is ``bench.write_path.run_writers`` (the bench measures the same run).
+AWS's own engine. The workload is ``tests.support.write_workload.run_writers`` (the write-path bench measures
+the same run).
 
 What "nothing lost" means here, checked after every run:
 1. final version - initial version == acknowledged writes == audit records, and the audit versions are
@@ -20,18 +21,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from singleton_flags.audit import audit_record
 from singleton_flags.codec import decode_plain, encode
 from singleton_flags.declarations import Declarations
 from singleton_flags.errors import WriteConflict
 from singleton_flags.keys import VERSION_ATTR, audit_key
 from singleton_flags.snapshot import Snapshot
+from singleton_flags.audit import audit_record
 from singleton_flags.store import FlagStore
 
-from bench.write_path import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
 from local.functions import load_module
-from tests.conftest import FakeLambdaContext, rest_event
-from tests.integration.conftest import read_singleton, read_trail
+from tests.support.events import invocation_context, rest_event
+from tests.support.tables import read_singleton, read_trail
+from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
 
 
 def initial_state(client: Any, table: str, declarations: Declarations) -> tuple[int, dict[str, Any]]:
@@ -211,7 +212,7 @@ def test_conflict_that_exhausts_retries_is_409_with_retry_after(
     # When PATCH /flags is sent
     response = write_api.handler(
         rest_event("PATCH", "/flags", body={"flags": {"signup_enabled": False}, "reason": "conflict"}),
-        FakeLambdaContext(),
+        invocation_context(),
     )
 
     # Then 409 WRITE_CONFLICT with Retry-After, and nothing written

@@ -6,6 +6,7 @@ opening one fail (and fails the test even when the code under test swallowed the
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import Callable, Iterator
@@ -14,14 +15,15 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities import parameters
-from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
-
-from local.functions import load_module
-from singleton_flags.declarations import Declarations, load_declarations
+from maintenance_support import DURATIONS, MaintenanceFunction, fresh_module
+from singleton_flags.declarations import Declarations
 from singleton_flags.observability import logger
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore
+from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
+
+from local.functions import load_module
 
 
 class SocketBlocked(RuntimeError):
@@ -34,7 +36,7 @@ def no_sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     attempts: list[int] = []
     real_init = socket.socket.__init__
 
-    def guarded_init(self: socket.socket, family: int = -1, type: int = -1, proto: int = -1, fileno: Any = None):
+    def guarded_init(self: socket.socket, family: int = -1, type: int = -1, proto: int = -1, fileno: Any = None):  # noqa: A002 - socket.socket's own parameter names
         # UDP is allowed: the X-Ray SDK (imported by Tracer on the write path) makes its emitter's UDP socket at
         # import; creating one sends nothing, and a TCP connection is what a real network call needs.
         is_udp = type != -1 and type & 0xF == socket.SOCK_DGRAM
@@ -72,11 +74,6 @@ def clear_provider_caches() -> Iterator[None]:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
-
-
-@pytest.fixture(scope="session")
-def declarations() -> Declarations:
-    return load_declarations()
 
 
 @pytest.fixture
@@ -124,18 +121,6 @@ def stdout(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.fixture
-def write_api(ddb: Any, table_name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The write handler module over the seeded moto table, its store retrying without sleeping (retries still
-    counted by the module's own metric hook)."""
-    module = load_module("write_api.handler")
-
-    FlagStore(ddb, table_name, module.DECLARATIONS).seed(actor="test", reason="seed")
-    store = FlagStore(ddb, table_name, module.DECLARATIONS, sleep=lambda _: None, on_retry=module.STORE._on_retry)
-    monkeypatch.setattr(module, "STORE", store)
-    return module
-
-
-@pytest.fixture
 def read_api(
     ddb: Any,
     table_name: str,
@@ -156,13 +141,64 @@ def read_api(
 
 
 @pytest.fixture
-def api(
+def unseeded_api(
     ddb: Any, table_name: str, clock: Clock, make_event: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> WriteApi:
-    """Given the seeded singleton and one applied change (version 1, one audit record)."""
+    """The write function over the empty moto table (neither the item nor any audit record), its store and
+    reader on the fake clock, retrying without sleeping (retries still counted by the module's metric hook)."""
     module = load_module("write_api.handler")
 
     install(module, ddb, table_name, clock, monkeypatch)
-    FlagStore(ddb, table_name, module.DECLARATIONS).seed(actor="test", reason="seed")
-    module.STORE.change({"ai_search_enabled": True}, actor="setup", reason="version 1")
     return WriteApi(module, ddb, table_name, make_event, lambda_context)
+
+
+@pytest.fixture
+def seeded_api(unseeded_api: WriteApi) -> WriteApi:
+    """Given the seeded singleton (version 0, the declared initial values)."""
+    FlagStore(unseeded_api.client, unseeded_api.table, unseeded_api.module.DECLARATIONS).seed(
+        actor="test", reason="seed"
+    )
+    return unseeded_api
+
+
+@pytest.fixture
+def write_api(seeded_api: WriteApi) -> ModuleType:
+    """The write handler module over the seeded moto table."""
+    return seeded_api.module
+
+
+@pytest.fixture
+def api(seeded_api: WriteApi) -> WriteApi:
+    """Given the seeded singleton and one applied change (version 1, one audit record)."""
+    seeded_api.module.STORE.change({"ai_search_enabled": True}, actor="setup", reason="version 1")
+    return seeded_api
+
+
+@pytest.fixture
+def maintenance(
+    ddb: Any,
+    table_name: str,
+    declarations: Declarations,
+    clock: Clock,
+    lambda_context: Any,
+    put_flags: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[MaintenanceFunction]:
+    """The maintenance function (module imported fresh with MAINTENANCE_WINDOWS set) over the seeded moto table,
+    its service on the fake clock."""
+    windows = {name: {"duration_seconds": duration} for name, duration in DURATIONS.items()}
+    monkeypatch.setenv("MAINTENANCE_WINDOWS", json.dumps(windows))
+    with fresh_module() as module:
+        put_flags(version=1)  # the seeded singleton: maintenance off, no owner
+        function = MaintenanceFunction(
+            module,
+            ddb,
+            table_name,
+            declarations,
+            clock,
+            lambda_context,
+            monkeypatch,
+            configured=module.MAINTENANCE.windows,
+        )
+        function.use_client(ddb)
+        yield function

@@ -7,8 +7,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from local.functions import load_module
 from botocore.exceptions import ClientError
+
+from local.functions import load_module
 
 MODULE = "apigw_account.handler"
 OURS = "arn:aws:iam::123456789012:role/singleton-flags-prod-ApiGatewayLogsRole"
@@ -24,7 +25,7 @@ class FakeApiGateway:
     def get_account(self) -> dict[str, Any]:
         return {"cloudwatchRoleArn": self.current} if self.current else {"throttleSettings": {}}
 
-    def update_account(self, patchOperations: list[dict[str, str]]) -> dict[str, Any]:
+    def update_account(self, patchOperations: list[dict[str, str]]) -> dict[str, Any]:  # noqa: N803 - boto3's name
         self.updates.append(patchOperations)
         if self.refusals:
             self.refusals -= 1

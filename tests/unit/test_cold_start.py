@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from local.functions import load_module
 
 HANDLER_MODULES = ("read_api.handler", "write_api.handler", "maintenance.handler")

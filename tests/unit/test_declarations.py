@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from singleton_flags.declarations import FlagSpec, UnstorableNumber, load_declarations, parse_declarations
 from singleton_flags.errors import DeclarationError, InvalidValue
 
@@ -99,7 +98,7 @@ class TestBrokenFileFailsNamingTheFlag:
         # Given a flag named like a static API path or a bookkeeping attribute
         flag = declaration(name=name)
         # When parsed
-        with pytest.raises(DeclarationError, match="reserved|name must match") as raised:
+        with pytest.raises(DeclarationError, match=r"reserved|name must match") as raised:
             parse_declarations(document(flag))
         # Then the error names it
         assert name in str(raised.value)

@@ -213,9 +213,9 @@ def test_set_refuses_a_name_that_cannot_be_a_flag_before_sending():
 
 
 def test_flagctl_and_the_api_agree_on_what_a_flag_name_is():
-    from flagctl.client import FLAG_NAME
-
     from singleton_flags.declarations import NAME_PATTERN
+
+    from flagctl.client import FLAG_NAME
 
     assert FLAG_NAME.pattern == NAME_PATTERN.pattern
 
@@ -437,3 +437,10 @@ def test_without_credentials_a_deployed_call_is_an_auth_failure(monkeypatch):
     code, _, err = run(["--url", "https://a1.execute-api.eu-west-1.amazonaws.com/prod", "get"], transport)
     assert code == AUTH and transport.sent == []
     assert "no AWS credentials" in err
+
+
+def test_restore_posts_the_reason_to_the_restore_route() -> None:
+    from flagctl.cli import build_parser
+
+    args = build_parser().parse_args(["restore", "--reason", "item deleted by mistake"])
+    assert (args.command, args.reason) == ("restore", "item deleted by mistake")

@@ -1,4 +1,4 @@
-"""Hostile input, on moto: every case of ``tests/hostile_cases.py`` against the write and read functions'
+"""Hostile input, on moto: every case of ``tests/support/hostile_cases.py`` against the write and read functions'
 ``handler(event, context)``. No 5xx, the error contract, and a refusal changes nothing (see that module)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.hostile_cases import CASES, READ, Case, check_case, stored_state
+from tests.support.hostile_cases import CASES, READ, Case, check_case, stored_state
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)

@@ -10,7 +10,6 @@ import json
 from typing import Any
 
 import pytest
-
 from singleton_flags.settings import SettingsError
 from singleton_flags.windows import (
     WINDOWS_ENV,

@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from botocore.stub import Stubber
-from unit_support import CallCount, Clock, Output, expire, flags_item, warnings_in
-
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import SINGLETON_SK, singleton_key
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.snapshot import Snapshot
+from unit_support import CallCount, Clock, Output, expire, flags_item, warnings_in
 
 
 class TestOneGetItemPerWindow:

@@ -9,6 +9,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+
 from local.functions import load_module
 
 MODULE = "seed.handler"

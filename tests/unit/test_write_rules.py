@@ -10,9 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from unit_support import START, Clock, WriteApi, assert_refused, body_of, headers_of
-
-from local.functions import load_module
 from singleton_flags.keys import (
     AUDIT_PK,
     MAINTENANCE_DEADLINE_ATTR,
@@ -22,6 +19,7 @@ from singleton_flags.keys import (
     singleton_key,
 )
 from singleton_flags.store import FlagStore, Ownership
+from unit_support import START, Clock, WriteApi, assert_refused, body_of, headers_of
 
 WINDOW = "nightly"
 
@@ -211,14 +209,10 @@ def test_a_restore_re_applies_the_window_that_held_maintenance(api: WriteApi) ->
 
 
 def test_with_no_trail_left_a_lost_item_comes_back_as_version_zero_with_the_initial_values(
-    ddb: Any, table_name: str, clock: Clock, make_event: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+    unseeded_api: WriteApi,
 ) -> None:
     # Given a table with neither the item nor any audit record
-    module = load_module("write_api.handler")
-    from unit_support import install
-
-    install(module, ddb, table_name, clock, monkeypatch)
-    api = WriteApi(module, ddb, table_name, make_event, lambda_context)
+    api, module = unseeded_api, unseeded_api.module
     # When a PATCH comes
     response = api.patch({"signup_enabled": False})
     # Then the initial values (what version 0 names) with the change on top are version 1, one record

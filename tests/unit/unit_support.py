@@ -11,14 +11,15 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-
 from singleton_flags.codec import encode
 from singleton_flags.declarations import Declarations
-from singleton_flags.keys import AUDIT_PK, AUDIT_SK_PREFIX, PARTITION_KEY, SINGLETON_SK, SORT_KEY, VERSION_ATTR, singleton_key
+from singleton_flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
 from singleton_flags.observability import ReadCounter
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore
+
+from tests.support.tables import table_state
 
 START = 1_700_000_000.0  # a fixed epoch second; every fake clock starts here
 
@@ -171,19 +172,6 @@ REASON = "unit test"
 RETENTION_SECONDS = 365 * 86400  # Settings' default audit retention
 
 
-def table_state(client: Any, table: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """The singleton (consistent GetItem) and the whole audit trail (consistent Query), raw."""
-    item = client.get_item(TableName=table, Key=singleton_key(), ConsistentRead=True).get("Item")
-    trail = client.query(
-        TableName=table,
-        KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
-        ExpressionAttributeNames={"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-        ExpressionAttributeValues={":pk": {"S": AUDIT_PK}, ":prefix": {"S": AUDIT_SK_PREFIX}},
-        ConsistentRead=True,
-    )["Items"]
-    return item, trail
-
-
 @dataclass
 class WriteApi:
     """The real write function with a store and reader on the moto table (no back-off sleeps)."""
@@ -204,10 +192,7 @@ class WriteApi:
         query: dict[str, str] | None = None,
         caller_arn: str = CALLER,
     ) -> dict[str, Any]:
-        event = self.make_event(method, path, body=body, headers=headers, caller_arn=caller_arn)
-        if query is not None:
-            event["queryStringParameters"] = query
-            event["multiValueQueryStringParameters"] = {key: [value] for key, value in query.items()}
+        event = self.make_event(method, path, body=body, headers=headers, query=query, caller_arn=caller_arn)
         return self.module.handler(event, self.context)
 
     def patch(self, flags: Any, reason: Any = REASON, **options: Any) -> dict[str, Any]:
@@ -239,6 +224,7 @@ def install(module: ModuleType, client: Any, table: str, clock: Clock, monkeypat
         audit_retention_days=settings.audit_retention_days,
         clock=clock,
         sleep=lambda _: None,
+        on_retry=module.STORE._on_retry,
     )
     provider = SingletonProvider(client=client, table_name=table, declarations=module.DECLARATIONS, clock=clock)
     reader = FlagReader(provider, module.DECLARATIONS, sort_key=settings.item_sort_key, clock=clock)
