@@ -7,11 +7,11 @@ from typing import Any
 
 from aws_cdk import App, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
-from singleton_flags.declarations import Declarations
 
 from infra import constants
 from infra.config import CONTEXT_KEY, STAGE_CONTEXT_KEY, FlagsConfig, parse_config
 from infra.stack import FlagsStack
+from singleton_flags.declarations import Declarations
 
 
 def add_stage(app: App, config: FlagsConfig, declarations: Declarations | None = None) -> FlagsStack:

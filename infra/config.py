@@ -22,9 +22,9 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
-from singleton_flags.routes import READ_FUNCTION
 
 from infra.constants import SERVICE_NAME, metrics_namespace
+from singleton_flags.routes import READ_FUNCTION
 
 CONTEXT_KEY = "singleton-flags"
 STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
@@ -456,8 +456,8 @@ def _windows(raw: Any, path: str) -> tuple[MaintenanceWindow, ...]:
 
 
 def _logging_role(value: Any, path: str) -> str:
-    if value in (LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING) or (
-        isinstance(value, str) and ROLE_ARN_PATTERN.match(value)
+    if isinstance(value, str) and (
+        value in (LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING) or ROLE_ARN_PATTERN.match(value)
     ):
         return value
     raise ConfigError(

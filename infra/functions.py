@@ -17,14 +17,14 @@ from aws_cdk import (
     aws_ssm as ssm,
 )
 from constructs import Construct
-from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
-from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 from infra import constants
 from infra.config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
 from infra.logs import log_group
 from infra.nag import acknowledge
 from infra.powertools import bundled_layer_directory
+from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
+from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 SEED_FUNCTION = "seed"
 SEED_HANDLER = "seed.handler.handler"

@@ -7,6 +7,8 @@ own. Every alarm here watches this stage's metrics only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_cdk import (
     Aws,
     Duration,
@@ -57,7 +59,7 @@ class Monitoring(Construct):
         *,
         config: FlagsConfig,
         stage: apigw.Stage,
-        functions: dict[str, lambda_.IFunction],
+        functions: Mapping[str, lambda_.IFunction],
         dead_letter_queue: sqs.IQueue,
         failure_queue: sqs.IQueue,
     ) -> None:

@@ -24,11 +24,11 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from singleton_flags.http import error_body, json_response, no_route_response
-from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, http_response, proxy_event
+from singleton_flags.http import error_body, json_response, no_route_response
+from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 
 OPENAPI = "openapi"
 DOCS = "docs"
@@ -74,7 +74,7 @@ def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Http
     return HttpResponse(status, [("Content-Type", "application/json"), *(headers or {}).items()], payload)
 
 
-def _from_powertools(response: Response) -> HttpResponse:
+def _from_powertools(response: Response[Any]) -> HttpResponse:
     headers: list[tuple[str, str]] = []
     for name, value in response.headers.items():
         headers.extend((name, item) for item in (value if isinstance(value, list) else [value]))

@@ -21,9 +21,9 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 
 from singleton_flags.aws import dynamodb_client
+from singleton_flags.codec import iso_time
 from singleton_flags.declarations import load_declarations
 from singleton_flags.errors import FlagNotFound, FlagsError
-from singleton_flags.codec import iso_time
 from singleton_flags.http import JSON, error_response, format_etag, header_values, holds_version, no_route_response
 from singleton_flags.observability import logger
 from singleton_flags.provider import SingletonProvider
@@ -68,7 +68,7 @@ class _BodyMemo:
     Keyed by everything a body is made of; a new snapshot, reason or deadline outcome makes a new body.
     """
 
-    def __init__(self, build: Callable[[FlagState], dict[str, Any]]) -> None:
+    def __init__(self, build: Callable[..., dict[str, Any]]) -> None:
         self._build = build
         self._key: tuple[Any, ...] | None = None
         self._body = ""
@@ -92,7 +92,7 @@ _all_flags_body = _BodyMemo(lambda state: {"flags": dict(state.values), **_metad
 _one_flag_body = _BodyMemo(lambda state, name: {"name": name, "value": state.values[name], **_metadata(state)})
 
 
-def _respond(state: FlagState, body: Callable[[], str]) -> Response:
+def _respond(state: FlagState, body: Callable[[], str]) -> Response[str]:
     """200 with an ETag, or 304 when the client already holds this version.
 
     No ETag (and no 304) for values that are not a stored version: fallbacks, or a maintenance window
@@ -107,26 +107,26 @@ def _respond(state: FlagState, body: Callable[[], str]) -> Response:
 
 
 @app.get("/flags")
-def get_flags() -> Response:
+def get_flags() -> Response[str]:
     state = READER.read()
     return _respond(state, lambda: _all_flags_body(state))
 
 
 @app.get("/flags/<name>")
-def get_flag(name: str) -> Response:
+def get_flag(name: str) -> Response[str]:
     if name not in DECLARATIONS:
         raise FlagNotFound(f"no flag named '{name}' is declared", flag=name)
     state = READER.read()
     return _respond(state, lambda: _one_flag_body(state, name))
 
 
-@app.exception_handler(FlagsError)
-def handle_flags_error(error: FlagsError) -> Response:
+@app.exception_handler(FlagsError)  # type: ignore[untyped-decorator]  # Powertools' exception_handler is unannotated
+def handle_flags_error(error: FlagsError) -> Response[str]:
     return error_response(error)
 
 
 @app.not_found
-def handle_no_route(_: NotFoundError) -> Response:
+def handle_no_route(_: NotFoundError) -> Response[str]:
     return no_route_response(app.current_event.http_method, app.current_event.path)
 
 
