@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from unit_support import START, Clock, WriteApi, assert_refused, body_of, headers_of
+
 from singleton_flags.keys import (
     AUDIT_PK,
     MAINTENANCE_DEADLINE_ATTR,
@@ -19,7 +21,6 @@ from singleton_flags.keys import (
     singleton_key,
 )
 from singleton_flags.store import FlagStore, Ownership
-from unit_support import START, Clock, WriteApi, assert_refused, body_of, headers_of
 
 WINDOW = "nightly"
 
