@@ -17,12 +17,12 @@ from contextlib import ExitStack
 from typing import Any
 
 from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
-from infra.constants import SERVICE_NAME
 from local.api import LocalApi
 from local.backend import BackendError, choose_backend, prepare_table
 from local.functions import Functions, load_handler
 from local.openapi import build_document
 from local.server import LOOPBACK, LocalServer
+from singleton_flags import vocabulary
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.errors import DeclarationError
 from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
@@ -97,7 +97,7 @@ def _cold_starts() -> Functions:
             raise StartupError(
                 f"the {name} function ({target}) failed its cold start: {type(exc).__name__}: {exc}"
             ) from exc
-    return Functions(handlers, name_prefix=f"{SERVICE_NAME}-local")
+    return Functions(handlers, name_prefix=f"{vocabulary.DEFAULT_SERVICE}-local")
 
 
 def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_label: str, table: str) -> str:
