@@ -17,8 +17,20 @@ from unit_support import START, ReadApi, body_of, expire, headers_of, warnings_i
 FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at"}
 READ_PATH_MODULES = {
     f"singleton_flags.{name}"
-    for name in ("aws", "codec", "declarations", "errors", "http", "keys", "observability", "provider", "reader", "snapshot")
+    for name in (
+        "aws",
+        "codec",
+        "declarations",
+        "errors",
+        "http",
+        "keys",
+        "observability",
+        "provider",
+        "reader",
+        "snapshot",
+    )
 } | {
+    "singleton_flags.ofrep",  # OFREP's answers: pure, over modules GET loads; the JSON rules come on demand
     "singleton_flags.routes",
     "singleton_flags.settings",
     "singleton_flags.vocabulary",
@@ -274,5 +286,6 @@ def test_the_read_function_imports_nothing_the_get_path_does_not_use(tmp_path: A
         [sys.executable, "-c", script], env=env, cwd=functions, capture_output=True, text=True, check=True
     )
     loaded = set(json.loads(out.stdout))
-    assert not loaded & {"pydantic", "aws_xray_sdk", "write_api", "maintenance", "moto"}
+    assert not loaded & {"pydantic", "aws_xray_sdk", "write_api", "maintenance", "moto", "unicodedata"}
+    assert "singleton_flags.requests" not in loaded  # an OFREP body with a context imports it, on first use
     assert not {module for module in loaded if module.startswith("singleton_flags.")} - READ_PATH_MODULES
