@@ -35,6 +35,7 @@ DEADLINE_ENDED = "deadline_ended"
 VARIANTS = (STORED, FALLBACK, DEADLINE_ENDED)
 
 _EMPTY_BODIES = frozenset({"", "{}"})
+_accepted = {"last": ""}  # the last body found to be an evaluation request: a provider resends the same one
 
 
 class OfrepError(Exception):
@@ -57,7 +58,7 @@ def check_request(body: str | None, key: str | None = None) -> None:
     """Refuse a body that is not an evaluation request: not a JSON object (PARSE_ERROR, by the write API's JSON
     rules: at most 64 KiB, 32 levels, no duplicate keys, valid UTF-8), or a ``context`` that is not an object
     (INVALID_CONTEXT). No body, ``{}`` and a context without ``targetingKey`` are fine."""
-    if body is None or body in _EMPTY_BODIES:
+    if body is None or body in _EMPTY_BODIES or body == _accepted["last"]:
         return
     from singleton_flags.requests import parse_json_body
 
@@ -72,6 +73,7 @@ def check_request(body: str | None, key: str | None = None) -> None:
             "'context' must be a JSON object (the evaluation context; it may be empty)",
             key,
         )
+    _accepted["last"] = body
 
 
 def check_key(key: str, declarations: Declarations) -> None:

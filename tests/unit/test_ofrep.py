@@ -300,3 +300,15 @@ class TestBulk:
         put_flags(version=1)
         text = evaluate_all(read_api)["body"]
         assert json.loads(text)["flags"][0]["variant"] == "stored"
+
+
+class TestTheSameBodyAgain:
+    def test_a_body_accepted_once_is_accepted_again_and_a_bad_one_still_refused(
+        self, read_api: ReadApi, put_flags: Any
+    ) -> None:
+        # Given a provider that resends the same context, then a bad one, then the first again
+        put_flags(version=2)
+        good, bad = {"context": {"targetingKey": "u1"}}, {"context": "u1"}
+        answers = [evaluate(read_api, "signup_enabled", body)["statusCode"] for body in (good, good, bad, bad, good)]
+        # Then each is judged on its own: the bad one is refused every time
+        assert answers == [200, 200, 400, 400, 200]
