@@ -30,6 +30,7 @@ import http.server
 import inspect
 import io
 import json
+import logging
 import math
 import os
 import statistics
@@ -40,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS = ROOT / "functions"  # the functions' asset root: Lambda's /var/task, the cold runs' working directory
@@ -197,7 +198,7 @@ def counted_stdout() -> Iterator[ByteCounter]:
     from singleton_flags.observability import logger
 
     sink = ByteCounter()
-    handler = logger.registered_handler
+    handler = cast("logging.StreamHandler[Any]", logger.registered_handler)  # Powertools logs to a StreamHandler
     previous = handler.setStream(sink)
     try:
         with contextlib.redirect_stdout(sink):
@@ -332,14 +333,14 @@ def warm_figures() -> dict[str, Any]:
     }
 
 
-def profile_warm(handler: Callable, baseline: Callable, event: dict[str, Any], context: Any) -> str:
+def profile_warm(handler: Callable[..., Any], baseline: Callable[..., Any], event: dict[str, Any], context: Any) -> str:
     """Where a warm invocation of the read handler spends its time beyond the baseline: cProfile of both,
     cumulative microseconds per invocation (inflated by the profiler, comparable with each other) of the
     handlers and of every function of ours, plus Powertools' per-access header parsing."""
     import cProfile
     import pstats
 
-    def profile(function: Callable) -> dict[tuple[str, str], tuple[int, float]]:
+    def profile(function: Callable[..., Any]) -> dict[tuple[str, str], tuple[int, float]]:
         profiler = cProfile.Profile()
         with counted_stdout():
             profiler.enable()
@@ -424,7 +425,8 @@ import aws_lambda_powertools.logging; mark("import Powertools Logger")
 import aws_lambda_powertools.metrics; mark("import Powertools Metrics")
 import aws_lambda_powertools.event_handler; mark("import Powertools event_handler")
 import aws_lambda_powertools.utilities.parameters.base; mark("import Powertools parameters")
-import singleton_flags.observability, singleton_flags.provider, singleton_flags.reader, singleton_flags.http, singleton_flags.declarations; mark("import singleton_flags.*")
+import singleton_flags.observability, singleton_flags.provider, singleton_flags.reader
+import singleton_flags.http, singleton_flags.declarations; mark("import singleton_flags.*")
 import read_api.handler as module; mark("read_api.handler module scope (its own client, app)")
 module.handler(json.loads(sys.argv[2]), type("Context", (), json.loads(sys.argv[3]))()); mark("first GET /flags")
 print("BENCH " + json.dumps({"phases": phases, "ok": True}), file=sys.stderr)
@@ -434,11 +436,12 @@ print("BENCH " + json.dumps({"phases": phases, "ok": True}), file=sys.stderr)
 class StubDynamoDB(http.server.BaseHTTPRequestHandler):
     """Answers DynamoDB's JSON protocol: GetItem with the seeded item, anything else with a 400."""
 
-    item: dict[str, Any] = {}
+    item: ClassVar[dict[str, Any]] = {}
     served = 0
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:  # http.server's naming
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body: dict[str, Any]
         if self.headers.get("X-Amz-Target", "").endswith(".GetItem"):
             status, body = 200, {"Item": self.item}
             type(self).served += 1
@@ -490,7 +493,9 @@ def cold_env(endpoint: str, pycache: str) -> dict[str, str]:
 
 def run_cold(script: str, args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], str]:
     """Run one cold start in a fresh interpreter: what it reported on its ``BENCH`` line, and its stderr."""
-    done = subprocess.run([sys.executable, "-c", script, *args], env=env, cwd=FUNCTIONS, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], env=env, cwd=FUNCTIONS, capture_output=True, text=True, check=False
+    )
     marker = [line for line in done.stderr.splitlines() if line.startswith("BENCH ")]
     if done.returncode != 0 or not marker:
         raise RuntimeError(f"cold run failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -547,7 +552,9 @@ def main() -> None:
     )
     cpu_handler, cpu_floor = (statistics.median(run["cpu"] for run in cold[k]) for k in ("handler", "floor"))
     cold_ratio, cold_cpu_ratio = cold_handler / cold_floor, cpu_handler / cpu_floor
-    paired_ratio = statistics.median(h["seconds"] / f["seconds"] for h, f in zip(cold["handler"], cold["floor"]))
+    paired_ratio = statistics.median(
+        h["seconds"] / f["seconds"] for h, f in zip(cold["handler"], cold["floor"], strict=True)
+    )
     real_cpu, base_cpu = percentile(warm["real_cpu_ns"], 0.50), percentile(warm["base_cpu_ns"], 0.50)
     ofrep_p50, one_p50 = percentile(warm["ofrep_ns"], 0.50), percentile(warm["get_one_ns"], 0.50)
     ofrep_cpu, one_cpu = percentile(warm["ofrep_cpu_ns"], 0.50), percentile(warm["get_one_cpu_ns"], 0.50)
@@ -636,7 +643,8 @@ def main() -> None:
     print(
         "  cold pairs, wall ms (handler/floor): "
         + ", ".join(
-            f"{h['seconds'] * 1000:.0f}/{f['seconds'] * 1000:.0f}" for h, f in zip(cold["handler"], cold["floor"])
+            f"{h['seconds'] * 1000:.0f}/{f['seconds'] * 1000:.0f}"
+            for h, f in zip(cold["handler"], cold["floor"], strict=True)
         )
     )
     if warm_ratio > TARGET_WARM_RATIO:

@@ -124,7 +124,9 @@ def default_signer(url: str) -> Callable[[Outgoing], Outgoing]:
 
 
 def urllib_transport(outgoing: Outgoing, timeout: float = TIMEOUT_SECONDS) -> Answer:
-    request = urllib.request.Request(outgoing.url, data=outgoing.body, headers=outgoing.headers, method=outgoing.method)
+    request = urllib.request.Request(  # noqa: S310 - http(s) URLs only (FlagsClient checks the scheme)
+        outgoing.url, data=outgoing.body, headers=outgoing.headers, method=outgoing.method
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) URLs only
             status, headers, raw = response.status, dict(response.headers.items()), response.read()

@@ -5,18 +5,27 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
+from typing import cast
 
-from aws_cdk import CustomResource, Duration, aws_apigateway as apigw, aws_iam as iam, aws_lambda as lambda_
-from aws_cdk import aws_xray as xray
+from aws_cdk import (
+    CfnElement,
+    CustomResource,
+    Duration,
+    aws_apigateway as apigw,
+    aws_iam as iam,
+    aws_lambda as lambda_,
+    aws_xray as xray,
+)
 from constructs import Construct
-from singleton_flags.http import allowed_methods
-from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
 
 from infra import constants
 from infra.config import FlagsConfig
 from infra.logs import log_group
 from infra.nag import acknowledge, logical_id
+from singleton_flags.http import allowed_methods
+from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
 
 # One JSON line per request: who (the IAM identity), what, how it ended and how long it took. Every byte is
 # ingested for every request (reads included): fields another field or the function's log already carries are
@@ -97,7 +106,7 @@ class Api(Construct):
         construct_id: str,
         *,
         config: FlagsConfig,
-        functions: dict[str, lambda_.IFunction],
+        functions: Mapping[str, lambda_.IFunction],
         account_setting: CustomResource | None = None,
     ) -> None:
         """``account_setting``: what sets API Gateway's account-level CloudWatch Logs role; the stage waits
@@ -280,7 +289,7 @@ class Api(Construct):
             method_responses=[
                 apigw.MethodResponse(
                     status_code=str(status),
-                    response_parameters={key: True for key in headers} or None,
+                    response_parameters=dict.fromkeys(headers, True) or None,
                 )
             ],
         )
@@ -351,6 +360,6 @@ class Api(Construct):
 
     def _finding_arn(self, method: str, path: str) -> str:
         """An execute-api ARN as cdk-nag prints it in a finding."""
-        api_id = logical_id(self.rest_api.node.default_child)
-        stage_id = logical_id(self.stage.node.default_child)
+        api_id = logical_id(cast(CfnElement, self.rest_api.node.default_child))  # the CfnRestApi
+        stage_id = logical_id(cast(CfnElement, self.stage.node.default_child))  # the CfnStage
         return f"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{api_id}>/<{stage_id}>/{method}{path}"

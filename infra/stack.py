@@ -6,7 +6,6 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
-from singleton_flags.declarations import Declarations
 
 from infra import constants
 from infra.account import ApiGatewayAccount
@@ -16,6 +15,7 @@ from infra.functions import Functions
 from infra.maintenance import Maintenance
 from infra.monitoring import Monitoring
 from infra.storage import Storage
+from singleton_flags.declarations import Declarations
 
 
 class FlagsStack(Stack):

@@ -24,15 +24,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeGuard
 
 from aws_lambda_powertools.event_handler import Response
-from singleton_flags.http import error_body, json_response, no_route_response
-from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, http_response, proxy_event
+from singleton_flags.http import error_body, json_response, no_route_response
+from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 
 OPENAPI = "openapi"
 DOCS = "docs"
@@ -84,12 +84,16 @@ def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Http
     return HttpResponse(status, [("Content-Type", "application/json"), *(headers or {}).items()], payload)
 
 
-def _from_powertools(response: Response) -> HttpResponse:
+def _from_powertools(response: Response[Any]) -> HttpResponse:
     headers: list[tuple[str, str]] = []
     for name, value in response.headers.items():
         headers.extend((name, item) for item in (value if isinstance(value, list) else [value]))
     body = response.body if isinstance(response.body, bytes) else str(response.body or "").encode("utf-8")
     return HttpResponse(response.status_code, headers, body)
+
+
+def _bounded_int(value: Any, limit: int) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit
 
 
 def _error(status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None) -> HttpResponse:
@@ -145,12 +149,9 @@ class LocalApi:
             payload = json.loads(body or b"{}")
         except ValueError:
             payload = None
-        requests = payload.get("requests") if isinstance(payload, dict) else None
-        retry_after = payload.get("retry_after", 1) if isinstance(payload, dict) else None
-        if not all(
-            isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit
-            for value, limit in ((requests, MAX_THROTTLED_REQUESTS), (retry_after, MAX_RETRY_AFTER_SECONDS))
-        ):
+        settings = payload if isinstance(payload, dict) else {}
+        requests, retry_after = settings.get("requests"), settings.get("retry_after", 1)
+        if not (_bounded_int(requests, MAX_THROTTLED_REQUESTS) and _bounded_int(retry_after, MAX_RETRY_AFTER_SECONDS)):
             message = (
                 f'send {{"requests": 0..{MAX_THROTTLED_REQUESTS}, "retry_after": 0..{MAX_RETRY_AFTER_SECONDS}}} '
                 "(integers; retry_after defaults to 1)"

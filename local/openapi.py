@@ -22,14 +22,13 @@ from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any
 
+from local.functions import load_module
+from local.paths import REPO_ROOT
 from singleton_flags.declarations import TYPES
-from singleton_flags.errors import FlagsError  # noqa: E402
+from singleton_flags.errors import FlagsError
 from singleton_flags.ofrep import FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR, VARIANTS
 from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
 from singleton_flags.vocabulary import READ_REASONS
-
-from local.functions import load_module
-from local.paths import REPO_ROOT
 
 SCHEMAS = "#/components/schemas/"
 RESPONSES = "#/components/responses/"
@@ -373,7 +372,7 @@ def _fix_bounds(schemas: dict[str, Any]) -> None:
 def _write_operation(method: str, path: str, generated: dict[str, Any]) -> dict[str, Any]:
     operation = copy.deepcopy(generated)
     operation["tags"] = [WRITE_FUNCTION]
-    parameters = []
+    parameters: list[dict[str, Any]] = []
     for parameter in operation.get("parameters", []):
         if parameter.get("in") == "header" and parameter.get("name", "").lower() == "if-match":
             parameters.append({"$ref": PARAMETERS + "IfMatch"})
@@ -410,7 +409,8 @@ def _referenced(document: dict[str, Any]) -> set[str]:
 
 def _project_version() -> str:
     with (REPO_ROOT / "pyproject.toml").open("rb") as file:
-        return tomllib.load(file)["project"]["version"]
+        version: str = tomllib.load(file)["project"]["version"]
+    return version
 
 
 def build_document(
@@ -443,7 +443,9 @@ def build_document(
         for status in route.errors:
             operation["responses"][str(status)] = {"$ref": RESPONSES + RESPONSE_NAMES[status]}
         paths.setdefault(route.path, {})[method] = operation
-    servers = [{"url": server_url, "description": "The local runner (no signature needed)"}] if server_url else []
+    servers: list[dict[str, Any]] = (
+        [{"url": server_url, "description": "The local runner (no signature needed)"}] if server_url else []
+    )
     servers.append(
         {
             "url": "https://{restApiId}.execute-api.{region}.amazonaws.com/{stage}",
@@ -492,7 +494,9 @@ def build_document(
                     "type": "apiKey",
                     "name": "Authorization",
                     "in": "header",
-                    "description": "AWS Signature Version 4 for the service execute-api (x-amazon-apigateway-authtype).",
+                    "description": (
+                        "AWS Signature Version 4 for the service execute-api (x-amazon-apigateway-authtype)."
+                    ),
                     "x-amazon-apigateway-authtype": "awsSigv4",
                 }
             },

@@ -19,6 +19,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
+
 from singleton_flags.aws import dynamodb_client
 from singleton_flags.codec import iso_time
 from singleton_flags.declarations import load_declarations
@@ -76,7 +77,7 @@ class _BodyMemo:
     Keyed by everything a body is made of; a new snapshot, reason or deadline outcome makes a new body.
     """
 
-    def __init__(self, build: Callable[[FlagState], dict[str, Any]]) -> None:
+    def __init__(self, build: Callable[..., dict[str, Any]]) -> None:
         self._build = build
         self._key: tuple[Any, ...] | None = None
         self._body = ""
@@ -108,7 +109,7 @@ _ofrep_flag_body = _BodyMemo(lambda state, key: evaluation(state, key, DECLARATI
 _ofrep_flags_body = _BodyMemo(lambda state: bulk_evaluation(state, DECLARATIONS, _fetched_at(state)))
 
 
-def _respond(state: FlagState, body: Callable[[], str]) -> Response:
+def _respond(state: FlagState, body: Callable[[], str]) -> Response[str]:
     """200 with an ETag, or 304 when the client already holds this version.
 
     No ETag (and no 304) for values that are not a stored version: fallbacks, or a maintenance window
@@ -123,13 +124,13 @@ def _respond(state: FlagState, body: Callable[[], str]) -> Response:
 
 
 @app.get("/flags")
-def get_flags() -> Response:
+def get_flags() -> Response[str]:
     state = READER.read()
     return _respond(state, lambda: _all_flags_body(state))
 
 
 @app.get("/flags/<name>")
-def get_flag(name: str) -> Response:
+def get_flag(name: str) -> Response[str]:
     if name not in DECLARATIONS:
         raise FlagNotFound(f"no flag named '{name}' is declared", flag=name)
     state = READER.read()
@@ -142,7 +143,7 @@ def _request_body() -> str | None:
 
 
 @app.post("/ofrep/v1/evaluate/flags/<key>")
-def ofrep_evaluate_flag(key: str) -> Response:
+def ofrep_evaluate_flag(key: str) -> Response[str]:
     check_request(_request_body(), key)
     check_key(key, DECLARATIONS)
     state = READER.read()
@@ -150,25 +151,25 @@ def ofrep_evaluate_flag(key: str) -> Response:
 
 
 @app.post("/ofrep/v1/evaluate/flags")
-def ofrep_evaluate_flags() -> Response:
+def ofrep_evaluate_flags() -> Response[str]:
     """Every flag; ETag and 304 as GET /flags (OFREP's bulk route is a POST: 304, not RFC 9110's 412)."""
     check_request(_request_body())
     state = READER.read()
     return _respond(state, lambda: _ofrep_flags_body(state))
 
 
-@app.exception_handler(OfrepError)
-def handle_ofrep_error(error: OfrepError) -> Response:
+@app.exception_handler(OfrepError)  # type: ignore[untyped-decorator]  # Powertools' exception_handler is unannotated
+def handle_ofrep_error(error: OfrepError) -> Response[str]:
     return json_response(error.status, error.body(), _NO_STORE)
 
 
-@app.exception_handler(FlagsError)
-def handle_flags_error(error: FlagsError) -> Response:
+@app.exception_handler(FlagsError)  # type: ignore[untyped-decorator]  # Powertools' exception_handler is unannotated
+def handle_flags_error(error: FlagsError) -> Response[str]:
     return error_response(error)
 
 
 @app.not_found
-def handle_no_route(_: NotFoundError) -> Response:
+def handle_no_route(_: NotFoundError) -> Response[str]:
     return no_route_response(app.current_event.http_method, app.current_event.path)
 
 

@@ -28,7 +28,7 @@ from singleton_flags.vocabulary import READ_REASONS
 
 # The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
 # singleton_flags.requests.validate_reason's; the schema only documents the length, so pydantic is never stricter.
-_REASON_SCHEMA = {"minLength": 1, "maxLength": MAX_REASON_LENGTH}
+_REASON_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_REASON_LENGTH}
 
 _BASE_TYPES: dict[str, Any] = {
     "bool": StrictBool,
@@ -40,7 +40,7 @@ _BASE_TYPES: dict[str, Any] = {
 
 def _field_type(spec: FlagSpec) -> Any:
     if spec.choices is not None:
-        return Literal[spec.choices]  # type: ignore[valid-type]
+        return Literal[spec.choices]
     return _BASE_TYPES[spec.type]
 
 

@@ -2,9 +2,9 @@
 
 Service and namespace come from Powertools' own variables (POWERTOOLS_SERVICE_NAME,
 POWERTOOLS_METRICS_NAMESPACE) with this project's defaults; the stack sets the namespace per stage
-(``SingletonFlags/<stage>``), so stages sharing an account and region never mix their metrics. Nothing here imports the X-Ray SDK: the
-read function relies on Lambda's active tracing (Tracer() costs ~280 ms of cold start); the write and
-maintenance functions ask for ``tracer()``.
+(``SingletonFlags/<stage>``), so stages sharing an account and region never mix their metrics. Nothing here
+imports the X-Ray SDK: the read function relies on Lambda's active tracing (Tracer() costs ~280 ms of cold start);
+the write and maintenance functions ask for ``tracer()``.
 
 Metric vocabulary (EMF, namespace ``SingletonFlags/<stage>``, dimension ``service`` plus the one named):
 ``Reads`` {reason}, ``CacheRefreshes``, ``CacheRefreshFailures``, ``WriteConflicts``, ``WriteRetries``,
@@ -19,14 +19,14 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
 
 from singleton_flags.vocabulary import (  # noqa: F401 - the metric names, re-exported for the functions
-    CACHE_REFRESHES,
     CACHE_REFRESH_FAILURES,
+    CACHE_REFRESHES,
     CHANGES_APPLIED,
     DEFAULT,
     DEFAULT_NAMESPACE,
@@ -55,8 +55,12 @@ logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)  # per-invocation metrics of the write paths
 
 
+if TYPE_CHECKING:  # the annotation only: importing Tracer loads the X-Ray SDK
+    from aws_lambda_powertools import Tracer
+
+
 @cache
-def tracer() -> Any:
+def tracer() -> Tracer:
     """Powertools Tracer, created on first use so that the read function never pays for the X-Ray SDK."""
     from aws_lambda_powertools import Tracer
 

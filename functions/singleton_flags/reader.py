@@ -25,7 +25,7 @@ from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.observability import ReadCounter, logger
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.snapshot import Snapshot
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # noqa: F401 - the reasons, re-exported
+from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # the reasons, re-exported
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,7 @@ class FlagReader:
             return state
         fetches_before = self.provider.fetches
         try:
-            snapshot: Snapshot = self.provider.get(self._sort_key, max_age=self._max_age)
+            snapshot = self.provider.get(self._sort_key, max_age=self._max_age)
         except GetParameterError as exc:
             self._failures += 1
             failed_at = self._clock()  # the window starts when the call gave up, not when it started

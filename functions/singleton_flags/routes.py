@@ -84,7 +84,7 @@ def _bind(template: str, raw_path: str) -> dict[str, str] | None:
     if len(wanted) != len(actual):
         return None
     parameters: dict[str, str] = {}
-    for pattern, segment in zip(wanted, actual):
+    for pattern, segment in zip(wanted, actual, strict=True):
         if pattern.startswith("{") and pattern.endswith("}"):
             if not segment:
                 return None

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from e2e_support import Answer, Runner, eventually
-from singleton_flags.declarations import load_declarations
 
 from infra.config import load_config
+from singleton_flags.declarations import load_declarations
 
 DECLARED = list(load_declarations())
 WINDOW = load_config().maintenance_windows[0].name

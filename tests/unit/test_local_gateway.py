@@ -11,8 +11,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from singleton_flags.http import allowed_methods
-from singleton_flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION, RouteMatch, match_route
 
 from infra.config import load_config, schedule_payload
 from local.api import LocalApi, Request
@@ -23,6 +21,8 @@ from local.gateway import (
     proxy_event,
 )
 from local.runner import StartupError, banner, function_environment, parse_port
+from singleton_flags.http import allowed_methods
+from singleton_flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION, RouteMatch, match_route
 
 
 class RecordingFunctions:

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
 from unit_support import START, CallCount, Output, ReadApi, body_of, expire, headers_of
+
+from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
 
 ONE = "/ofrep/v1/evaluate/flags/{key}"
 BULK = "/ofrep/v1/evaluate/flags"

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 import schemathesis
-from singleton_flags.declarations import Declarations
-from singleton_flags.errors import FlagsError
-from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES
 
 from local.functions import load_module
 from local.openapi import RESPONSE_NAMES, build_document, error_codes, operations
+from singleton_flags.declarations import Declarations
+from singleton_flags.errors import FlagsError
+from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
 from unit_support import START, ReadApi, body_of, expire, headers_of, warnings_in
+
+from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
 
 FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at"}
 READ_PATH_MODULES = {

@@ -21,6 +21,7 @@ from botocore.credentials import Credentials
 from openfeature.contrib.provider.ofrep import OFREPProvider
 from openfeature.evaluation_context import EvaluationContext
 from requests.adapters import BaseAdapter
+
 from singleton_flags.sigv4 import RequestsSigV4Auth, execute_api_region, sign_headers
 
 API_URL = "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod"
