@@ -5,6 +5,8 @@ In one run:
 2. Warm GET /flags p50/p99 of the real read handler, and of a baseline: an ``APIGatewayRestResolver`` route
    returning a constant dict, wrapped in exactly the decorators of ``read_api.handler.handler`` (read from
    its source and evaluated in its module, so the baseline follows the handler). Ratio target <= 1.3.
+   And a warm OFREP evaluation of one flag (``POST /ofrep/v1/evaluate/flags/{key}`` with an evaluation context)
+   against a warm ``GET /flags/{name}``, same environment, interleaved. Ratio target <= 1.3.
 3. Bytes written to stdout (Logger and EMF included) by 1,000 cached GET /flags at the default log level.
    Target <= 1 KB.
 4. Cold import + first invocation of the read handler vs the floor ``import boto3; boto3.client("dynamodb");
@@ -54,6 +56,7 @@ TARGET_GET_ITEMS = 1
 TARGET_WARM_RATIO = 1.3
 TARGET_STDOUT_BYTES = 1024
 TARGET_COLD_RATIO = 1.3
+TARGET_OFREP_RATIO = 1.3  # a warm OFREP evaluation (with a context) against a warm GET /flags/{name}
 BENCH_ENV = {
     "TABLE_NAME": TABLE,
     "AWS_DEFAULT_REGION": "us-east-1",
@@ -110,6 +113,45 @@ def flags_event() -> dict[str, Any]:
         "body": None,
         "isBase64Encoded": False,
     }
+
+
+OFREP_FLAG = "signup_enabled"
+OFREP_BODY = json.dumps({"context": {"targetingKey": "user-1", "plan": "pro"}})  # what an OFREP provider sends
+
+
+def one_flag_event(name: str = OFREP_FLAG) -> dict[str, Any]:
+    """GET /flags/{name}, as ``flags_event``."""
+    event = flags_event()
+    event.update(resource="/flags/{name}", path=f"/flags/{name}", pathParameters={"name": name})
+    event["requestContext"] = {
+        **event["requestContext"],
+        "resourcePath": "/flags/{name}",
+        "path": f"/prod/flags/{name}",
+    }
+    return event
+
+
+def ofrep_event(name: str = OFREP_FLAG) -> dict[str, Any]:
+    """POST /ofrep/v1/evaluate/flags/{key} with an evaluation context, as an OFREP provider sends it."""
+    event = flags_event()
+    path, resource = f"/ofrep/v1/evaluate/flags/{name}", "/ofrep/v1/evaluate/flags/{key}"
+    headers = {**event["headers"], "Content-Type": "application/json"}
+    event.update(
+        resource=resource,
+        path=path,
+        httpMethod="POST",
+        headers=headers,
+        multiValueHeaders={key: [value] for key, value in headers.items()},
+        pathParameters={"key": name},
+        body=OFREP_BODY,
+    )
+    event["requestContext"] = {
+        **event["requestContext"],
+        "resourcePath": resource,
+        "httpMethod": "POST",
+        "path": f"/prod{path}",
+    }
+    return event
 
 
 def seeded_item() -> dict[str, Any]:
@@ -256,6 +298,13 @@ def warm_figures() -> dict[str, Any]:
                 baseline = functools.partial(baseline_handler, event, context)
                 timed_pairs(real, baseline, WARMUP_N)
                 latency = timed_pairs(real, baseline, WARM_N)
+                # 2b. warm OFREP evaluation of one flag against warm GET /flags/{name}, same environment
+                ofrep = functools.partial(module.handler, ofrep_event(), context)
+                get_one = functools.partial(module.handler, one_flag_event(), context)
+                if not ofrep()["statusCode"] == get_one()["statusCode"] == 200:
+                    raise RuntimeError("the OFREP or GET /flags/{name} event is not answered 200")
+                timed_pairs(ofrep, get_one, WARMUP_N)
+                ofrep_latency = timed_pairs(ofrep, get_one, WARM_N)
                 # 3. stdout of 1,000 cached reads, right after a refresh (not counted)
                 module.PROVIDER.clear_cache()
                 real()
@@ -273,6 +322,10 @@ def warm_figures() -> dict[str, Any]:
         "base_ns": latency["second"],
         "real_cpu_ns": latency["first_cpu"],
         "base_cpu_ns": latency["second_cpu"],
+        "ofrep_ns": ofrep_latency["first"],
+        "get_one_ns": ofrep_latency["second"],
+        "ofrep_cpu_ns": ofrep_latency["first_cpu"],
+        "get_one_cpu_ns": ofrep_latency["second_cpu"],
         "decorators": handler_decorators(module),
         "quiet_bytes": quiet_output.bytes,
         "warm_bytes": warm_output.bytes,
@@ -503,6 +556,8 @@ def main() -> None:
         h["seconds"] / f["seconds"] for h, f in zip(cold["handler"], cold["floor"], strict=True)
     )
     real_cpu, base_cpu = percentile(warm["real_cpu_ns"], 0.50), percentile(warm["base_cpu_ns"], 0.50)
+    ofrep_p50, one_p50 = percentile(warm["ofrep_ns"], 0.50), percentile(warm["get_one_ns"], 0.50)
+    ofrep_cpu, one_cpu = percentile(warm["ofrep_cpu_ns"], 0.50), percentile(warm["get_one_cpu_ns"], 0.50)
     rows = [
         (
             "GetItem calls, 10,000 warm GET /flags in one max_age window",
@@ -523,6 +578,18 @@ def main() -> None:
             f"{real_cpu / 1000:.1f} / {base_cpu / 1000:.1f} us = {real_cpu / base_cpu:.2f}",
             f"<= {TARGET_WARM_RATIO}",
             real_cpu / base_cpu <= TARGET_WARM_RATIO,
+        ),
+        (
+            "warm OFREP evaluation / warm GET /flags/{name}, p50",
+            f"{ofrep_p50 / 1000:.1f} / {one_p50 / 1000:.1f} us = {ofrep_p50 / one_p50:.2f}",
+            f"<= {TARGET_OFREP_RATIO}",
+            ofrep_p50 / one_p50 <= TARGET_OFREP_RATIO,
+        ),
+        (
+            "  same, thread CPU time p50 (load-proof)",
+            f"{ofrep_cpu / 1000:.1f} / {one_cpu / 1000:.1f} us = {ofrep_cpu / one_cpu:.2f}",
+            f"<= {TARGET_OFREP_RATIO}",
+            ofrep_cpu / one_cpu <= TARGET_OFREP_RATIO,
         ),
         (
             "stdout bytes, 1,000 cached GET /flags (INFO)",

@@ -50,6 +50,9 @@ READ_SAMPLING_RATE = 0.01
 READ_SAMPLING_PRIORITY = 9000
 # API Gateway's own refusals (missing signature, denied, throttled) in the contract's error shape.
 GATEWAY_ERROR_TEMPLATE = '{"error": {"code": "$context.error.responseType", "message": $context.error.messageString}}'
+# A throttled request (THROTTLED, 429) says when to retry, in delta-seconds (RFC 9110 section 10.2.3): the OFREP
+# providers pause evaluations until then. The stage's token bucket refills every second.
+THROTTLED_RETRY_AFTER_SECONDS = 1
 _PATH_PARAMETER = re.compile(r"\{([^}]+)\}")
 
 
@@ -122,13 +125,13 @@ class Api(Construct):
         self._build_gateway_responses()
         self.reader_policy = self._build_policy(
             constants.READER_POLICY_ID,
-            "Invoke the read routes of the singleton-flags API (GET /flags, GET /flags/{name})",
+            "Invoke the read routes of the singleton-flags API (GET /flags, GET /flags/{name}, the OFREP POSTs)",
             allow=reader_routes(),
             deny=reader_deny_paths(),
         )
         self.admin_policy = self._build_policy(
             constants.ADMIN_POLICY_ID,
-            "Invoke every route of the singleton-flags API (read, change, history, revert)",
+            "Invoke every route of the singleton-flags API (read, OFREP, change, history, revert, restore)",
             allow=ROUTES,
             deny=(),
         )
@@ -252,7 +255,18 @@ class Api(Construct):
                 f"this method is not supported on {path}; use {', '.join(allowed)}",
                 allow=", ".join(allowed),
             )
-        for resource in (self.rest_api.root, self.rest_api.root.add_resource("{proxy+}")):
+        routed = {route.path for route in ROUTES}
+        between = sorted(
+            {
+                prefix
+                for path in routed
+                for prefix in ("/".join(path.split("/")[:end]) for end in range(2, path.count("/") + 1))
+                if prefix not in routed
+            }
+        )  # /ofrep, /ofrep/v1, /ofrep/v1/evaluate: resources on the way to a route, with no method of their own
+        resources = [self.rest_api.root, self.rest_api.root.add_resource("{proxy+}")]
+        resources += [self.rest_api.root.resource_for_path(path) for path in between]
+        for resource in resources:
             self._add_mock(resource, 404, "NOT_FOUND", "no such route")
 
     def _add_mock(self, resource: apigw.IResource, status: int, code: str, message: str, allow: str = "") -> None:
@@ -296,6 +310,13 @@ class Api(Construct):
                 type=response_type,
                 templates={"application/json": GATEWAY_ERROR_TEMPLATE},
             )
+        self.rest_api.add_gateway_response(
+            "Throttled",
+            type=apigw.ResponseType.THROTTLED,
+            status_code="429",
+            response_headers={"Retry-After": f"'{THROTTLED_RETRY_AFTER_SECONDS}'"},
+            templates={"application/json": GATEWAY_ERROR_TEMPLATE},
+        )
 
     def _arn(self, method: str, path: str) -> str:
         return self.rest_api.arn_for_execute_api(method, path, self.stage.stage_name)

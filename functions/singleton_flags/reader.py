@@ -35,6 +35,7 @@ class FlagState:
     reason: str
     fetched_at: float | None
     maintenance_deadline_passed: bool = False
+    fallen_back: tuple[str, ...] = ()  # flags served their fallback because the stored value is unusable
 
 
 class FlagReader:
@@ -124,4 +125,5 @@ class FlagReader:
             reason=reason,
             fetched_at=snapshot.fetched_at,
             maintenance_deadline_passed=snapshot.window_ended(now),
+            fallen_back=snapshot.fallen_back,
         )
