@@ -5,6 +5,8 @@ In one run:
 2. Warm GET /flags p50/p99 of the real read handler, and of a baseline: an ``APIGatewayRestResolver`` route
    returning a constant dict, wrapped in exactly the decorators of ``read_api.handler.handler`` (read from
    its source and evaluated in its module, so the baseline follows the handler). Ratio target <= 1.3.
+   And a warm OFREP evaluation of one flag (``POST /ofrep/v1/evaluate/flags/{key}`` with an evaluation context)
+   against a warm ``GET /flags/{name}``, same environment, interleaved. Ratio target <= 1.3.
 3. Bytes written to stdout (Logger and EMF included) by 1,000 cached GET /flags at the default log level.
    Target <= 1 KB.
 4. Cold import + first invocation of the read handler vs the floor ``import boto3; boto3.client("dynamodb");
@@ -28,6 +30,7 @@ import http.server
 import inspect
 import io
 import json
+import logging
 import math
 import os
 import statistics
@@ -38,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS = ROOT / "functions"  # the functions' asset root: Lambda's /var/task, the cold runs' working directory
@@ -53,6 +56,7 @@ TARGET_GET_ITEMS = 1
 TARGET_WARM_RATIO = 1.3
 TARGET_STDOUT_BYTES = 1024
 TARGET_COLD_RATIO = 1.3
+TARGET_OFREP_RATIO = 1.3  # a warm OFREP evaluation (with a context) against a warm GET /flags/{name}
 BENCH_ENV = {
     "TABLE_NAME": TABLE,
     "AWS_DEFAULT_REGION": "us-east-1",
@@ -111,6 +115,45 @@ def flags_event() -> dict[str, Any]:
     }
 
 
+OFREP_FLAG = "signup_enabled"
+OFREP_BODY = json.dumps({"context": {"targetingKey": "user-1", "plan": "pro"}})  # what an OFREP provider sends
+
+
+def one_flag_event(name: str = OFREP_FLAG) -> dict[str, Any]:
+    """GET /flags/{name}, as ``flags_event``."""
+    event = flags_event()
+    event.update(resource="/flags/{name}", path=f"/flags/{name}", pathParameters={"name": name})
+    event["requestContext"] = {
+        **event["requestContext"],
+        "resourcePath": "/flags/{name}",
+        "path": f"/prod/flags/{name}",
+    }
+    return event
+
+
+def ofrep_event(name: str = OFREP_FLAG) -> dict[str, Any]:
+    """POST /ofrep/v1/evaluate/flags/{key} with an evaluation context, as an OFREP provider sends it."""
+    event = flags_event()
+    path, resource = f"/ofrep/v1/evaluate/flags/{name}", "/ofrep/v1/evaluate/flags/{key}"
+    headers = {**event["headers"], "Content-Type": "application/json"}
+    event.update(
+        resource=resource,
+        path=path,
+        httpMethod="POST",
+        headers=headers,
+        multiValueHeaders={key: [value] for key, value in headers.items()},
+        pathParameters={"key": name},
+        body=OFREP_BODY,
+    )
+    event["requestContext"] = {
+        **event["requestContext"],
+        "resourcePath": resource,
+        "httpMethod": "POST",
+        "path": f"/prod{path}",
+    }
+    return event
+
+
 def seeded_item() -> dict[str, Any]:
     """The singleton exactly as the seed leaves it (every flag at its initial value, version 0)."""
     from singleton_flags.codec import encode
@@ -155,7 +198,7 @@ def counted_stdout() -> Iterator[ByteCounter]:
     from singleton_flags.observability import logger
 
     sink = ByteCounter()
-    handler = logger.registered_handler
+    handler = cast("logging.StreamHandler[Any]", logger.registered_handler)  # Powertools logs to a StreamHandler
     previous = handler.setStream(sink)
     try:
         with contextlib.redirect_stdout(sink):
@@ -255,6 +298,13 @@ def warm_figures() -> dict[str, Any]:
                 baseline = functools.partial(baseline_handler, event, context)
                 timed_pairs(real, baseline, WARMUP_N)
                 latency = timed_pairs(real, baseline, WARM_N)
+                # 2b. warm OFREP evaluation of one flag against warm GET /flags/{name}, same environment
+                ofrep = functools.partial(module.handler, ofrep_event(), context)
+                get_one = functools.partial(module.handler, one_flag_event(), context)
+                if not ofrep()["statusCode"] == get_one()["statusCode"] == 200:
+                    raise RuntimeError("the OFREP or GET /flags/{name} event is not answered 200")
+                timed_pairs(ofrep, get_one, WARMUP_N)
+                ofrep_latency = timed_pairs(ofrep, get_one, WARM_N)
                 # 3. stdout of 1,000 cached reads, right after a refresh (not counted)
                 module.PROVIDER.clear_cache()
                 real()
@@ -272,6 +322,10 @@ def warm_figures() -> dict[str, Any]:
         "base_ns": latency["second"],
         "real_cpu_ns": latency["first_cpu"],
         "base_cpu_ns": latency["second_cpu"],
+        "ofrep_ns": ofrep_latency["first"],
+        "get_one_ns": ofrep_latency["second"],
+        "ofrep_cpu_ns": ofrep_latency["first_cpu"],
+        "get_one_cpu_ns": ofrep_latency["second_cpu"],
         "decorators": handler_decorators(module),
         "quiet_bytes": quiet_output.bytes,
         "warm_bytes": warm_output.bytes,
@@ -279,14 +333,14 @@ def warm_figures() -> dict[str, Any]:
     }
 
 
-def profile_warm(handler: Callable, baseline: Callable, event: dict[str, Any], context: Any) -> str:
+def profile_warm(handler: Callable[..., Any], baseline: Callable[..., Any], event: dict[str, Any], context: Any) -> str:
     """Where a warm invocation of the read handler spends its time beyond the baseline: cProfile of both,
     cumulative microseconds per invocation (inflated by the profiler, comparable with each other) of the
     handlers and of every function of ours, plus Powertools' per-access header parsing."""
     import cProfile
     import pstats
 
-    def profile(function: Callable) -> dict[tuple[str, str], tuple[int, float]]:
+    def profile(function: Callable[..., Any]) -> dict[tuple[str, str], tuple[int, float]]:
         profiler = cProfile.Profile()
         with counted_stdout():
             profiler.enable()
@@ -371,7 +425,8 @@ import aws_lambda_powertools.logging; mark("import Powertools Logger")
 import aws_lambda_powertools.metrics; mark("import Powertools Metrics")
 import aws_lambda_powertools.event_handler; mark("import Powertools event_handler")
 import aws_lambda_powertools.utilities.parameters.base; mark("import Powertools parameters")
-import singleton_flags.observability, singleton_flags.provider, singleton_flags.reader, singleton_flags.http, singleton_flags.declarations; mark("import singleton_flags.*")
+import singleton_flags.observability, singleton_flags.provider, singleton_flags.reader
+import singleton_flags.http, singleton_flags.declarations; mark("import singleton_flags.*")
 import read_api.handler as module; mark("read_api.handler module scope (its own client, app)")
 module.handler(json.loads(sys.argv[2]), type("Context", (), json.loads(sys.argv[3]))()); mark("first GET /flags")
 print("BENCH " + json.dumps({"phases": phases, "ok": True}), file=sys.stderr)
@@ -381,11 +436,12 @@ print("BENCH " + json.dumps({"phases": phases, "ok": True}), file=sys.stderr)
 class StubDynamoDB(http.server.BaseHTTPRequestHandler):
     """Answers DynamoDB's JSON protocol: GetItem with the seeded item, anything else with a 400."""
 
-    item: dict[str, Any] = {}
+    item: ClassVar[dict[str, Any]] = {}
     served = 0
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:  # http.server's naming
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body: dict[str, Any]
         if self.headers.get("X-Amz-Target", "").endswith(".GetItem"):
             status, body = 200, {"Item": self.item}
             type(self).served += 1
@@ -437,7 +493,9 @@ def cold_env(endpoint: str, pycache: str) -> dict[str, str]:
 
 def run_cold(script: str, args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], str]:
     """Run one cold start in a fresh interpreter: what it reported on its ``BENCH`` line, and its stderr."""
-    done = subprocess.run([sys.executable, "-c", script, *args], env=env, cwd=FUNCTIONS, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], env=env, cwd=FUNCTIONS, capture_output=True, text=True, check=False
+    )
     marker = [line for line in done.stderr.splitlines() if line.startswith("BENCH ")]
     if done.returncode != 0 or not marker:
         raise RuntimeError(f"cold run failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -494,8 +552,12 @@ def main() -> None:
     )
     cpu_handler, cpu_floor = (statistics.median(run["cpu"] for run in cold[k]) for k in ("handler", "floor"))
     cold_ratio, cold_cpu_ratio = cold_handler / cold_floor, cpu_handler / cpu_floor
-    paired_ratio = statistics.median(h["seconds"] / f["seconds"] for h, f in zip(cold["handler"], cold["floor"]))
+    paired_ratio = statistics.median(
+        h["seconds"] / f["seconds"] for h, f in zip(cold["handler"], cold["floor"], strict=True)
+    )
     real_cpu, base_cpu = percentile(warm["real_cpu_ns"], 0.50), percentile(warm["base_cpu_ns"], 0.50)
+    ofrep_p50, one_p50 = percentile(warm["ofrep_ns"], 0.50), percentile(warm["get_one_ns"], 0.50)
+    ofrep_cpu, one_cpu = percentile(warm["ofrep_cpu_ns"], 0.50), percentile(warm["get_one_cpu_ns"], 0.50)
     rows = [
         (
             "GetItem calls, 10,000 warm GET /flags in one max_age window",
@@ -516,6 +578,18 @@ def main() -> None:
             f"{real_cpu / 1000:.1f} / {base_cpu / 1000:.1f} us = {real_cpu / base_cpu:.2f}",
             f"<= {TARGET_WARM_RATIO}",
             real_cpu / base_cpu <= TARGET_WARM_RATIO,
+        ),
+        (
+            "warm OFREP evaluation / warm GET /flags/{name}, p50",
+            f"{ofrep_p50 / 1000:.1f} / {one_p50 / 1000:.1f} us = {ofrep_p50 / one_p50:.2f}",
+            f"<= {TARGET_OFREP_RATIO}",
+            ofrep_p50 / one_p50 <= TARGET_OFREP_RATIO,
+        ),
+        (
+            "  same, thread CPU time p50 (load-proof)",
+            f"{ofrep_cpu / 1000:.1f} / {one_cpu / 1000:.1f} us = {ofrep_cpu / one_cpu:.2f}",
+            f"<= {TARGET_OFREP_RATIO}",
+            ofrep_cpu / one_cpu <= TARGET_OFREP_RATIO,
         ),
         (
             "stdout bytes, 1,000 cached GET /flags (INFO)",
@@ -569,7 +643,8 @@ def main() -> None:
     print(
         "  cold pairs, wall ms (handler/floor): "
         + ", ".join(
-            f"{h['seconds'] * 1000:.0f}/{f['seconds'] * 1000:.0f}" for h, f in zip(cold["handler"], cold["floor"])
+            f"{h['seconds'] * 1000:.0f}/{f['seconds'] * 1000:.0f}"
+            for h, f in zip(cold["handler"], cold["floor"], strict=True)
         )
     )
     if warm_ratio > TARGET_WARM_RATIO:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 from singleton_flags.declarations import load_declarations
-
 from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, RunResult, run_writers, seed_table
 
 
@@ -33,8 +32,8 @@ def _report(label: str, result: RunResult) -> None:
 
 
 def main() -> None:
-    from singleton_flags.observability import logger
     from local.dynamodb_local import create_table, local_client, running_dynamodb_local
+    from singleton_flags.observability import logger
 
     logger.setLevel("WARNING")  # one "flags changed" line per write would drown the figures
     declarations = load_declarations()

@@ -1,8 +1,9 @@
 """HTTP to the flags API: the local runner as is, a deployed API signed with SigV4 (service ``execute-api``).
 
-Standard library for HTTP (urllib); botocore, already a dependency, for credentials and signing: the default
-credential chain (environment, profile, SSO, container or instance role) and the region of the API's host
-(``<id>.execute-api.<region>.amazonaws.com``), else AWS_REGION / AWS_DEFAULT_REGION / the profile's.
+Standard library for HTTP (urllib); botocore, already a dependency, for credentials, and the runtime library's
+``singleton_flags.sigv4`` for signing: the default credential chain (environment, profile, SSO, container or
+instance role) and the region of the API's host (``<id>.execute-api.<region>.amazonaws.com``), else AWS_REGION /
+AWS_DEFAULT_REGION / the profile's.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ TIMEOUT_SECONDS = 15.0
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # singleton_flags.declarations.NAME_PATTERN (a unit test holds them equal): a name the API could have declared.
 FLAG_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-_EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
 
 
 class FlagctlError(Exception):
@@ -91,24 +91,21 @@ def url_from_stack_outputs(path: Path) -> str:
 
 
 def region_for(url: str, default_region: str | None) -> str:
-    match = _EXECUTE_API_HOST.match(urlsplit(url).hostname or "")
-    if match:
-        return match.group("region")
-    if default_region:
-        return default_region
+    from singleton_flags.sigv4 import execute_api_region
+
+    region = execute_api_region(url) or default_region
+    if region:
+        return region
     raise FlagctlError(f"cannot tell the AWS region of {url}: set AWS_REGION", 2, "BAD_INPUT")
 
 
 def sign(outgoing: Outgoing, credentials: Any, region: str, service: str = SERVICE) -> Outgoing:
-    """The same request with SigV4 headers (Authorization, X-Amz-Date, X-Amz-Security-Token if any)."""
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
+    """The same request with SigV4 headers (Authorization, X-Amz-Date, X-Amz-Security-Token if any): the runtime
+    library's signer (``singleton_flags.sigv4``), the one OFREP clients use too."""
+    from singleton_flags.sigv4 import sign_headers
 
-    request = AWSRequest(
-        method=outgoing.method, url=outgoing.url, data=outgoing.body or b"", headers=dict(outgoing.headers)
-    )
-    SigV4Auth(credentials, service, region).add_auth(request)
-    return Outgoing(outgoing.method, outgoing.url, dict(request.headers.items()), outgoing.body)
+    headers = sign_headers(outgoing.method, outgoing.url, outgoing.headers, outgoing.body, credentials, region, service)
+    return Outgoing(outgoing.method, outgoing.url, headers, outgoing.body)
 
 
 def default_signer(url: str) -> Callable[[Outgoing], Outgoing]:
@@ -127,7 +124,9 @@ def default_signer(url: str) -> Callable[[Outgoing], Outgoing]:
 
 
 def urllib_transport(outgoing: Outgoing, timeout: float = TIMEOUT_SECONDS) -> Answer:
-    request = urllib.request.Request(outgoing.url, data=outgoing.body, headers=outgoing.headers, method=outgoing.method)
+    request = urllib.request.Request(  # noqa: S310 - http(s) URLs only (FlagsClient checks the scheme)
+        outgoing.url, data=outgoing.body, headers=outgoing.headers, method=outgoing.method
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) URLs only
             status, headers, raw = response.status, dict(response.headers.items()), response.read()

@@ -25,6 +25,7 @@ from infra import constants
 from infra.config import LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING, FlagsConfig
 from infra.logs import log_group
 from infra.nag import acknowledge
+from singleton_flags import vocabulary
 
 HANDLER = "apigw_account.handler.handler"
 RESOURCE_TYPE = "Custom::ApiGatewayAccountLoggingRole"
@@ -104,7 +105,7 @@ class ApiGatewayAccount(Construct):
         function = lambda_.Function(
             self,
             "AccountSettingFunction",
-            description=f"{constants.SERVICE_NAME} ({config.stage}): API Gateway account CloudWatch Logs role",
+            description=f"{vocabulary.DEFAULT_SERVICE} ({config.stage}): API Gateway account CloudWatch Logs role",
             runtime=lambda_.Runtime.PYTHON_3_13,
             architecture=lambda_.Architecture.ARM_64,
             handler=HANDLER,

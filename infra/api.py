@@ -5,18 +5,27 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
+from typing import cast
 
-from aws_cdk import CustomResource, Duration, aws_apigateway as apigw, aws_iam as iam, aws_lambda as lambda_
-from aws_cdk import aws_xray as xray
+from aws_cdk import (
+    CfnElement,
+    CustomResource,
+    Duration,
+    aws_apigateway as apigw,
+    aws_iam as iam,
+    aws_lambda as lambda_,
+    aws_xray as xray,
+)
 from constructs import Construct
-from singleton_flags.http import allowed_methods
-from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
 
 from infra import constants
 from infra.config import FlagsConfig
 from infra.logs import log_group
 from infra.nag import acknowledge, logical_id
+from singleton_flags.http import allowed_methods
+from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
 
 # One JSON line per request: who (the IAM identity), what, how it ended and how long it took. Every byte is
 # ingested for every request (reads included): fields another field or the function's log already carries are
@@ -41,6 +50,9 @@ READ_SAMPLING_RATE = 0.01
 READ_SAMPLING_PRIORITY = 9000
 # API Gateway's own refusals (missing signature, denied, throttled) in the contract's error shape.
 GATEWAY_ERROR_TEMPLATE = '{"error": {"code": "$context.error.responseType", "message": $context.error.messageString}}'
+# A throttled request (THROTTLED, 429) says when to retry, in delta-seconds (RFC 9110 section 10.2.3): the OFREP
+# providers pause evaluations until then. The stage's token bucket refills every second.
+THROTTLED_RETRY_AFTER_SECONDS = 1
 _PATH_PARAMETER = re.compile(r"\{([^}]+)\}")
 
 
@@ -94,7 +106,7 @@ class Api(Construct):
         construct_id: str,
         *,
         config: FlagsConfig,
-        functions: dict[str, lambda_.IFunction],
+        functions: Mapping[str, lambda_.IFunction],
         account_setting: CustomResource | None = None,
     ) -> None:
         """``account_setting``: what sets API Gateway's account-level CloudWatch Logs role; the stage waits
@@ -113,13 +125,13 @@ class Api(Construct):
         self._build_gateway_responses()
         self.reader_policy = self._build_policy(
             constants.READER_POLICY_ID,
-            "Invoke the read routes of the singleton-flags API (GET /flags, GET /flags/{name})",
+            "Invoke the read routes of the singleton-flags API (GET /flags, GET /flags/{name}, the OFREP POSTs)",
             allow=reader_routes(),
             deny=reader_deny_paths(),
         )
         self.admin_policy = self._build_policy(
             constants.ADMIN_POLICY_ID,
-            "Invoke every route of the singleton-flags API (read, change, history, revert)",
+            "Invoke every route of the singleton-flags API (read, OFREP, change, history, revert, restore)",
             allow=ROUTES,
             deny=(),
         )
@@ -243,7 +255,18 @@ class Api(Construct):
                 f"this method is not supported on {path}; use {', '.join(allowed)}",
                 allow=", ".join(allowed),
             )
-        for resource in (self.rest_api.root, self.rest_api.root.add_resource("{proxy+}")):
+        routed = {route.path for route in ROUTES}
+        between = sorted(
+            {
+                prefix
+                for path in routed
+                for prefix in ("/".join(path.split("/")[:end]) for end in range(2, path.count("/") + 1))
+                if prefix not in routed
+            }
+        )  # /ofrep, /ofrep/v1, /ofrep/v1/evaluate: resources on the way to a route, with no method of their own
+        resources = [self.rest_api.root, self.rest_api.root.add_resource("{proxy+}")]
+        resources += [self.rest_api.root.resource_for_path(path) for path in between]
+        for resource in resources:
             self._add_mock(resource, 404, "NOT_FOUND", "no such route")
 
     def _add_mock(self, resource: apigw.IResource, status: int, code: str, message: str, allow: str = "") -> None:
@@ -266,7 +289,7 @@ class Api(Construct):
             method_responses=[
                 apigw.MethodResponse(
                     status_code=str(status),
-                    response_parameters={key: True for key in headers} or None,
+                    response_parameters=dict.fromkeys(headers, True) or None,
                 )
             ],
         )
@@ -287,6 +310,13 @@ class Api(Construct):
                 type=response_type,
                 templates={"application/json": GATEWAY_ERROR_TEMPLATE},
             )
+        self.rest_api.add_gateway_response(
+            "Throttled",
+            type=apigw.ResponseType.THROTTLED,
+            status_code="429",
+            response_headers={"Retry-After": f"'{THROTTLED_RETRY_AFTER_SECONDS}'"},
+            templates={"application/json": GATEWAY_ERROR_TEMPLATE},
+        )
 
     def _arn(self, method: str, path: str) -> str:
         return self.rest_api.arn_for_execute_api(method, path, self.stage.stage_name)
@@ -330,6 +360,6 @@ class Api(Construct):
 
     def _finding_arn(self, method: str, path: str) -> str:
         """An execute-api ARN as cdk-nag prints it in a finding."""
-        api_id = logical_id(self.rest_api.node.default_child)
-        stage_id = logical_id(self.stage.node.default_child)
+        api_id = logical_id(cast(CfnElement, self.rest_api.node.default_child))  # the CfnRestApi
+        stage_id = logical_id(cast(CfnElement, self.stage.node.default_child))  # the CfnStage
         return f"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{api_id}>/<{stage_id}>/{method}{path}"

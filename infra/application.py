@@ -7,11 +7,12 @@ from typing import Any
 
 from aws_cdk import App, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
-from singleton_flags.declarations import Declarations
 
 from infra import constants
 from infra.config import CONTEXT_KEY, STAGE_CONTEXT_KEY, FlagsConfig, parse_config
 from infra.stack import FlagsStack
+from singleton_flags import vocabulary
+from singleton_flags.declarations import Declarations
 
 
 def add_stage(app: App, config: FlagsConfig, declarations: Declarations | None = None) -> FlagsStack:
@@ -27,7 +28,7 @@ def add_stage(app: App, config: FlagsConfig, declarations: Declarations | None =
         termination_protection=config.termination_protection,
         description="singleton-flags: application-wide flags in one DynamoDB item, behind an IAM-authorised API",
     )
-    Tags.of(stack).add(constants.TAG_PROJECT, constants.SERVICE_NAME)
+    Tags.of(stack).add(constants.TAG_PROJECT, vocabulary.DEFAULT_SERVICE)
     Tags.of(stack).add(constants.TAG_STAGE, config.stage)
     return stack
 

@@ -22,9 +22,10 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
-from singleton_flags.routes import READ_FUNCTION
 
-from infra.constants import SERVICE_NAME, metrics_namespace
+from infra.constants import metrics_namespace
+from singleton_flags import vocabulary
+from singleton_flags.routes import READ_FUNCTION
 
 CONTEXT_KEY = "singleton-flags"
 STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
@@ -456,8 +457,8 @@ def _windows(raw: Any, path: str) -> tuple[MaintenanceWindow, ...]:
 
 
 def _logging_role(value: Any, path: str) -> str:
-    if value in (LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING) or (
-        isinstance(value, str) and ROLE_ARN_PATTERN.match(value)
+    if isinstance(value, str) and (
+        value in (LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING) or ROLE_ARN_PATTERN.match(value)
     ):
         return value
     raise ConfigError(
@@ -557,7 +558,7 @@ def function_environment(config: FlagsConfig, table_name: str, function: str) ->
         "POWERTOOLS_PARAMETERS_MAX_AGE": str(config.cache_max_age_seconds),
         "FLAGS_MAX_STALE_SECONDS": str(config.max_stale_seconds),
         "FLAGS_AUDIT_RETENTION_DAYS": str(config.audit_retention_days),
-        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        "POWERTOOLS_SERVICE_NAME": vocabulary.DEFAULT_SERVICE,
         # One namespace per stage: two stages in one account and region never count each other's metrics.
         "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config.stage),
     }

@@ -1,29 +1,11 @@
 """Names used by the stack, in one place. Pure Python: tests and the local runner may import it.
 
-The metric vocabulary comes from ``singleton_flags.vocabulary`` (the installed package).
+The metric and reason vocabulary is ``singleton_flags.vocabulary``'s, imported from there wherever it is used.
 """
 
 from pathlib import Path
 
-from singleton_flags.vocabulary import (  # noqa: F401 - the functions' own names: alarms watch what they emit
-    CACHE_REFRESH_FAILURES as METRIC_CACHE_REFRESH_FAILURES,
-    CACHE_REFRESHES as METRIC_CACHE_REFRESHES,
-    CHANGES_APPLIED as METRIC_CHANGES_APPLIED,
-    DEFAULT_NAMESPACE as METRICS_NAMESPACE,
-    DEFAULT_SERVICE as SERVICE_NAME,
-    DIMENSION_CODE,
-    DIMENSION_REASON,
-    DIMENSION_SERVICE,
-    READ_REASONS,
-    READS as METRIC_READS,
-    REFUSALS as METRIC_REFUSALS,
-    WINDOW_ENDS as METRIC_WINDOW_ENDS,
-    WINDOW_FAILURES as METRIC_WINDOW_FAILURES,
-    WINDOW_SKIPS as METRIC_WINDOW_SKIPS,
-    WINDOW_STARTS as METRIC_WINDOW_STARTS,
-    WRITE_CONFLICTS as METRIC_WRITE_CONFLICTS,
-    WRITE_RETRIES as METRIC_WRITE_RETRIES,
-)
+from singleton_flags import vocabulary
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS_DIR = REPO_ROOT / "functions"  # the asset root of every function
@@ -40,12 +22,12 @@ POWERTOOLS_LAYER_PARAMETER = (
 
 def stack_name(stage: str) -> str:
     """The stack's name, and its construct id: one stack per stage, side by side in one app or account."""
-    return f"{SERVICE_NAME}-{stage}"
+    return f"{vocabulary.DEFAULT_SERVICE}-{stage}"
 
 
 def metrics_namespace(stage: str) -> str:
     """The functions' EMF namespace in a stage (POWERTOOLS_METRICS_NAMESPACE), watched by that stage's alarms."""
-    return f"{METRICS_NAMESPACE}/{stage}"
+    return f"{vocabulary.DEFAULT_NAMESPACE}/{stage}"
 
 
 def sampling_rule_name(stage: str) -> str:

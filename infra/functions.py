@@ -17,14 +17,15 @@ from aws_cdk import (
     aws_ssm as ssm,
 )
 from constructs import Construct
-from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
-from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 from infra import constants
 from infra.config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
 from infra.logs import log_group
 from infra.nag import acknowledge
 from infra.powertools import bundled_layer_directory
+from singleton_flags import vocabulary
+from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
+from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 SEED_FUNCTION = "seed"
 SEED_HANDLER = "seed.handler.handler"
@@ -127,7 +128,7 @@ class Functions(Construct):
             self,
             f"{title}Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"{constants.SERVICE_NAME} {name} function: {', '.join(DYNAMODB_ACTIONS[name])} "
+            description=f"{vocabulary.DEFAULT_SERVICE} {name} function: {', '.join(DYNAMODB_ACTIONS[name])} "
             f"on the flags table",
             inline_policies={
                 "Table": iam.PolicyDocument(
@@ -159,7 +160,7 @@ class Functions(Construct):
         function = lambda_.Function(
             self,
             f"{title}Function",
-            description=f"{constants.SERVICE_NAME} ({self._config.stage}): {name}",
+            description=f"{vocabulary.DEFAULT_SERVICE} ({self._config.stage}): {name}",
             runtime=lambda_.Runtime.PYTHON_3_13,
             architecture=lambda_.Architecture.ARM_64,
             handler=handler,

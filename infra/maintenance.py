@@ -14,8 +14,11 @@ Three failure paths, each seen:
 
 from __future__ import annotations
 
+from typing import cast
+
 from aws_cdk import (
     Aws,
+    CfnElement,
     Duration,
     RemovalPolicy,
     TimeZone,
@@ -130,7 +133,8 @@ class Maintenance(Construct):
             "AwsSolutions-IAM5",
             "'<function arn>:*' are the versions and aliases of the maintenance function only (CDK's "
             "grantInvoke); the schedules invoke nothing else.",
-            finding=f"Resource::<{logical_id(self._function.node.default_child)}.Arn>:*",
+            # the function's default child is its CfnFunction
+            finding=f"Resource::<{logical_id(cast(CfnElement, self._function.node.default_child))}.Arn>:*",
         )
         return role
 

@@ -7,6 +7,8 @@ own. Every alarm here watches this stage's metrics only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_cdk import (
     Aws,
     Duration,
@@ -25,6 +27,7 @@ from constructs import Construct
 
 from infra import constants
 from infra.config import FlagsConfig
+from singleton_flags import vocabulary
 
 ONE_MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
@@ -35,7 +38,7 @@ def flags_metric(stage: str, metric_name: str, period: Duration = ONE_MINUTE, **
     return cw.Metric(
         namespace=constants.metrics_namespace(stage),
         metric_name=metric_name,
-        dimensions_map={constants.DIMENSION_SERVICE: constants.SERVICE_NAME, **dimensions},
+        dimensions_map={vocabulary.DIMENSION_SERVICE: vocabulary.DEFAULT_SERVICE, **dimensions},
         statistic=cw.Stats.SUM,
         period=period,
     )
@@ -43,7 +46,7 @@ def flags_metric(stage: str, metric_name: str, period: Duration = ONE_MINUTE, **
 
 def reads(stage: str, reason: str, period: Duration = ONE_MINUTE) -> cw.Metric:
     """Reads served with ``reason`` (STATIC, CACHED, STALE, DEFAULT)."""
-    return flags_metric(stage, constants.METRIC_READS, period, **{constants.DIMENSION_REASON: reason})
+    return flags_metric(stage, vocabulary.READS, period, **{vocabulary.DIMENSION_REASON: reason})
 
 
 class Monitoring(Construct):
@@ -57,7 +60,7 @@ class Monitoring(Construct):
         *,
         config: FlagsConfig,
         stage: apigw.Stage,
-        functions: dict[str, lambda_.IFunction],
+        functions: Mapping[str, lambda_.IFunction],
         dead_letter_queue: sqs.IQueue,
         failure_queue: sqs.IQueue,
     ) -> None:
@@ -178,7 +181,7 @@ class Monitoring(Construct):
         )
         self._alarm(
             "WindowFailures",
-            flags_metric(self._config.stage, constants.METRIC_WINDOW_FAILURES, FIVE_MINUTES),
+            flags_metric(self._config.stage, vocabulary.WINDOW_FAILURES, FIVE_MINUTES),
             "A maintenance window delivery was refused and will not be retried: rejected payload, late (a start "
             "more than half its window after its scheduled time, or an end of an earlier occurrence), or a change "
             "the store refused (item too large). See the maintenance function's ERROR logs.",
@@ -209,9 +212,9 @@ class Monitoring(Construct):
     def _build_dashboard(self) -> cw.Dashboard:
         refusals = cw.MathExpression(
             expression=(
-                f"SEARCH('{{{constants.metrics_namespace(self._config.stage)},{constants.DIMENSION_SERVICE},"
-                f"{constants.DIMENSION_CODE}}} "
-                f"MetricName=\"{constants.METRIC_REFUSALS}\"', 'Sum', 300)"
+                f"SEARCH('{{{constants.metrics_namespace(self._config.stage)},{vocabulary.DIMENSION_SERVICE},"
+                f"{vocabulary.DIMENSION_CODE}}} "
+                f"MetricName=\"{vocabulary.REFUSALS}\"', 'Sum', 300)"
             ),
             label="Refusals by code",
             period=FIVE_MINUTES,
@@ -226,18 +229,16 @@ class Monitoring(Construct):
                 "Reads by reason",
                 [
                     reads(self._config.stage, reason, FIVE_MINUTES).with_(label=reason)
-                    for reason in constants.READ_REASONS
+                    for reason in vocabulary.READ_REASONS
                 ],
             ),
             self._graph(
                 "Cache refreshes",
-                self._counts(constants.METRIC_CACHE_REFRESHES, constants.METRIC_CACHE_REFRESH_FAILURES),
+                self._counts(vocabulary.CACHE_REFRESHES, vocabulary.CACHE_REFRESH_FAILURES),
             ),
             self._graph(
                 "Changes and conflicts",
-                self._counts(
-                    constants.METRIC_CHANGES_APPLIED, constants.METRIC_WRITE_CONFLICTS, constants.METRIC_WRITE_RETRIES
-                ),
+                self._counts(vocabulary.CHANGES_APPLIED, vocabulary.WRITE_CONFLICTS, vocabulary.WRITE_RETRIES),
             ),
         )
         dashboard.add_widgets(
@@ -246,10 +247,10 @@ class Monitoring(Construct):
                 "Maintenance windows",
                 [
                     *self._counts(
-                        constants.METRIC_WINDOW_STARTS,
-                        constants.METRIC_WINDOW_ENDS,
-                        constants.METRIC_WINDOW_SKIPS,
-                        constants.METRIC_WINDOW_FAILURES,
+                        vocabulary.WINDOW_STARTS,
+                        vocabulary.WINDOW_ENDS,
+                        vocabulary.WINDOW_SKIPS,
+                        vocabulary.WINDOW_FAILURES,
                     ),
                     self._dead_letter_queue.metric_approximate_number_of_messages_visible(
                         period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Undelivered (DLQ)"

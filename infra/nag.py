@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from aws_cdk import Acknowledgment, CfnElement, Stack, Validations
 from constructs import IConstruct
 
@@ -18,4 +20,4 @@ def acknowledge(scope: IConstruct, rule: str, reason: str, *, finding: str | Non
 def logical_id(element: CfnElement) -> str:
     """The logical id as cdk-nag prints it inside a finding (``<LogicalId>`` / ``<LogicalId.Arn>``)."""
     stack = Stack.of(element)
-    return stack.resolve(stack.get_logical_id(element))
+    return cast(str, stack.resolve(stack.get_logical_id(element)))  # a logical id resolves to its string

@@ -7,7 +7,6 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
-from singleton_flags.declarations import Declarations
 
 from infra import constants
 from infra.account import ApiGatewayAccount
@@ -17,6 +16,7 @@ from infra.functions import Functions
 from infra.maintenance import Maintenance
 from infra.monitoring import Monitoring
 from infra.storage import Storage
+from singleton_flags.declarations import Declarations
 
 
 @dataclass(frozen=True)
@@ -81,27 +81,22 @@ class FlagsStack(Stack):
         self._build_outputs()
 
     def _build_outputs(self) -> None:
-        CfnOutput(
-            self,
-            constants.OUTPUT_API_URL,
-            value=self.api.rest_api.url,
-            description="Base URL of the flags API (SigV4-signed calls only)",
-        )
-        CfnOutput(
-            self,
-            constants.OUTPUT_TABLE_NAME,
-            value=self.storage.table.table_name,
-            description="DynamoDB table holding the singleton and its audit records",
-        )
-        CfnOutput(
-            self,
-            constants.OUTPUT_READER_POLICY_ARN,
-            value=self.api.reader_policy.managed_policy_arn,
-            description="Attach to a caller that may read flags (GET /flags, GET /flags/{name})",
-        )
-        CfnOutput(
-            self,
-            constants.OUTPUT_ADMIN_POLICY_ARN,
-            value=self.api.admin_policy.managed_policy_arn,
-            description="Attach to a caller that may change, list history and revert flags",
-        )
+        for output_id, value, description in (
+            (constants.OUTPUT_API_URL, self.api.rest_api.url, "Base URL of the flags API (SigV4-signed calls only)"),
+            (
+                constants.OUTPUT_TABLE_NAME,
+                self.storage.table.table_name,
+                "DynamoDB table holding the singleton and its audit records",
+            ),
+            (
+                constants.OUTPUT_READER_POLICY_ARN,
+                self.api.reader_policy.managed_policy_arn,
+                "Attach to a caller that may read flags (GET /flags, GET /flags/{name})",
+            ),
+            (
+                constants.OUTPUT_ADMIN_POLICY_ARN,
+                self.api.admin_policy.managed_policy_arn,
+                "Attach to a caller that may change, list history, revert and restore flags",
+            ),
+        ):
+            CfnOutput(self, output_id, value=value, description=description)

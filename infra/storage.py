@@ -12,10 +12,10 @@ import json
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy, aws_dynamodb as dynamodb, aws_lambda as lambda_
 from constructs import Construct
-from singleton_flags.declarations import Declarations, load_declarations
 
 from infra import constants
 from local.table import table_definition
+from singleton_flags.declarations import Declarations, load_declarations
 
 SEED_RESOURCE_TYPE = "Custom::FlagsSeed"
 _ATTRIBUTE_TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}

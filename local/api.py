@@ -4,6 +4,9 @@
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
   (``infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
   function; never deployed;
+- ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
+  what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
+  never deployed;
 - ``GET /openapi.json`` and ``GET /docs`` (Swagger UI).
 
 A path no route knows answers 404; a known path under another method 405 with ``Allow`` (the same answers
@@ -14,31 +17,38 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 import traceback
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeGuard
 
 from aws_lambda_powertools.event_handler import Response
 
-from singleton_flags.http import error_body, json_response, no_route_response
-from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, http_response, proxy_event
+from singleton_flags.http import error_body, json_response, no_route_response
+from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 
 OPENAPI = "openapi"
 DOCS = "docs"
 SCHEDULER = "scheduler"
+THROTTLE = "throttle"
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
+THROTTLE_PATH = "/_throttle"
 LOCAL_ROUTES: tuple[Route, ...] = (
     Route("GET", "/openapi.json", OPENAPI),
     Route("GET", "/docs", DOCS),
     Route("POST", SCHEDULER_PATH, SCHEDULER),
+    Route("POST", THROTTLE_PATH, THROTTLE),
 )
+MAX_THROTTLED_REQUESTS = 1000
+MAX_RETRY_AFTER_SECONDS = 3600
+THROTTLED_MESSAGE = "Too Many Requests"  # API Gateway's message for its THROTTLED response
 SWAGGER_UI_VERSION = "5"  # swagger-ui-dist major version, from unpkg (the browser needs internet for /docs)
 
 SWAGGER_PAGE = """<!doctype html>
@@ -74,12 +84,16 @@ def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Http
     return HttpResponse(status, [("Content-Type", "application/json"), *(headers or {}).items()], payload)
 
 
-def _from_powertools(response: Response) -> HttpResponse:
+def _from_powertools(response: Response[Any]) -> HttpResponse:
     headers: list[tuple[str, str]] = []
     for name, value in response.headers.items():
         headers.extend((name, item) for item in (value if isinstance(value, list) else [value]))
     body = response.body if isinstance(response.body, bytes) else str(response.body or "").encode("utf-8")
     return HttpResponse(response.status_code, headers, body)
+
+
+def _bounded_int(value: Any, limit: int) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit
 
 
 def _error(status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None) -> HttpResponse:
@@ -99,6 +113,9 @@ class LocalApi:
         self._config = config
         self._openapi = json.dumps(openapi_document, indent=2).encode("utf-8")
         self._caller = caller or Caller()
+        self._throttle_lock = threading.Lock()
+        self._throttled_left = 0
+        self._retry_after = 1
 
     def handle(self, request: Request) -> HttpResponse:
         """The answer to ``request``; every answer carries ``x-amzn-RequestId``, as API Gateway's do."""
@@ -120,7 +137,38 @@ class LocalApi:
             return HttpResponse(200, [("Content-Type", "text/html; charset=utf-8")], page)
         if found.route.function == SCHEDULER:
             return self._schedule(found.path_parameters["window"], found.path_parameters["action"])
+        if found.route.function == THROTTLE:
+            return self._set_throttle(request.body)
+        throttled = self._throttled()
+        if throttled is not None:
+            return throttled
         return self._proxy(request, found)
+
+    def _set_throttle(self, body: bytes) -> HttpResponse:
+        try:
+            payload = json.loads(body or b"{}")
+        except ValueError:
+            payload = None
+        settings = payload if isinstance(payload, dict) else {}
+        requests, retry_after = settings.get("requests"), settings.get("retry_after", 1)
+        if not (_bounded_int(requests, MAX_THROTTLED_REQUESTS) and _bounded_int(retry_after, MAX_RETRY_AFTER_SECONDS)):
+            message = (
+                f'send {{"requests": 0..{MAX_THROTTLED_REQUESTS}, "retry_after": 0..{MAX_RETRY_AFTER_SECONDS}}} '
+                "(integers; retry_after defaults to 1)"
+            )
+            return _error(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", message)
+        with self._throttle_lock:
+            self._throttled_left, self._retry_after = requests, retry_after
+        return _json(200, {"throttling": {"requests": requests, "retry_after": retry_after}})
+
+    def _throttled(self) -> HttpResponse | None:
+        """API Gateway's THROTTLED answer (infra.api's gateway response) while requests are left to refuse."""
+        with self._throttle_lock:
+            if self._throttled_left <= 0:
+                return None
+            self._throttled_left -= 1
+            retry_after = self._retry_after
+        return _error(HTTPStatus.TOO_MANY_REQUESTS, "THROTTLED", THROTTLED_MESSAGE, {"Retry-After": str(retry_after)})
 
     @staticmethod
     def _no_route(request: Request) -> HttpResponse:

@@ -30,11 +30,11 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from singleton_flags.declarations import Declarations
 from flagctl.client import is_loopback
+from local.dynamodb_local import create_table
+from singleton_flags.declarations import Declarations
 from singleton_flags.errors import FlagsError
 from singleton_flags.store import FlagStore
-from local.dynamodb_local import create_table
 
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
 # A dead endpoint must fail the start within seconds, not after botocore's default 60 s and retries.

@@ -35,7 +35,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,7 +96,8 @@ def free_port(host: str = LOOPBACK) -> int:
     """A port the kernel says is free on ``host`` right now (another process may still take it: we retry)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def local_client(endpoint: str, *, region: str = REGION, timeout: float = 5.0, attempts: int = 3) -> Any:
@@ -109,7 +110,7 @@ def local_client(endpoint: str, *, region: str = REGION, timeout: float = 5.0, a
         endpoint_url=endpoint,
         region_name=region,
         aws_access_key_id="local",
-        aws_secret_access_key="local",
+        aws_secret_access_key="local",  # noqa: S106 - DynamoDB Local accepts any credentials
         config=Config(
             connect_timeout=timeout,
             read_timeout=timeout,
@@ -178,10 +179,8 @@ class DynamoDBLocal:
                 except subprocess.TimeoutExpired:
                     continue
         finally:
-            try:
+            with suppress(OSError):
                 self.log_path.unlink()
-            except OSError:
-                pass
 
 
 def _answers(probe: Any) -> bool:

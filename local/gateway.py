@@ -69,7 +69,7 @@ def proxy_event(
     now = time.time() if now is None else now
     path = raw_path  # a REST API delivers path and pathParameters percent-encoded, query strings decoded
     query_pairs = parse_qsl(query, keep_blank_values=True)
-    single_headers = {name: value for name, value in headers}  # the last value wins, as in API Gateway
+    single_headers = dict(headers)  # the last value wins, as in API Gateway
     user_agent = next((value for name, value in headers if name.lower() == "user-agent"), None)
     host = next((value for name, value in headers if name.lower() == "host"), "127.0.0.1")
     return {

@@ -24,9 +24,10 @@ from typing import Any
 
 from local.functions import load_module
 from local.paths import REPO_ROOT
-
-from singleton_flags.errors import FlagsError  # noqa: E402
-from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION  # noqa: E402
+from singleton_flags.declarations import TYPES
+from singleton_flags.errors import FlagsError
+from singleton_flags.ofrep import FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR, VARIANTS
+from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
 from singleton_flags.vocabulary import READ_REASONS
 
 SCHEMAS = "#/components/schemas/"
@@ -152,6 +153,145 @@ def _read_schemas() -> dict[str, Any]:
     }
 
 
+OFREP_TAG = "ofrep"
+OFREP_ROUTES = (OFREP_FLAG, OFREP_FLAGS)
+THROTTLED = _header(
+    "Seconds to wait (delta-seconds): API Gateway's THROTTLED answer. OFREP's document says a date; the providers "
+    "read both.",
+    {"type": "string", "pattern": "^[0-9]+$"},
+)
+
+
+def _ofrep_schemas(flag_names: list[str]) -> dict[str, Any]:
+    """OFREP's request and answers as this API sends them (docs/ofrep.md lists where they differ from OFREP's)."""
+    details = {"type": "string", "minLength": 1, "description": "What is wrong, for logs"}
+    return {
+        "OfrepEvaluationRequest": {
+            "type": "object",
+            "description": "The evaluation context is accepted and ignored: the flags are application-wide.",
+            "properties": {"context": {"type": "object", "description": "Any object; targetingKey is optional."}},
+        },
+        "OfrepEvaluation": {
+            "type": "object",
+            "required": ["key", "value", "reason", "variant", "metadata"],
+            "additionalProperties": False,
+            "properties": {
+                "key": {"type": "string", "enum": flag_names},
+                "value": {"type": ["boolean", "integer", "number", "string"]},
+                "reason": {
+                    "type": "string",
+                    "enum": list(READ_REASONS),
+                    "description": "Where the value came from, in OpenFeature's reasons (not OFREP's example list).",
+                },
+                "variant": {"type": "string", "enum": list(VARIANTS)},
+                "metadata": {
+                    "type": "object",
+                    "description": "Flat: strings, numbers and booleans only.",
+                    "required": ["type", "contextIgnored"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "version": {"type": "integer", "description": "The stored version; absent for fallbacks."},
+                        "fetchedAt": {"type": "string", "description": "When the values were read from the table."},
+                        "type": {"type": "string", "enum": sorted(TYPES)},
+                        "contextIgnored": {"const": True},
+                    },
+                },
+            },
+        },
+        "OfrepBulkEvaluation": {
+            "type": "object",
+            "required": ["flags"],
+            "additionalProperties": False,
+            "properties": {"flags": {"type": "array", "items": {"$ref": SCHEMAS + "OfrepEvaluation"}}},
+        },
+        "OfrepEvaluationFailure": {
+            "type": "object",
+            "required": ["key", "errorCode", "errorDetails"],
+            "additionalProperties": False,
+            "properties": {
+                "key": {"type": "string"},
+                "errorCode": {"type": "string", "enum": [PARSE_ERROR, INVALID_CONTEXT]},
+                "errorDetails": details,
+            },
+        },
+        "OfrepFlagNotFound": {
+            "type": "object",
+            "required": ["key", "errorCode", "errorDetails"],
+            "additionalProperties": False,
+            "properties": {
+                "key": {"type": "string"},
+                "errorCode": {"type": "string", "enum": [FLAG_NOT_FOUND]},
+                "errorDetails": details,
+            },
+        },
+        "OfrepBulkEvaluationFailure": {
+            "type": "object",
+            "required": ["errorCode", "errorDetails"],
+            "additionalProperties": False,
+            "properties": {
+                "errorCode": {"type": "string", "enum": [PARSE_ERROR, INVALID_CONTEXT]},
+                "errorDetails": details,
+            },
+        },
+    }
+
+
+def _json_content(schema: str) -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": SCHEMAS + schema}}}
+
+
+def _ofrep_operation(route: Route, flag_names: list[str]) -> dict[str, Any]:
+    """An OFREP operation: OFREP's shapes for what the function answers, ours for API Gateway's 429."""
+    one = route.path == OFREP_FLAG
+    throttled = _error_response(429, ["THROTTLED"])
+    throttled["headers"] = {"Retry-After": THROTTLED}
+    no_store = {"Cache-Control": CACHE_CONTROL}
+    responses: dict[str, Any] = {
+        "200": {
+            "description": "The evaluation" if one else "Every declared flag's evaluation",
+            "headers": no_store if one else {"ETag": ETAG, "Cache-Control": CACHE_CONTROL},
+            "content": _json_content("OfrepEvaluation" if one else "OfrepBulkEvaluation"),
+        },
+        "400": {
+            "description": "Not an evaluation request (PARSE_ERROR), or a context that is no object (INVALID_CONTEXT)",
+            "headers": no_store,
+            "content": _json_content("OfrepEvaluationFailure" if one else "OfrepBulkEvaluationFailure"),
+        },
+        "429": throttled,
+    }
+    if one:
+        responses["404"] = {
+            "description": "No flag of that key is declared",
+            "headers": no_store,
+            "content": _json_content("OfrepFlagNotFound"),
+        }
+    else:
+        responses["304"] = {
+            "description": "The client's If-None-Match still holds",
+            "headers": {"ETag": ETAG, "Cache-Control": CACHE_CONTROL},
+        }
+    parameters: list[dict[str, Any]] = (
+        [
+            {
+                "name": "key",
+                "in": "path",
+                "required": True,
+                "description": "A declared flag name; any other answers 404 FLAG_NOT_FOUND.",
+                "schema": {"type": "string", "examples": flag_names},
+            }
+        ]
+        if one
+        else [{"$ref": PARAMETERS + "IfNoneMatch"}]
+    )
+    return {
+        "operationId": "ofrep_evaluate_flag" if one else "ofrep_evaluate_flags",
+        "tags": [OFREP_TAG],
+        "parameters": parameters,
+        "requestBody": {"required": False, "content": _json_content("OfrepEvaluationRequest")},
+        "responses": responses,
+    }
+
+
 def _parameters(flag_names: list[str]) -> dict[str, Any]:
     return {
         "IfMatch": {
@@ -232,7 +372,7 @@ def _fix_bounds(schemas: dict[str, Any]) -> None:
 def _write_operation(method: str, path: str, generated: dict[str, Any]) -> dict[str, Any]:
     operation = copy.deepcopy(generated)
     operation["tags"] = [WRITE_FUNCTION]
-    parameters = []
+    parameters: list[dict[str, Any]] = []
     for parameter in operation.get("parameters", []):
         if parameter.get("in") == "header" and parameter.get("name", "").lower() == "if-match":
             parameters.append({"$ref": PARAMETERS + "IfMatch"})
@@ -269,7 +409,8 @@ def _referenced(document: dict[str, Any]) -> set[str]:
 
 def _project_version() -> str:
     with (REPO_ROOT / "pyproject.toml").open("rb") as file:
-        return tomllib.load(file)["project"]["version"]
+        version: str = tomllib.load(file)["project"]["version"]
+    return version
 
 
 def build_document(
@@ -284,10 +425,16 @@ def build_document(
     }
     _fix_bounds(schemas)
     schemas.update(_read_schemas())
+    schemas.update(_ofrep_schemas(flag_names))
     codes = error_codes()
     paths: dict[str, dict[str, Any]] = {}
     for route in ROUTES:
         method = route.method.lower()
+        if route.path in OFREP_ROUTES:
+            operation = _ofrep_operation(route, flag_names)
+            operation["summary"] = route.summary
+            paths.setdefault(route.path, {})[method] = operation
+            continue
         if route.function == READ_FUNCTION:
             operation = _read_operation(route.method, route.path)
         else:
@@ -296,7 +443,9 @@ def build_document(
         for status in route.errors:
             operation["responses"][str(status)] = {"$ref": RESPONSES + RESPONSE_NAMES[status]}
         paths.setdefault(route.path, {})[method] = operation
-    servers = [{"url": server_url, "description": "The local runner (no signature needed)"}] if server_url else []
+    servers: list[dict[str, Any]] = (
+        [{"url": server_url, "description": "The local runner (no signature needed)"}] if server_url else []
+    )
     servers.append(
         {
             "url": "https://{restApiId}.execute-api.{region}.amazonaws.com/{stage}",
@@ -325,6 +474,11 @@ def build_document(
         "tags": [
             {"name": READ_FUNCTION, "description": "Served by the read function (GetItem through a cache)"},
             {"name": WRITE_FUNCTION, "description": "Served by the write function (admin)"},
+            {
+                "name": OFREP_TAG,
+                "description": "The OpenFeature Remote Evaluation Protocol, served by the read function: any "
+                "OpenFeature SDK's OFREP provider reads the flags (docs/ofrep.md)",
+            },
         ],
         "security": [{"sigv4": []}],
         "paths": paths,
@@ -340,7 +494,9 @@ def build_document(
                     "type": "apiKey",
                     "name": "Authorization",
                     "in": "header",
-                    "description": "AWS Signature Version 4 for the service execute-api (x-amazon-apigateway-authtype).",
+                    "description": (
+                        "AWS Signature Version 4 for the service execute-api (x-amazon-apigateway-authtype)."
+                    ),
                     "x-amazon-apigateway-authtype": "awsSigv4",
                 }
             },

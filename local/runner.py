@@ -16,19 +16,17 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from typing import Any
 
-
-from singleton_flags.declarations import Declarations, load_declarations  # noqa: E402
-from singleton_flags.errors import DeclarationError  # noqa: E402
-from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION  # noqa: E402
-from singleton_flags.settings import Settings, SettingsError  # noqa: E402
-from infra.config import ConfigError, FlagsConfig, load_config  # noqa: E402
-from infra.config import function_environment as deployed_environment  # noqa: E402
-from infra.constants import SERVICE_NAME  # noqa: E402
-from local.api import LocalApi  # noqa: E402
-from local.backend import BackendError, choose_backend, prepare_table  # noqa: E402
-from local.functions import Functions, load_handler  # noqa: E402
-from local.openapi import build_document  # noqa: E402
-from local.server import LOOPBACK, LocalServer  # noqa: E402
+from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
+from local.api import LocalApi
+from local.backend import BackendError, choose_backend, prepare_table
+from local.functions import Functions, load_handler
+from local.openapi import build_document
+from local.server import LOOPBACK, LocalServer
+from singleton_flags import vocabulary
+from singleton_flags.declarations import Declarations, load_declarations
+from singleton_flags.errors import DeclarationError
+from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
+from singleton_flags.settings import Settings, SettingsError
 
 DEFAULT_PORT = 3000
 DEFAULT_TABLE = "singleton-flags-local"
@@ -95,11 +93,11 @@ def _cold_starts() -> Functions:
     for name, target in HANDLERS.items():
         try:
             handlers[name] = load_handler(target)
-        except Exception as exc:  # noqa: BLE001 - a cold start that raises, whatever it raises, is one line
+        except Exception as exc:  # a cold start that raises, whatever it raises, is one line
             raise StartupError(
                 f"the {name} function ({target}) failed its cold start: {type(exc).__name__}: {exc}"
             ) from exc
-    return Functions(handlers, name_prefix=f"{SERVICE_NAME}-local")
+    return Functions(handlers, name_prefix=f"{vocabulary.DEFAULT_SERVICE}-local")
 
 
 def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_label: str, table: str) -> str:

@@ -47,7 +47,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks, total = [], 0
+            chunks: list[bytes] = []
+            total = 0
             while True:
                 size_text = self.rfile.readline().split(b";")[0].strip() or b"0"
                 if not _HEX.fullmatch(size_text):
@@ -63,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
                 chunks.append(self.rfile.read(size))
                 self.rfile.readline()
         lengths = self.headers.get_all("Content-Length") or []
-        if len(set(value.strip() for value in lengths)) > 1:
+        if len({value.strip() for value in lengths}) > 1:
             raise MalformedRequest("Content-Length is given more than once, with different values")
         text = (lengths[0].strip() if lengths else "0").encode("latin-1", errors="replace")
         if not _DIGITS.fullmatch(text):

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from singleton_flags.declarations import Declarations, load_declarations
 
 from local.gateway import LambdaContext
+from singleton_flags.declarations import Declarations, load_declarations
 from tests.support.events import invocation_context, rest_event
 
 TABLE_NAME = "singleton-flags-test"

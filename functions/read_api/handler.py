@@ -1,4 +1,4 @@
-"""Read function: GET /flags and GET /flags/{name}. The hot path: no pydantic, no tracer, no print.
+"""Read function: GET /flags, GET /flags/{name} and the two OFREP POSTs. The hot path: no pydantic, no print.
 
 Everything is built once per execution environment (module scope), so the provider's cache lives as
 long as the environment is warm and a cached read costs a dict lookup and a JSON dump.
@@ -21,11 +21,20 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 
 from singleton_flags.aws import dynamodb_client
+from singleton_flags.codec import iso_time
 from singleton_flags.declarations import load_declarations
 from singleton_flags.errors import FlagNotFound, FlagsError
-from singleton_flags.codec import iso_time
-from singleton_flags.http import JSON, error_response, format_etag, header_values, holds_version, no_route_response
+from singleton_flags.http import (
+    JSON,
+    error_response,
+    format_etag,
+    header_values,
+    holds_version,
+    json_response,
+    no_route_response,
+)
 from singleton_flags.observability import ReadCounter, logger
+from singleton_flags.ofrep import OfrepError, bulk_evaluation, check_key, check_request, evaluation
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import DEFAULT, FlagReader, FlagState, flag_reason
 from singleton_flags.settings import Settings
@@ -69,7 +78,7 @@ class _BodyMemo:
     Keyed by everything a body is made of; a new snapshot, reason or deadline outcome makes a new body.
     """
 
-    def __init__(self, build: Callable[[FlagState], dict[str, Any]]) -> None:
+    def __init__(self, build: Callable[..., dict[str, Any]]) -> None:
         self._build = build
         self._key: tuple[Any, ...] | None = None
         self._body = ""
@@ -100,7 +109,15 @@ _one_flag_body = _BodyMemo(
 )
 
 
-def _respond(state: FlagState, body: Callable[[], str]) -> Response:
+def _fetched_at(state: FlagState) -> str | None:
+    return iso_time(state.fetched_at) if state.fetched_at is not None else None
+
+
+_ofrep_flag_body = _BodyMemo(lambda state, key: evaluation(state, key, DECLARATIONS, _fetched_at(state)))
+_ofrep_flags_body = _BodyMemo(lambda state: bulk_evaluation(state, DECLARATIONS, _fetched_at(state)))
+
+
+def _respond(state: FlagState, body: Callable[[], str]) -> Response[str]:
     """200 with an ETag, or 304 when the client already holds this version.
 
     No ETag (and no 304) for values that are not a stored version: fallbacks, or a maintenance window
@@ -115,26 +132,52 @@ def _respond(state: FlagState, body: Callable[[], str]) -> Response:
 
 
 @app.get("/flags")
-def get_flags() -> Response:
+def get_flags() -> Response[str]:
     state = READER.read()
     return _respond(state, lambda: _all_flags_body(state))
 
 
 @app.get("/flags/<name>")
-def get_flag(name: str) -> Response:
+def get_flag(name: str) -> Response[str]:
     if name not in DECLARATIONS:
         raise FlagNotFound(f"no flag named '{name}' is declared", flag=name)
     state = READER.read()
     return _respond(state, lambda: _one_flag_body(state, name))
 
 
-@app.exception_handler(FlagsError)
-def handle_flags_error(error: FlagsError) -> Response:
+def _request_body() -> str | None:
+    event = app.current_event
+    return event.decoded_body if event.is_base64_encoded else event.body
+
+
+@app.post("/ofrep/v1/evaluate/flags/<key>")
+def ofrep_evaluate_flag(key: str) -> Response[str]:
+    check_request(_request_body(), key)
+    check_key(key, DECLARATIONS)
+    state = READER.read()
+    return Response(status_code=200, content_type=JSON, body=_ofrep_flag_body(state, key), headers=_NO_STORE)
+
+
+@app.post("/ofrep/v1/evaluate/flags")
+def ofrep_evaluate_flags() -> Response[str]:
+    """Every flag; ETag and 304 as GET /flags (OFREP's bulk route is a POST: 304, not RFC 9110's 412)."""
+    check_request(_request_body())
+    state = READER.read()
+    return _respond(state, lambda: _ofrep_flags_body(state))
+
+
+@app.exception_handler(OfrepError)  # type: ignore[untyped-decorator]  # Powertools' exception_handler is unannotated
+def handle_ofrep_error(error: OfrepError) -> Response[str]:
+    return json_response(error.status, error.body(), _NO_STORE)
+
+
+@app.exception_handler(FlagsError)  # type: ignore[untyped-decorator]  # Powertools' exception_handler is unannotated
+def handle_flags_error(error: FlagsError) -> Response[str]:
     return error_response(error)
 
 
 @app.not_found
-def handle_no_route(_: NotFoundError) -> Response:
+def handle_no_route(_: NotFoundError) -> Response[str]:
     return no_route_response(app.current_event.http_method, app.current_event.path)
 
 

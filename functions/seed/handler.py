@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from singleton_flags.custom_resource import run, send_response
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from singleton_flags.custom_resource import run, send_response
 from singleton_flags.declarations import load_declarations
 from singleton_flags.settings import Settings
 from singleton_flags.store import FlagStore

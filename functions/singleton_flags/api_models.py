@@ -28,7 +28,7 @@ from singleton_flags.vocabulary import READ_REASONS
 
 # The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
 # singleton_flags.requests.validate_reason's; the schema only documents the length, so pydantic is never stricter.
-_REASON_SCHEMA = {"minLength": 1, "maxLength": MAX_REASON_LENGTH}
+_REASON_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_REASON_LENGTH}
 
 _BASE_TYPES: dict[str, Any] = {
     "bool": StrictBool,
@@ -40,7 +40,7 @@ _BASE_TYPES: dict[str, Any] = {
 
 def _field_type(spec: FlagSpec) -> Any:
     if spec.choices is not None:
-        return Literal[spec.choices]  # type: ignore[valid-type]
+        return Literal[spec.choices]
     return _BASE_TYPES[spec.type]
 
 
@@ -62,40 +62,41 @@ def flag_values_model(declarations: Declarations, name: str, *, partial: bool) -
     return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
 
 
+class _Request(BaseModel):
+    """A request body validated once: its ``rules`` (the domain's) run first, on the raw body, and raise their
+    precise refusal, which pydantic lets through untouched; the fields then hold the normalized body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @staticmethod
+    def rules(payload: Any) -> dict[str, Any]:
+        raise NotImplementedError  # each request model names its rules
+
+    @model_validator(mode="before")
+    @classmethod
+    def _domain_rules(cls, payload: Any) -> dict[str, Any]:
+        return cls.rules(payload)
+
+
 def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
     changes = flag_values_model(declarations, "FlagChanges", partial=True)
     values = flag_values_model(declarations, "FlagValues", partial=False)
 
-    class PatchRequest(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+    class PatchRequest(_Request):
+        rules = staticmethod(lambda payload: validate_patch(payload, declarations))
         flags: changes = Field(description="Flags to change, by name; at least one.")  # type: ignore[valid-type]
         reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
 
-        @model_validator(mode="before")
-        @classmethod
-        def _domain_rules(cls, payload: Any) -> dict[str, Any]:
-            return validate_patch(payload, declarations)
-
-    class RevertRequest(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+    class RevertRequest(_Request):
+        rules = staticmethod(validate_revert)
         version: StrictInt = Field(
             ge=0, description="Version whose values to restore, as a new version (0: the seeded state)."
         )
         reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
 
-        @model_validator(mode="before")
-        @classmethod
-        def _domain_rules(cls, payload: Any) -> dict[str, Any]:
-            return validate_revert(payload)
-
-    class RestoreRequest(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+    class RestoreRequest(_Request):
+        rules = staticmethod(validate_restore)
         reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
-
-        @model_validator(mode="before")
-        @classmethod
-        def _domain_rules(cls, payload: Any) -> dict[str, Any]:
-            return validate_restore(payload)
 
     class FlagsState(BaseModel):
         flags: values  # type: ignore[valid-type]

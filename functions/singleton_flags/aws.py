@@ -27,5 +27,6 @@ def dynamodb_client(config: Config = READ_CLIENT_CONFIG) -> Any:
 
 def worst_call_seconds(config: Config) -> float:
     """The longest one call can take with ``config``: every attempt connecting and reading to its timeout."""
-    attempts = (config.retries or {}).get("total_max_attempts", 1)
-    return float((config.connect_timeout + config.read_timeout) * attempts)
+    # botocore-stubs declare Config's options as __init__ parameters only, not as the attributes Config sets
+    attempts = (config.retries or {}).get("total_max_attempts", 1)  # type: ignore[attr-defined]
+    return float((config.connect_timeout + config.read_timeout) * attempts)  # type: ignore[attr-defined]

@@ -18,10 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Stack
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
+from aws_cdk import Stack, aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda_
 from constructs import Construct
 
 from singleton_flags.client import ENV_MAX_AGE, ENV_MAX_STALE, ENV_REGION, ENV_SORT_KEY, ENV_TABLE

@@ -7,8 +7,8 @@ its TypeDeserializer (and no Decimal round trips).
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
 from singleton_flags.declarations import FlagSpec, FlagValue
 
@@ -17,7 +17,7 @@ _INTEGER = re.compile(r"-?[0-9]+")
 
 def iso_time(epoch_seconds: float) -> str:
     """An epoch time as the ISO 8601 UTC text every response, audit record and ``updated_at`` carries."""
-    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(epoch_seconds, tz=UTC).isoformat(timespec="milliseconds")
 
 
 def encode(spec: FlagSpec, value: FlagValue) -> dict[str, Any]:
@@ -33,9 +33,9 @@ def encode(spec: FlagSpec, value: FlagValue) -> dict[str, Any]:
 def decode(spec: FlagSpec, attribute: dict[str, Any]) -> FlagValue:
     """Decode an attribute stored for ``spec``; raise ValueError when it does not hold the declared type."""
     if spec.type == "bool" and "BOOL" in attribute:
-        return attribute["BOOL"]
+        return cast(bool, attribute["BOOL"])  # DynamoDB's BOOL holds a bool
     if spec.type == "string" and "S" in attribute:
-        return attribute["S"]
+        return cast(str, attribute["S"])  # and S a string
     if spec.type in ("int", "float") and "N" in attribute:
         number = float(attribute["N"])
         if spec.type == "float":

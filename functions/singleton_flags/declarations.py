@@ -120,9 +120,8 @@ class FlagSpec:
     def as_doc(self) -> dict[str, Any]:
         """The declaration as JSON (for docs and the OpenAPI schema)."""
         doc: dict[str, Any] = {"type": self.type, "initial": self.initial, "fallback": self.fallback}
-        for key, value in (("min", self.minimum), ("max", self.maximum), ("max_length", self.max_length)):
-            if value is not None:
-                doc[key] = value
+        limits = (("min", self.minimum), ("max", self.maximum), ("max_length", self.max_length))
+        doc.update({key: value for key, value in limits if value is not None})
         if self.choices is not None:
             doc["enum"] = list(self.choices)
         doc["description"] = self.description

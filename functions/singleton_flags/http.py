@@ -76,7 +76,9 @@ def parse_entity_tags(values: Sequence[str] | None, header: str = "If-Match") ->
 
 def _list_elements(value: str, header: str, rule: str) -> list[str]:
     """The non-empty elements of a comma-separated list whose elements may be quoted (commas inside quotes stay)."""
-    elements, current, quoted = [], [], False
+    elements: list[str] = []
+    current: list[str] = []
+    quoted = False
     for char in value:
         if char == '"':
             quoted = not quoted
@@ -91,7 +93,7 @@ def _list_elements(value: str, header: str, rule: str) -> list[str]:
     return [element for element in elements if element]
 
 
-class Versions(frozenset):
+class Versions(frozenset[int]):
     """The versions an If-Match list accepts (the store's ``expected_version``); empty: none can match."""
 
     def __str__(self) -> str:
@@ -115,7 +117,9 @@ def holds_version(if_none_match: Sequence[str] | None, version: int) -> bool:
         return False
     if held is None:
         return False
-    return held == WILDCARD or any(tag.opaque == str(version) for tag in held)
+    if isinstance(held, str):  # WILDCARD, the only text parse_entity_tags returns
+        return True
+    return any(tag.opaque == str(version) for tag in held)
 
 
 def header_values(event: Mapping[str, Any], name: str) -> list[str] | None:
@@ -149,7 +153,7 @@ def json_text(body: Any) -> str:
     return text
 
 
-def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> Response:
+def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
     return Response(status_code=int(status), content_type=JSON, body=json_text(body), headers=headers or {})
 
 
@@ -167,7 +171,7 @@ def error_headers(error: FlagsError) -> dict[str, str]:
     return {}
 
 
-def error_response(error: FlagsError) -> Response:
+def error_response(error: FlagsError) -> Response[str]:
     return json_response(error.status, error_body(error.code, error.message, **error.details), error_headers(error))
 
 
@@ -176,7 +180,7 @@ def allowed_methods(path: str) -> list[str]:
     return sorted({match.route.method for match in resource_routes(ROUTES, path)})
 
 
-def no_route_response(method: str, path: str) -> Response:
+def no_route_response(method: str, path: str) -> Response[str]:
     """405 (with Allow) when the path exists under another method, else 404."""
     allowed = allowed_methods(path)
     if allowed and method not in allowed:

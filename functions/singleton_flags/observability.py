@@ -19,7 +19,7 @@ import time
 import warnings
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
@@ -63,8 +63,12 @@ LIBRARY_LOGGER.propagate = False
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)  # per-invocation metrics of the write paths
 
 
+if TYPE_CHECKING:  # the annotation only: importing Tracer loads the X-Ray SDK
+    from aws_lambda_powertools import Tracer
+
+
 @cache
-def tracer() -> Any:
+def tracer() -> Tracer:
     """Powertools Tracer, created on first use so that the read function never pays for the X-Ray SDK."""
     from aws_lambda_powertools import Tracer
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.shared import constants
 from aws_lambda_powertools.shared.functions import resolve_max_age
@@ -36,19 +36,31 @@ class SingletonProvider(BaseProvider):
         declarations: Declarations,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__(client=client)
+        super().__init__(client=client)  # type: ignore[no-untyped-call]  # Powertools' BaseProvider.__init__ is unannotated
         self._client = client
         self._table_name = table_name
         self._declarations = declarations
         self._clock = clock
         self.fetches = 0  # GetItem calls made: tells a fresh value from a cached one, and feeds the bench
 
-    def _get(self, name: str = SINGLETON_SK, **sdk_options: Any) -> Snapshot:
+    # BaseProvider types cached values as str | bytes | dict; it stores and returns ours, Snapshots, untouched.
+    if TYPE_CHECKING:  # what get() returns here, for the type checker only: BaseProvider.get runs unchanged
+
+        def get(  # type: ignore[override]
+            self,
+            name: str,
+            max_age: int | None = None,
+            transform: None = None,  # nothing to transform: a Snapshot is already typed
+            force_fetch: bool = False,
+            **sdk_options: Any,
+        ) -> Snapshot: ...
+
+    def _get(self, name: str = SINGLETON_SK, **sdk_options: Any) -> Snapshot:  # type: ignore[override]
         self.fetches += 1
         response = self._client.get_item(TableName=self._table_name, Key=singleton_key(name), **sdk_options)
         return Snapshot.from_item(response.get("Item"), self._declarations, fetched_at=self._clock())
 
-    def _get_multiple(self, path: str, **sdk_options: Any) -> dict[str, FlagValue]:
+    def _get_multiple(self, path: str, **sdk_options: Any) -> dict[str, FlagValue]:  # type: ignore[override]  # typed values, not str
         """All flag values of the item at ``path`` (its sort key), as Powertools' get_multiple promises."""
         return dict(self._get(path, **sdk_options).values)
 

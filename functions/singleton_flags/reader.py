@@ -83,7 +83,7 @@ class FlagReader:
             return state
         fetches_before = self.provider.fetches
         try:
-            snapshot: Snapshot = self.provider.get(self._sort_key, max_age=self._max_age)
+            snapshot = self.provider.get(self._sort_key, max_age=self._max_age)
         except GetParameterError as exc:
             self._failures += 1
             failed_at = self._clock()  # the window starts when the call gave up, not when it started

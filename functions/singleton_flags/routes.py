@@ -26,11 +26,23 @@ class Route(NamedTuple):
     errors: tuple[int, ...] = (400, 500, 503)  # what the function answers besides 200 (and a read's 304)
 
 
+# The OpenFeature Remote Evaluation Protocol's paths (docs/ofrep.md): errors there are OFREP's shape.
+OFREP_FLAGS = "/ofrep/v1/evaluate/flags"
+OFREP_FLAG = OFREP_FLAGS + "/{key}"
+
 _WRITE_ERRORS = (400, 409, 412, 413, 415, 422, 500, 503)  # a write: refused, conflicted, stale, too big, ...
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/flags", READ_FUNCTION, "Every flag, with the version and where the values came from", ()),
     Route("GET", "/flags/{name}", READ_FUNCTION, "One flag", (404,)),
+    Route(
+        "POST",
+        OFREP_FLAG,
+        READ_FUNCTION,
+        "OFREP: evaluate one flag (OpenFeature Remote Evaluation Protocol; the context is ignored)",
+        (400, 404),
+    ),
+    Route("POST", OFREP_FLAGS, READ_FUNCTION, "OFREP: evaluate every flag (ETag / If-None-Match)", (400,)),
     Route(
         "PATCH",
         "/flags",
@@ -72,7 +84,7 @@ def _bind(template: str, raw_path: str) -> dict[str, str] | None:
     if len(wanted) != len(actual):
         return None
     parameters: dict[str, str] = {}
-    for pattern, segment in zip(wanted, actual):
+    for pattern, segment in zip(wanted, actual, strict=True):
         if pattern.startswith("{") and pattern.endswith("}"):
             if not segment:
                 return None

@@ -71,8 +71,8 @@ from singleton_flags.keys import (
     singleton_key,
 )
 from singleton_flags.observability import logger
-from singleton_flags.snapshot import Snapshot
 from singleton_flags.requests import validate_version
+from singleton_flags.snapshot import Snapshot
 
 __all__ = [
     "ChangeResult",

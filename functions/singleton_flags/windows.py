@@ -51,12 +51,12 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from singleton_flags.codec import iso_time
 from singleton_flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
 from singleton_flags.keys import MAINTENANCE_FLAG
 from singleton_flags.observability import WINDOW_ENDS, WINDOW_FAILURES, WINDOW_SKIPS, WINDOW_STARTS, logger
-from singleton_flags.snapshot import Snapshot
 from singleton_flags.settings import SettingsError
-from singleton_flags.codec import iso_time
+from singleton_flags.snapshot import Snapshot
 from singleton_flags.store import FlagStore, Ownership
 
 WINDOWS_ENV = "MAINTENANCE_WINDOWS"
@@ -77,7 +77,7 @@ _METRIC_BY_STATUS = {
     STARTED: WINDOW_STARTS,
     ENDED: WINDOW_ENDS,
     SKIPPED: WINDOW_SKIPS,
-    **{status: WINDOW_FAILURES for status in FAILURES},
+    **dict.fromkeys(FAILURES, WINDOW_FAILURES),
 }
 
 
@@ -417,7 +417,7 @@ class MaintenanceWindows:
             maintenance_mode=snapshot.values.get(MAINTENANCE_FLAG) is True if snapshot is not None else None,
             owner=snapshot.maintenance_owner if snapshot is not None else None,
         )
-        extra = {"scheduled_time": _iso_utc(scheduled_at)} if scheduled_at is not None else {}
+        extra: dict[str, Any] = {"scheduled_time": _iso_utc(scheduled_at)} if scheduled_at is not None else {}
         logger.error(
             f"maintenance window {action}: {LATE}",
             window=window.name,

@@ -75,9 +75,10 @@ def console_commands(page: str) -> list[Command]:
 def normalized(lines: list[str] | tuple[str, ...]) -> list[str]:
     out = []
     for line in lines:
+        text = line
         for pattern, placeholder in RUN_DEPENDENT:
-            line = pattern.sub(placeholder, line)
-        out.append(line.rstrip())
+            text = pattern.sub(placeholder, text)
+        out.append(text.rstrip())
     while out and not out[-1]:
         out.pop()
     return out
@@ -85,7 +86,7 @@ def normalized(lines: list[str] | tuple[str, ...]) -> list[str]:
 
 def run(command: Command, runner: Runner) -> list[str]:
     completed = subprocess.run(
-        ["bash", "-c", command.command.replace(DOCUMENTED_URL, runner.url)],
+        ["bash", "-c", command.command.replace(DOCUMENTED_URL, runner.url)],  # noqa: S607 - the docs' shell, from PATH
         cwd=REPO_ROOT,
         env=runner_env(0),
         stdin=subprocess.DEVNULL,

@@ -5,9 +5,9 @@ second start seeds again without touching live values. Never skipped when ``CI``
 from __future__ import annotations
 
 from e2e_support import start_runner
-from singleton_flags.keys import SINGLETON_SK, singleton_key
 
 from local.dynamodb_local import local_client
+from singleton_flags.keys import SINGLETON_SK, singleton_key
 
 TABLE = "singleton-flags-e2e"
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from e2e_support import Answer, Runner, eventually
-from singleton_flags.declarations import load_declarations
 
 from infra.config import load_config
+from singleton_flags.declarations import load_declarations
 
 DECLARED = list(load_declarations())
 WINDOW = load_config().maintenance_windows[0].name
@@ -171,6 +171,14 @@ def test_a_body_that_is_not_json_is_refused_with_the_error_contract(runner, cont
 def test_the_openapi_document_and_swagger_ui_are_served(runner):
     document = runner.get("/openapi.json").body
     assert document["servers"][0]["url"] == runner.url
-    assert {"/flags", "/flags/{name}", "/flags/history", "/flags/revert", "/flags/restore"} == set(document["paths"])
+    assert {
+        "/flags",
+        "/flags/{name}",
+        "/flags/history",
+        "/flags/revert",
+        "/flags/restore",
+        "/ofrep/v1/evaluate/flags",
+        "/ofrep/v1/evaluate/flags/{key}",
+    } == set(document["paths"])
     page = runner.get("/docs")
     assert page.status == 200 and page.header("Content-Type").startswith("text/html")

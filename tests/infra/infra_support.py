@@ -100,9 +100,8 @@ def variant_declarations() -> Any:
 
 
 def synthesize(context: dict[str, Any], outdir: Path, declarations: Any = None) -> Synth:
-    from singleton_flags.declarations import load_declarations
-
     from infra.application import build_app
+    from singleton_flags.declarations import load_declarations
 
     app, stack = build_app(context, outdir=str(outdir), declarations=declarations)
     assembly = app.synth()
@@ -123,10 +122,10 @@ def synthesize_two_stages(context: dict[str, Any], outdir: Path) -> dict[str, Sy
     import dataclasses
 
     from aws_cdk import App
-    from singleton_flags.declarations import load_declarations
 
     from infra.application import add_stage
     from infra.config import CONTEXT_KEY, parse_config
+    from singleton_flags.declarations import load_declarations
 
     app = App(context=context, outdir=str(outdir))
     first = parse_config(context[CONTEXT_KEY])

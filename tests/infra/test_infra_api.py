@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 import template_tools as tt
 from infra_support import Synth
+
 from singleton_flags.routes import HANDLERS, ROUTES
 
 pytestmark = pytest.mark.infra
@@ -79,7 +81,7 @@ def test_lambda_permissions_are_per_method_without_test_invoke(synth: Synth) -> 
     assert not [arn for arn in source_arns if "/test-invoke-stage/" in arn]
     ((stage_id, _),) = synth.resources("AWS::ApiGateway::Stage").items()
     for route in ROUTES:
-        path = route.path.replace("{name}", "*")
+        path = re.sub(r"\{[^}]+\}", "*", route.path)  # a path parameter is any segment in the ARN
         assert any(arn.endswith(f"/<{stage_id}>/{route.method}{path}") for arn in source_arns), route
 
 
@@ -164,13 +166,27 @@ def test_api_is_regional_and_gateway_errors_follow_the_contract(synth: Synth) ->
         r["Properties"]["ResponseType"]: r["Properties"]
         for r in synth.resources("AWS::ApiGateway::GatewayResponse").values()
     }
-    assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX"}
+    assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX", "THROTTLED"}
     for response in responses.values():
         template = response["ResponseTemplates"]["application/json"]
         rendered = template.replace("$context.error.messageString", '"denied"').replace(
             "$context.error.responseType", "ACCESS_DENIED"
         )
         assert json.loads(rendered) == {"error": {"code": "ACCESS_DENIED", "message": "denied"}}
+
+
+def test_a_throttled_request_says_when_to_retry_in_delta_seconds(synth: Synth) -> None:
+    # Given the stage's throttling
+    # When API Gateway throttles a request (an OFREP provider's among them)
+    (throttled,) = (
+        r["Properties"]
+        for r in synth.resources("AWS::ApiGateway::GatewayResponse").values()
+        if r["Properties"]["ResponseType"] == "THROTTLED"
+    )
+    # Then 429 with Retry-After in delta-seconds (a quoted literal in the template) and the contract's error shape
+    assert throttled["StatusCode"] == "429"
+    assert throttled["ResponseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}
+    assert "$context.error.responseType" in throttled["ResponseTemplates"]["application/json"]
 
 
 def managed_policy(synth: Synth, output: str) -> list[dict[str, Any]]:
@@ -191,7 +207,12 @@ def invoke_arns(synth: Synth, statement: dict[str, Any]) -> set[str]:
 def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> None:
     allow, deny = managed_policy(synth, "ReaderPolicyArn")
     assert allow["Effect"] == "Allow"
-    assert invoke_arns(synth, allow) == {"GET/flags", "GET/flags/*"}
+    assert invoke_arns(synth, allow) == {
+        "GET/flags",
+        "GET/flags/*",
+        "POST/ofrep/v1/evaluate/flags",
+        "POST/ofrep/v1/evaluate/flags/*",
+    }
     assert deny["Effect"] == "Deny"
     # every static child of /flags, in both forms (a trailing slash and below), from the route table
     assert invoke_arns(synth, deny) == {
@@ -222,6 +243,11 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
         ("GET/flags", True),
         ("GET/flags/signup_enabled", True),
         ("GET/flags/history_days", True),  # a flag whose name begins like a static route stays readable
+        ("POST/ofrep/v1/evaluate/flags", True),
+        ("POST/ofrep/v1/evaluate/flags/signup_enabled", True),
+        ("GET/ofrep/v1/evaluate/flags", False),
+        ("PATCH/ofrep/v1/evaluate/flags", False),
+        ("POST/ofrep/v1/configuration", False),
         ("GET/flags/history", False),
         ("GET/flags/history/", False),
         ("GET/flags/history/x", False),
@@ -240,9 +266,8 @@ def test_reader_policy_as_iam_evaluates_it(synth: Synth, request_path: str, read
 
 
 def test_a_new_static_route_under_flags_is_denied_to_readers_by_construction() -> None:
-    from singleton_flags.routes import WRITE_FUNCTION, Route
-
     from infra.api import reader_deny_paths
+    from singleton_flags.routes import WRITE_FUNCTION, Route
 
     routes = (*ROUTES, Route("GET", "/flags/schedules", WRITE_FUNCTION), Route("PUT", "/flags/guards", WRITE_FUNCTION))
     denied = reader_deny_paths(routes)
@@ -260,6 +285,8 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "GET/flags/history",
         "POST/flags/revert",
         "POST/flags/restore",
+        "POST/ofrep/v1/evaluate/flags",
+        "POST/ofrep/v1/evaluate/flags/*",
     }
 
 
@@ -284,8 +311,12 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
         "/flags/history": "GET",
         "/flags/revert": "POST",
         "/flags/restore": "POST",
+        "/ofrep/v1/evaluate/flags": "POST",
+        "/ofrep/v1/evaluate/flags/{key}": "POST",
     }
-    assert set(mocks) == {*expected_allow, "/", "/{proxy+}"}
+    # the resources on the way to the OFREP routes have no route: 404, as an unknown path (not API Gateway's 403)
+    on_the_way = {"/ofrep", "/ofrep/v1", "/ofrep/v1/evaluate"}
+    assert set(mocks) == {*expected_allow, "/", "/{proxy+}", *on_the_way}
     for path, properties in mocks.items():
         assert properties["AuthorizationType"] == "AWS_IAM", path
         integration = properties["Integration"]
@@ -296,6 +327,6 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
             assert response["StatusCode"] == "405"
             assert body["error"]["code"] == "METHOD_NOT_ALLOWED"
             assert response["ResponseParameters"] == {"method.response.header.Allow": f"'{expected_allow[path]}'"}
-        else:  # the root and the greedy proxy: paths no resource matches
+        else:  # the root, the greedy proxy and the resources on the way: paths no route matches
             assert response["StatusCode"] == "404"
             assert body["error"]["code"] == "NOT_FOUND"

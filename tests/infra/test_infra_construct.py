@@ -8,16 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import App, Stack
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
+from aws_cdk import App, Stack, aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda_
 from aws_cdk.assertions import Template
+
+from infra.config import load_config
 from singleton_flags.cdk import SingletonFlags
 from singleton_flags.declarations import DECLARATIONS_FILE
 from singleton_flags.keys import AUDIT_PK, SINGLETON_PK
-
-from infra.config import load_config
 from tests.support.doc_examples import examples
 
 pytestmark = pytest.mark.infra

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import template_tools as tt
 from infra_support import Synth
-from singleton_flags.routes import HANDLERS
 
 from infra.constants import POWERTOOLS_VERSION, REPO_ROOT
+from singleton_flags.routes import HANDLERS
 
 pytestmark = pytest.mark.infra
 

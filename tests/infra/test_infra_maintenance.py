@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import template_tools as tt
 from infra_support import Synth
-from singleton_flags.routes import HANDLERS
 
 from infra.config import schedule_payload
+from singleton_flags.routes import HANDLERS
 
 pytestmark = pytest.mark.infra
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import template_tools as tt
 from infra_support import Synth
+
 from singleton_flags.routes import HANDLERS
 
 pytestmark = pytest.mark.infra

@@ -16,14 +16,14 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from local.dynamodb_local import create_table, local_client
+from local.functions import load_module
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import Declarations
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore
-
-from local.dynamodb_local import create_table, local_client
-from local.functions import load_module
 from tests.support.write_workload import seed_table
 
 _HERE = Path(__file__).parent

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from singleton_flags.declarations import DECLARATIONS_FILE
 
+from singleton_flags.declarations import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
 
 pytestmark = pytest.mark.install

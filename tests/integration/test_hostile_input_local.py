@@ -7,11 +7,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from local.functions import load_module
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
-
-from local.functions import load_module
 from tests.support.events import invocation_context
 from tests.support.hostile_cases import CASES, READ, Case, check_case, stored_state
 

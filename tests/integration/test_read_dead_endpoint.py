@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from singleton_flags.aws import dynamodb_client
-from singleton_flags.provider import SingletonProvider
-from singleton_flags.snapshot import Snapshot
-from singleton_flags.reader import FlagReader
 
 from local.functions import load_module
+from singleton_flags.aws import dynamodb_client
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import FlagReader
+from singleton_flags.snapshot import Snapshot
 
 pytestmark = pytest.mark.integration
 

@@ -21,15 +21,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
+from local.functions import load_module
+from singleton_flags.audit import audit_record
 from singleton_flags.codec import decode_plain, encode
 from singleton_flags.declarations import Declarations
 from singleton_flags.errors import WriteConflict
 from singleton_flags.keys import VERSION_ATTR, audit_key
 from singleton_flags.snapshot import Snapshot
-from singleton_flags.audit import audit_record
 from singleton_flags.store import FlagStore
-
-from local.functions import load_module
 from tests.support.events import invocation_context, rest_event
 from tests.support.tables import read_singleton, read_trail
 from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers

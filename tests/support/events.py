@@ -10,9 +10,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from singleton_flags.routes import ROUTES, Route, RouteMatch, match_route
-
 from local.gateway import Caller, LambdaContext, proxy_event
+from singleton_flags.routes import ROUTES, Route, RouteMatch, match_route
 
 CALLER_ARN = "arn:aws:iam::123456789012:user/tester"
 REQUEST_ID = "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"

@@ -19,7 +19,6 @@ from typing import Any
 from singleton_flags.keys import VERSION_ATTR
 from singleton_flags.routes import READ_FUNCTION, ROUTES, RouteMatch, match_route
 from singleton_flags.store import FlagStore
-
 from tests.support.events import rest_event
 from tests.support.tables import read_singleton
 

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities import parameters
 from maintenance_support import DURATIONS, MaintenanceFunction, fresh_module
+from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
+
+from local.functions import load_module
 from singleton_flags.declarations import Declarations
 from singleton_flags.observability import logger
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.store import FlagStore
-from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
-
-from local.functions import load_module
 
 
 class SocketBlocked(RuntimeError):

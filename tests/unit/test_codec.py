@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from singleton_flags.codec import decode, decode_plain, encode, encode_plain
 from singleton_flags.declarations import FlagSpec, FlagValue
 

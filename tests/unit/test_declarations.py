@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from singleton_flags.declarations import FlagSpec, UnstorableNumber, load_declarations, parse_declarations
 from singleton_flags.errors import DeclarationError, InvalidValue
 

@@ -213,9 +213,8 @@ def test_set_refuses_a_name_that_cannot_be_a_flag_before_sending():
 
 
 def test_flagctl_and_the_api_agree_on_what_a_flag_name_is():
-    from singleton_flags.declarations import NAME_PATTERN
-
     from flagctl.client import FLAG_NAME
+    from singleton_flags.declarations import NAME_PATTERN
 
     assert FLAG_NAME.pattern == NAME_PATTERN.pattern
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from singleton_flags.codec import encode
 from singleton_flags.declarations import load_declarations
 from singleton_flags.itemsize import READ_BLOCK_BYTES, item_size, number_size, value_size

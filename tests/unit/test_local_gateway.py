@@ -11,8 +11,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from singleton_flags.http import allowed_methods
-from singleton_flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION, RouteMatch, match_route
 
 from infra.config import load_config, schedule_payload
 from local.api import LocalApi, Request
@@ -23,6 +21,8 @@ from local.gateway import (
     proxy_event,
 )
 from local.runner import StartupError, banner, function_environment, parse_port
+from singleton_flags.http import allowed_methods
+from singleton_flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION, RouteMatch, match_route
 
 
 class RecordingFunctions:
@@ -321,3 +321,35 @@ def test_query_strings_arrive_decoded_and_path_parameters_encoded():
     # Then the path keeps its encoding and the query is decoded, as a REST API delivers them
     assert (event["path"], event["pathParameters"]) == ("/flags/caf%C3%A9", {"name": "caf%C3%A9"})
     assert event["queryStringParameters"] == {"limit": "\u00b2", "c": "a+b c"}
+
+
+# -- the local throttle switch ----------------------------------------------------------------------------
+
+
+def test_the_throttle_switch_answers_the_next_requests_as_api_gateway_throttles(config):
+    # Given the switch set for the next 2 requests, 3 seconds
+    functions = RecordingFunctions()
+    api = local_api(config, functions)
+    switched = api.handle(request("POST", "/_throttle", b'{"requests": 2, "retry_after": 3}'))
+    assert switched.status == 200
+    # When 3 requests to deployed routes arrive
+    answers = [api.handle(request("POST", "/ofrep/v1/evaluate/flags/signup_enabled", b"{}")) for _ in range(3)]
+    # Then the first 2 are API Gateway's THROTTLED answer with Retry-After in seconds, not invoking a function
+    for answer in answers[:2]:
+        assert answer.status == 429
+        assert ("Retry-After", "3") in answer.headers
+        assert json.loads(answer.body)["error"]["code"] == "THROTTLED"
+    assert answers[2].status == 200
+    assert len(functions.calls) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"nope", b"[]", b'{"requests": -1}', b'{"requests": true}', b'{"requests": 1, "retry_after": 1e9}'],
+)
+def test_a_bad_throttle_switch_is_400_and_changes_nothing(config, body):
+    functions = RecordingFunctions()
+    api = local_api(config, functions)
+    answer = api.handle(request("POST", "/_throttle", body))
+    assert answer.status == 400 and json.loads(answer.body)["error"]["code"] == "INVALID_REQUEST"
+    assert api.handle(request("GET", "/flags")).status == 200

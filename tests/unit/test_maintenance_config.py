@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+
 from singleton_flags.settings import SettingsError
 from singleton_flags.windows import (
     WINDOWS_ENV,

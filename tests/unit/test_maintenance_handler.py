@@ -21,10 +21,11 @@ from maintenance_support import (
     logged,
     window_metrics,
 )
+from unit_support import FailingClient, emf_metrics
+
 from singleton_flags.errors import StoreUnavailable, WriteConflict
 from singleton_flags.keys import MAINTENANCE_OWNER_ATTR, singleton_key
 from singleton_flags.settings import SettingsError
-from unit_support import FailingClient, emf_metrics
 
 # ---------------------------------------------------------------------------------------------- bad payloads, failures
 

@@ -25,9 +25,10 @@ from maintenance_support import (
     scheduled_time,
     window_metrics,
 )
+from unit_support import build_reader, emf_metrics
+
 from singleton_flags.errors import ItemTooLarge
 from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR
-from unit_support import build_reader, emf_metrics
 
 # ---------------------------------------------------------------------------------------------- start
 

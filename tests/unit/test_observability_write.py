@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from singleton_flags.store import FlagStore
 from unit_support import FailingClient, emf_metrics
+
+from singleton_flags.store import FlagStore
 
 PATCH = {"flags": {"signup_enabled": False}, "reason": "metrics test"}
 

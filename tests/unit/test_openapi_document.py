@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 import schemathesis
-from singleton_flags.declarations import Declarations
-from singleton_flags.errors import FlagsError
-from singleton_flags.routes import READ_FUNCTION, ROUTES
 
 from local.functions import load_module
 from local.openapi import RESPONSE_NAMES, build_document, error_codes, operations
+from singleton_flags.declarations import Declarations
+from singleton_flags.errors import FlagsError
+from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES
 
 
 @pytest.fixture
@@ -49,8 +49,11 @@ def test_the_document_is_a_valid_openapi_3_1_document(document):
 def test_each_operation_documents_the_statuses_its_function_answers(document):
     for route in ROUTES:
         responses = _operation(document, route.method, route.path)["responses"]
-        expected = {"200", "304"} if route.function == READ_FUNCTION else {"200"}
+        revalidates = route.function == READ_FUNCTION and route.path != OFREP_FLAG  # one OFREP evaluation: no 304
+        expected = {"200", "304"} if revalidates else {"200"}
         expected |= {str(status) for status in route.errors}
+        if route.path in (OFREP_FLAG, OFREP_FLAGS):
+            expected.add("429")  # API Gateway's THROTTLED, with Retry-After: what the OFREP providers back off on
         assert set(responses) == expected, f"{route.method} {route.path}"
         # Powertools' default 422 for a validation failure is mapped to 400; only a reused Idempotency-Key is 422
         takes_a_key = (route.method, route.path) in {("PATCH", "/flags"), ("POST", "/flags/revert")}
@@ -115,3 +118,23 @@ def test_the_local_runner_is_the_first_server_and_the_deployed_api_the_second(do
     assert document["servers"][0]["url"] == "http://127.0.0.1:3000"
     assert "execute-api" in document["servers"][1]["url"]
     assert document["components"]["securitySchemes"]["sigv4"]["x-amazon-apigateway-authtype"] == "awsSigv4"
+
+
+def test_the_ofrep_operations_answer_in_ofreps_shapes(document):
+    # Given the two OFREP operations
+    one = _operation(document, "POST", OFREP_FLAG)["responses"]
+    bulk = _operation(document, "POST", OFREP_FLAGS)["responses"]
+
+    def schema(response: dict[str, Any]) -> dict[str, Any]:
+        return _resolve(document, _resolve(document, response)["content"]["application/json"]["schema"])
+
+    # Then evaluations and failures are OFREP's objects, not the {"error"} contract
+    assert set(schema(one["200"])["required"]) == {"key", "value", "reason", "variant", "metadata"}
+    assert schema(one["404"])["properties"]["errorCode"]["enum"] == ["FLAG_NOT_FOUND"]
+    assert set(schema(one["400"])["properties"]["errorCode"]["enum"]) == {"PARSE_ERROR", "INVALID_CONTEXT"}
+    assert schema(bulk["200"])["properties"]["flags"]["items"] == {"$ref": "#/components/schemas/OfrepEvaluation"}
+    assert "key" not in schema(bulk["400"])["required"]
+    # and API Gateway's throttling keeps our shape, with Retry-After in delta-seconds
+    assert schema(one["429"])["required"] == ["error"]
+    assert one["429"]["headers"]["Retry-After"]["schema"]["pattern"] == "^[0-9]+$"
+    assert "ETag" in bulk["200"]["headers"] and "304" in bulk

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
 from unit_support import START, ReadApi, body_of, expire, headers_of, warnings_in
+
+from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
 
 FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at"}
 READ_PATH_MODULES = {
@@ -30,6 +31,7 @@ READ_PATH_MODULES = {
         "snapshot",
     )
 } | {
+    "singleton_flags.ofrep",  # OFREP's answers: pure, over modules GET loads; the JSON rules come on demand
     "singleton_flags.routes",
     "singleton_flags.settings",
     "singleton_flags.vocabulary",
@@ -301,5 +303,6 @@ def test_the_read_function_imports_nothing_the_get_path_does_not_use(tmp_path: A
         [sys.executable, "-c", script], env=env, cwd=functions, capture_output=True, text=True, check=True
     )
     loaded = set(json.loads(out.stdout))
-    assert not loaded & {"pydantic", "aws_xray_sdk", "write_api", "maintenance", "moto"}
+    assert not loaded & {"pydantic", "aws_xray_sdk", "write_api", "maintenance", "moto", "unicodedata"}
+    assert "singleton_flags.requests" not in loaded  # an OFREP body with a context imports it, on first use
     assert not {module for module in loaded if module.startswith("singleton_flags.")} - READ_PATH_MODULES

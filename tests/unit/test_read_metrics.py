@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
+from unit_support import Clock, Output, ReadApi, build_reader, emf_metrics, expire
+
 from singleton_flags.observability import (
     CACHE_REFRESH_FAILURES,
     CACHE_REFRESHES,
@@ -19,7 +21,6 @@ from singleton_flags.observability import (
     ReadCounter,
 )
 from singleton_flags.provider import SingletonProvider
-from unit_support import Clock, Output, ReadApi, build_reader, emf_metrics, expire
 
 SERVICE_ONLY = {"service": SERVICE}
 

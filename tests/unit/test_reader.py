@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
+from unit_support import START, CallCount, Clock, Output, build_reader, count_calls, expire, flags_item, warnings_in
+
 from singleton_flags.aws import dynamodb_client
 from singleton_flags.declarations import Declarations
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.snapshot import Snapshot
 from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC, FlagReader
-from unit_support import START, CallCount, Clock, Output, build_reader, count_calls, expire, flags_item, warnings_in
+from singleton_flags.snapshot import Snapshot
 
 MAX_STALE = 60.0
 DYNAMODB_ERRORS = [

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from openfeature import api
+
 from singleton_flags.declarations import DECLARATIONS_FILE
 from singleton_flags.testing import InMemoryFlags
-
 from tests.support.doc_examples import examples
 
 

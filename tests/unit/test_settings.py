@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.settings import MAX_STALE_LIMIT_SECONDS, Settings, SettingsError
 

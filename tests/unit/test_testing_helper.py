@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from unit_support import Clock
+
 from singleton_flags.declarations import Declarations
 from singleton_flags.errors import InvalidValue
 from singleton_flags.reader import DEFAULT, STALE, STATIC
 from singleton_flags.testing import InMemoryFlags
-from unit_support import Clock
 
 
 @pytest.fixture

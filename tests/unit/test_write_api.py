@@ -9,17 +9,6 @@ import json
 from typing import Any
 
 import pytest
-from singleton_flags.keys import (
-    MAINTENANCE_DEADLINE_ATTR,
-    MAINTENANCE_OWNER_ATTR,
-    SORT_KEY,
-    TTL_ATTR,
-    UPDATED_BY_ATTR,
-    VERSION_ATTR,
-    singleton_key,
-)
-from singleton_flags.reader import CACHED
-from singleton_flags.store import Ownership
 from unit_support import (
     CALLER,
     REASON,
@@ -31,6 +20,18 @@ from unit_support import (
     count_calls,
     headers_of,
 )
+
+from singleton_flags.keys import (
+    MAINTENANCE_DEADLINE_ATTR,
+    MAINTENANCE_OWNER_ATTR,
+    SORT_KEY,
+    TTL_ATTR,
+    UPDATED_BY_ATTR,
+    VERSION_ATTR,
+    singleton_key,
+)
+from singleton_flags.reader import CACHED
+from singleton_flags.store import Ownership
 
 # -- happy paths ---------------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from singleton_flags.keys import singleton_key
 
 BODY = json.dumps({"flags": {"signup_enabled": False}, "reason": "content type test"})

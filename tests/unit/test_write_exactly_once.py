@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ReadTimeoutError
-from singleton_flags.transaction import MAX_RESENDS
 from unit_support import WriteApi, assert_refused, body_of, headers_of
+
+from singleton_flags.transaction import MAX_RESENDS
 
 
 class LossyClient:

@@ -12,13 +12,9 @@ from typing import Any
 
 import boto3
 import pytest
-import singleton_flags.declarations
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
-from singleton_flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
-from singleton_flags.transaction import MAX_RESENDS
-from singleton_flags.store import FlagStore
 from unit_support import (
     Clock,
     WriteApi,
@@ -27,7 +23,11 @@ from unit_support import (
     install,
 )
 
+import singleton_flags.declarations
 from local.functions import load_module
+from singleton_flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
+from singleton_flags.store import FlagStore
+from singleton_flags.transaction import MAX_RESENDS
 
 # -- size, conflicts, store failures ---------------------------------------------------------------------
 

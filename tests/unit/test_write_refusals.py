@@ -10,13 +10,14 @@ import json
 from typing import Any
 
 import pytest
-from singleton_flags.audit import encode_cursor
 from unit_support import (
     REASON,
     WriteApi,
     assert_refused,
     headers_of,
 )
+
+from singleton_flags.audit import encode_cursor
 
 # -- PATCH /flags refusals ----------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from unit_support import START, Clock, WriteApi, assert_refused, body_of, headers_of
+
 from singleton_flags.keys import (
     AUDIT_PK,
     MAINTENANCE_DEADLINE_ATTR,
@@ -19,7 +21,6 @@ from singleton_flags.keys import (
     singleton_key,
 )
 from singleton_flags.store import FlagStore, Ownership
-from unit_support import START, Clock, WriteApi, assert_refused, body_of, headers_of
 
 WINDOW = "nightly"
 
@@ -63,7 +64,9 @@ def test_audit_records_live_in_their_own_partition_and_hold_the_maintenance_book
     version = start_window(api)
     # When its audit record is read / Then it is outside the singleton's partition, and its state names the holder
     record = records(api)[-1]
-    assert record[PARTITION_KEY] == {"S": AUDIT_PK} and int(record["version"]["N"]) == version
+    # (literally: a read grant on the flags' partition, SETTINGS#APP, must not reach it through dynamodb:LeadingKeys)
+    assert record[PARTITION_KEY] == {"S": "AUDIT#APP"} and AUDIT_PK != "SETTINGS#APP"
+    assert int(record["version"]["N"]) == version
     state = record["state"]["M"]
     assert state[MAINTENANCE_OWNER_ATTR] == {"S": WINDOW}
     assert state[MAINTENANCE_DEADLINE_ATTR] == {"N": str(int(START + 3600))}
