@@ -1,7 +1,8 @@
-"""The stack: composes one construct per concern and outputs what a caller needs. Nothing is built here."""
+"""The stack: composes one construct per concern (``compose``) and outputs what a caller needs; builds nothing."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -18,6 +19,45 @@ from infra.storage import Storage
 from singleton_flags.declarations import Declarations
 
 
+@dataclass(frozen=True)
+class Service:
+    """What ``compose`` builds: one construct per concern."""
+
+    storage: Storage
+    functions: Functions
+    apigw_account: ApiGatewayAccount
+    api: Api
+    maintenance: Maintenance
+    monitoring: Monitoring
+
+
+def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations | None = None) -> Service:
+    """The service's constructs, children of ``scope``: the stack's own (its logical IDs unchanged), or those of
+    ``singleton_flags.cdk.SingletonFlags`` in another stack."""
+    storage = Storage(scope, constants.STORAGE_ID, declarations=declarations)
+    functions = Functions(scope, constants.FUNCTIONS_ID, config=config, table=storage.table)
+    storage.add_seed(functions.seed)
+    apigw_account = ApiGatewayAccount(scope, constants.ACCOUNT_ID, config=config, code=functions.code)
+    api = Api(
+        scope,
+        constants.API_ID,
+        config=config,
+        functions=functions.functions,
+        account_setting=apigw_account.setting,
+    )
+    maintenance = Maintenance(scope, constants.MAINTENANCE_ID, config=config, function=functions.maintenance)
+    monitoring = Monitoring(
+        scope,
+        constants.MONITORING_ID,
+        config=config,
+        stage=api.stage,
+        functions=functions.functions,
+        dead_letter_queue=maintenance.dead_letter_queue,
+        failure_queue=maintenance.failure_queue,
+    )
+    return Service(storage, functions, apigw_account, api, maintenance, monitoring)
+
+
 class FlagsStack(Stack):
     def __init__(
         self,
@@ -31,29 +71,13 @@ class FlagsStack(Stack):
         """``declarations`` defaults to functions/singleton_flags/declarations.json (tests pass another set)."""
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
-        self.storage = Storage(self, constants.STORAGE_ID, declarations=declarations)
-        self.functions = Functions(self, constants.FUNCTIONS_ID, config=config, table=self.storage.table)
-        self.storage.add_seed(self.functions.seed)
-        self.apigw_account = ApiGatewayAccount(self, constants.ACCOUNT_ID, config=config, code=self.functions.code)
-        self.api = Api(
-            self,
-            constants.API_ID,
-            config=config,
-            functions=self.functions.functions,
-            account_setting=self.apigw_account.setting,
-        )
-        self.maintenance = Maintenance(
-            self, constants.MAINTENANCE_ID, config=config, function=self.functions.maintenance
-        )
-        self.monitoring = Monitoring(
-            self,
-            constants.MONITORING_ID,
-            config=config,
-            stage=self.api.stage,
-            functions=self.functions.functions,
-            dead_letter_queue=self.maintenance.dead_letter_queue,
-            failure_queue=self.maintenance.failure_queue,
-        )
+        service = compose(self, config=config, declarations=declarations)
+        self.storage = service.storage
+        self.functions = service.functions
+        self.apigw_account = service.apigw_account
+        self.api = service.api
+        self.maintenance = service.maintenance
+        self.monitoring = service.monitoring
         self._build_outputs()
 
     def _build_outputs(self) -> None:

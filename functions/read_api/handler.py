@@ -33,10 +33,10 @@ from singleton_flags.http import (
     json_response,
     no_route_response,
 )
-from singleton_flags.observability import logger
+from singleton_flags.observability import ReadCounter, logger
 from singleton_flags.ofrep import OfrepError, bulk_evaluation, check_key, check_request, evaluation
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.reader import DEFAULT, FlagReader, FlagState
+from singleton_flags.reader import DEFAULT, FlagReader, FlagState, flag_reason
 from singleton_flags.settings import Settings
 
 SETTINGS = Settings.from_env(os.environ)
@@ -48,6 +48,7 @@ READER = FlagReader(
     sort_key=SETTINGS.item_sort_key,
     max_age=SETTINGS.max_age_seconds,
     max_stale=SETTINGS.max_stale_seconds,
+    counter=ReadCounter(),
 )
 
 app = APIGatewayRestResolver()
@@ -98,7 +99,14 @@ class _BodyMemo:
 
 
 _all_flags_body = _BodyMemo(lambda state: {"flags": dict(state.values), **_metadata(state)})
-_one_flag_body = _BodyMemo(lambda state, name: {"name": name, "value": state.values[name], **_metadata(state)})
+_one_flag_body = _BodyMemo(
+    lambda state, name: {
+        "name": name,
+        "value": state.values[name],
+        **_metadata(state),
+        "reason": flag_reason(state, name),  # DEFAULT for a flag served as its fallback, whatever the others
+    }
+)
 
 
 def _fetched_at(state: FlagState) -> str | None:

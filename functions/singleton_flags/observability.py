@@ -1,10 +1,10 @@
-"""Logger, metrics and (lazily) tracer, shared by all three functions.
+"""Logger, metrics and (lazily) tracer, shared by all three functions (never imported by the embedded client).
 
 Service and namespace come from Powertools' own variables (POWERTOOLS_SERVICE_NAME,
 POWERTOOLS_METRICS_NAMESPACE) with this project's defaults; the stack sets the namespace per stage
 (``SingletonFlags/<stage>``), so stages sharing an account and region never mix their metrics. Nothing here
-imports the X-Ray SDK: the read function relies on Lambda's active tracing (Tracer() costs ~280 ms of cold start);
-the write and maintenance functions ask for ``tracer()``.
+imports the X-Ray SDK: the read function relies on Lambda's active tracing (Tracer() costs ~280 ms of cold
+start); the write and maintenance functions ask for ``tracer()``.
 
 Metric vocabulary (EMF, namespace ``SingletonFlags/<stage>``, dimension ``service`` plus the one named):
 ``Reads`` {reason}, ``CacheRefreshes``, ``CacheRefreshFailures``, ``WriteConflicts``, ``WriteRetries``,
@@ -13,10 +13,10 @@ Metric vocabulary (EMF, namespace ``SingletonFlags/<stage>``, dimension ``servic
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import warnings
-from collections import Counter
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
 
+from singleton_flags import emf
 from singleton_flags.vocabulary import (  # noqa: F401 - the metric names, re-exported for the functions
     CACHE_REFRESH_FAILURES,
     CACHE_REFRESHES,
@@ -52,6 +53,13 @@ NAMESPACE = os.getenv("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service=SERVICE)
+# The library (reader, snapshot, client) logs through the standard library's ``singleton_flags`` logger, so that an
+# application embedding it gets no Powertools Logger. A function formats those records as its own: the same
+# handler, hence the same JSON, keys and correlation id, and no second copy through the root logger.
+LIBRARY_LOGGER = logging.getLogger("singleton_flags")
+LIBRARY_LOGGER.addHandler(logger.registered_handler)
+LIBRARY_LOGGER.setLevel(logger.log_level)
+LIBRARY_LOGGER.propagate = False
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)  # per-invocation metrics of the write paths
 
 
@@ -75,49 +83,13 @@ def emit_count(name: str, value: int, dimensions: dict[str, str] | None = None) 
             metric.add_dimension(name=key, value=dimension)
 
 
-class ReadCounter:
-    """Counts reads in the execution environment and prints them rarely.
-
-    A cached read only bumps a counter. The counts go out as EMF with the next cache refresh, when
-    ``flush_interval`` seconds have passed since the last flush, or at once for a STALE or DEFAULT read
-    (an operator must see those without delay). At most one blob per reason per flush.
-    """
-
-    URGENT = frozenset({STALE, DEFAULT})
+class ReadCounter(emf.ReadCounter):
+    """``singleton_flags.emf.ReadCounter`` printing through Powertools' ``single_metric`` (the functions')."""
 
     def __init__(
         self,
-        emit: Callable[[str, int, dict[str, str] | None], None] = emit_count,
+        emit: emf.Emit = emit_count,
         clock: Callable[[], float] = time.monotonic,
         flush_interval: float = 60.0,
     ) -> None:
-        self._emit = emit
-        self._clock = clock
-        self._flush_interval = flush_interval
-        self._reads: Counter[str] = Counter()
-        self._refreshes = 0
-        self._refresh_failures = 0
-        self._last_flush = clock()
-
-    def record(self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False) -> None:
-        self._reads[reason] += 1
-        self._refreshes += refreshed
-        self._refresh_failures += refresh_failed
-        if (
-            refreshed
-            or refresh_failed
-            or reason in self.URGENT
-            or self._clock() - self._last_flush >= self._flush_interval
-        ):
-            self.flush()
-
-    def flush(self) -> None:
-        for reason, count in sorted(self._reads.items()):
-            self._emit(READS, count, {DIMENSION_REASON: reason})
-        if self._refreshes:
-            self._emit(CACHE_REFRESHES, self._refreshes, None)
-        if self._refresh_failures:
-            self._emit(CACHE_REFRESH_FAILURES, self._refresh_failures, None)
-        self._reads.clear()
-        self._refreshes = self._refresh_failures = 0
-        self._last_flush = self._clock()
+        super().__init__(emit, clock, flush_interval)

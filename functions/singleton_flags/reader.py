@@ -13,6 +13,7 @@ reported off once the deadline stored with it has passed (``maintenance_deadline
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -21,11 +22,13 @@ from dataclasses import dataclass
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
 from singleton_flags.declarations import Declarations, FlagValue
+from singleton_flags.emf import NO_COUNT, Counter
 from singleton_flags.keys import SINGLETON_SK
-from singleton_flags.observability import ReadCounter, logger
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.snapshot import Snapshot
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC  # the reasons, re-exported
+from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
+
+logger = logging.getLogger(__name__)  # the library's logger (stdlib); the functions attach Powertools' handler
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +38,12 @@ class FlagState:
     reason: str
     fetched_at: float | None
     maintenance_deadline_passed: bool = False
-    fallen_back: tuple[str, ...] = ()  # flags served their fallback because the stored value is unusable
+    fallen_back: tuple[str, ...] = ()  # flags served as their fallback although the item was read (missing, wrong type)
+
+
+def flag_reason(state: FlagState, name: str) -> str:
+    """The reason of one flag: DEFAULT when that flag fell back, whatever the reason of the others."""
+    return DEFAULT if name in state.fallen_back else state.reason
 
 
 class FlagReader:
@@ -51,7 +59,7 @@ class FlagReader:
         backoff_max: float = 30.0,
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
-        counter: ReadCounter | None = None,
+        counter: Counter | None = None,
     ) -> None:
         self.provider = provider
         self._declarations = declarations
@@ -62,7 +70,7 @@ class FlagReader:
         self._backoff_max = backoff_max
         self._clock = clock
         self._jitter = jitter
-        self._counter = counter or ReadCounter()
+        self._counter = counter or NO_COUNT  # the functions pass observability's ReadCounter
         self._last_good: Snapshot | None = None
         self._failures = 0
         self._retry_at = 0.0
@@ -84,11 +92,13 @@ class FlagReader:
             state = self._degraded(failed_at)
             logger.warning(
                 "cannot read the flags item, serving degraded values",
-                reason=state.reason,
-                version=state.version,
-                error=str(exc),
-                consecutive_failures=self._failures,
-                retry_in_seconds=round(self._retry_at - failed_at, 3),
+                extra={
+                    "reason": state.reason,
+                    "version": state.version,
+                    "error": str(exc),
+                    "consecutive_failures": self._failures,
+                    "retry_in_seconds": round(self._retry_at - failed_at, 3),
+                },
             )
             self._counter.record(state.reason, refresh_failed=True)
             return state
@@ -97,7 +107,7 @@ class FlagReader:
         if snapshot.found:
             self._last_good = snapshot
         elif refreshed:
-            logger.warning("the flags item is missing, serving declared fallbacks", sort_key=self._sort_key)
+            logger.warning("the flags item is missing, serving declared fallbacks", extra={"sort_key": self._sort_key})
         reason = DEFAULT if not snapshot.found else (STATIC if refreshed else CACHED)
         state = self._state(snapshot, reason, now)
         self._counter.record(reason, refreshed=refreshed)

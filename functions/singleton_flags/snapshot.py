@@ -7,6 +7,7 @@ maintenance deadline is honoured for every answer.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,8 @@ from singleton_flags.keys import (
     UPDATED_BY_ATTR,
     VERSION_ATTR,
 )
-from singleton_flags.observability import logger
+
+logger = logging.getLogger(__name__)  # the library's logger (stdlib); the functions attach Powertools' handler
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,9 @@ class Snapshot:
                     raise ValueError(f"stored value {value!r} breaks rule '{broken[0]}'")
             except (ValueError, TypeError, AttributeError) as exc:  # any shape the declaration does not allow
                 fallen_back.append(name)
-                logger.warning("flag unusable in the item, serving its fallback", flag=name, problem=str(exc))
+                logger.warning(
+                    "flag unusable in the item, serving its fallback", extra={"flag": name, "problem": str(exc)}
+                )
                 value = spec.fallback
             values[name] = value
         deadline = _number_or_none(item.get(MAINTENANCE_DEADLINE_ATTR))

@@ -47,6 +47,7 @@ from singleton_flags.observability import (
     REFUSALS,
     WRITE_CONFLICTS,
     WRITE_RETRIES,
+    ReadCounter,
     emit_count,
     logger,
     metrics,
@@ -89,6 +90,7 @@ READER = FlagReader(
     sort_key=SETTINGS.item_sort_key,
     max_age=SETTINGS.max_age_seconds,
     max_stale=SETTINGS.max_stale_seconds,
+    counter=ReadCounter(),
 )
 MODELS = build_models(DECLARATIONS)
 if TYPE_CHECKING:  # the request models' shape for the type checker; at run time they come from the declarations

@@ -35,7 +35,8 @@ READ_PATH_MODULES = {
     "singleton_flags.routes",
     "singleton_flags.settings",
     "singleton_flags.vocabulary",
-}  # vocabulary: pure names, no imports
+    "singleton_flags.emf",
+}  # vocabulary: pure names, no imports; emf: the read counter, standard library only
 
 
 class TestGetFlags:
@@ -195,6 +196,21 @@ class TestGetOneFlag:
         error = body_of(response)["error"]
         assert error["code"] == "FLAG_NOT_FOUND" and name in error["message"]
         assert read_api.provider.fetches == 0
+
+    def test_a_flag_that_fell_back_is_default_while_the_others_are_static(
+        self, read_api: ReadApi, put_flags: Any
+    ) -> None:
+        # Given version 6 of the item without maintenance_mode (a hand edit), the other flags intact
+        put_flags(version=6, maintenance_mode=None)
+
+        def one(name: str) -> dict[str, Any]:
+            return body_of(read_api.get(f"/flags/{name}", resource="/flags/{name}", path_parameters={"name": name}))
+
+        # When GET /flags/maintenance_mode and GET /flags/signup_enabled
+        maintenance, signup = one("maintenance_mode"), one("signup_enabled")
+        # Then maintenance_mode is its fallback (ON) with reason DEFAULT, of the version read; signup_enabled CACHED
+        assert (maintenance["value"], maintenance["reason"], maintenance["version"]) == (True, DEFAULT, 6)
+        assert (signup["value"], signup["reason"], signup["version"]) == (True, CACHED, 6)
 
     def test_fallback_value_when_the_item_is_missing(self, read_api: ReadApi, ddb: Any) -> None:
         response = read_api.get("/flags/maintenance_mode", resource="/flags/{name}")

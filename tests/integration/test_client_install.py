@@ -1,0 +1,95 @@
+"""An application's path: `pip install '.[openfeature]'` into an empty virtual environment, then the docs'
+client and OpenFeature examples read the flags from a table on DynamoDB Local.
+
+Selected with ``-m install`` (also part of the integration tier): it builds the package and installs it with its
+dependencies, from pip's cache or PyPI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from singleton_flags.declarations import DECLARATIONS_FILE
+from tests.support.doc_examples import examples
+
+pytestmark = pytest.mark.install
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTALL_TIMEOUT_SECONDS = 600
+
+CHECKS = """
+import importlib.util, json, sys
+import singleton_flags
+import my_function
+page = {"FLAGS": my_function.FLAGS}
+answer = my_function.handler({}, None)
+exec(compile(OPENFEATURE, "reading-flags.md#openfeature", "exec"), page)
+absent = {name: importlib.util.find_spec(name) is None for name in ("aws_cdk", "moto", "pydantic")}
+print(json.dumps({"answer": answer, "absent": absent, "package": singleton_flags.__file__}))
+"""
+
+
+def source_tree(target: Path) -> Path:
+    """What `pip install .` reads from a checkout: the project file, the readme and the package."""
+    shutil.copy(ROOT / "pyproject.toml", target / "pyproject.toml")
+    shutil.copy(ROOT / "README.md", target / "README.md")
+    shutil.copytree(
+        ROOT / "functions" / "singleton_flags",
+        target / "functions" / "singleton_flags",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    return target
+
+
+def test_an_empty_venv_with_the_openfeature_extra_reads_the_flags(
+    tmp_path: Path, local_endpoint: str, flags_table: str
+) -> None:
+    # Given an empty virtual environment and the package installed into it with its [openfeature] extra
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    (tmp_path / "checkout").mkdir()
+    source = source_tree(tmp_path / "checkout")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{source}[openfeature]"],
+        check=True,
+        timeout=INSTALL_TIMEOUT_SECONDS,
+    )
+    # And an application: its declarations and the docs' client example as its function
+    app = tmp_path / "app"
+    app.mkdir()
+    shutil.copy(DECLARATIONS_FILE, app / "flags.json")
+    code = examples()
+    (app / "my_function.py").write_text(code["client"])
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_DYNAMODB": local_endpoint,
+        "SINGLETON_FLAGS_TABLE": flags_table,
+    }
+    # When the function runs, then the OpenFeature example
+    out = subprocess.run(
+        [str(python), "-c", f"OPENFEATURE = {code['openfeature']!r}\n{CHECKS}"],
+        cwd=app,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    printed, result = out.stdout.strip().splitlines()[:-1], json.loads(out.stdout.strip().splitlines()[-1])
+    # Then both read the seeded item (version 0, the declared initial values) from DynamoDB Local
+    assert result["answer"] == {"statusCode": 200, "body": "limit 600, signup True (CACHED)"}
+    assert printed and printed[0].startswith("False CACHED {'version': 0, 'fetched_at': ")
+    # And the environment holds the package, not the CDK, moto or pydantic
+    assert result["absent"] == {"aws_cdk": True, "moto": True, "pydantic": True}
+    assert result["package"].startswith(str(venv))
