@@ -19,9 +19,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import load_declarations
-from singleton_flags.observability import WRITE_RETRIES, logger, metrics, tracer
+from singleton_flags.observability import logger, metrics, tracer
 from singleton_flags.settings import Settings
 from singleton_flags.store import FlagStore
+from singleton_flags.vocabulary import WRITE_RETRIES
 from singleton_flags.windows import MaintenanceWindows, windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)

@@ -36,8 +36,9 @@ from singleton_flags.http import (
 from singleton_flags.observability import ReadCounter, logger
 from singleton_flags.ofrep import OfrepError, bulk_evaluation, check_key, check_request, evaluation
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.reader import DEFAULT, FlagReader, FlagState, flag_reason
+from singleton_flags.reader import FlagReader, FlagState, flag_reason
 from singleton_flags.settings import Settings
+from singleton_flags.vocabulary import DEFAULT
 
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_declarations()

@@ -25,25 +25,10 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
 
 from singleton_flags import emf
-from singleton_flags.vocabulary import (  # noqa: F401 - the metric names, re-exported for the functions
-    CACHE_REFRESH_FAILURES,
-    CACHE_REFRESHES,
-    CHANGES_APPLIED,
-    DEFAULT,
+from singleton_flags.vocabulary import (
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE,
-    DIMENSION_CODE,
-    DIMENSION_REASON,
     DIMENSION_SERVICE,
-    READS,
-    REFUSALS,
-    STALE,
-    WINDOW_ENDS,
-    WINDOW_FAILURES,
-    WINDOW_SKIPS,
-    WINDOW_STARTS,
-    WRITE_CONFLICTS,
-    WRITE_RETRIES,
 )
 
 SERVICE = os.getenv("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE

@@ -54,10 +54,11 @@ from typing import Any
 from singleton_flags.codec import iso_time
 from singleton_flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
 from singleton_flags.keys import MAINTENANCE_FLAG
-from singleton_flags.observability import WINDOW_ENDS, WINDOW_FAILURES, WINDOW_SKIPS, WINDOW_STARTS, logger
+from singleton_flags.observability import logger
 from singleton_flags.settings import SettingsError
 from singleton_flags.snapshot import Snapshot
 from singleton_flags.store import FlagStore, Ownership
+from singleton_flags.vocabulary import WINDOW_ENDS, WINDOW_FAILURES, WINDOW_SKIPS, WINDOW_STARTS
 
 WINDOWS_ENV = "MAINTENANCE_WINDOWS"
 ACTIONS = ("start", "end")

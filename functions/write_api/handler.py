@@ -41,20 +41,9 @@ from singleton_flags.http import (
     parse_entity_tags,
 )
 from singleton_flags.idempotency import Idempotency, parse_key
-from singleton_flags.observability import (
-    CHANGES_APPLIED,
-    DIMENSION_CODE,
-    REFUSALS,
-    WRITE_CONFLICTS,
-    WRITE_RETRIES,
-    ReadCounter,
-    emit_count,
-    logger,
-    metrics,
-    tracer,
-)
+from singleton_flags.observability import ReadCounter, emit_count, logger, metrics, tracer
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.reader import STATIC, FlagReader
+from singleton_flags.reader import FlagReader
 from singleton_flags.requests import (
     JSON_MEDIA_TYPE,
     is_json_media_type,
@@ -65,6 +54,7 @@ from singleton_flags.requests import (
 )
 from singleton_flags.settings import Settings
 from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
+from singleton_flags.vocabulary import CHANGES_APPLIED, DIMENSION_CODE, REFUSALS, STATIC, WRITE_CONFLICTS, WRITE_RETRIES
 from singleton_flags.windows import windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)

@@ -17,7 +17,7 @@ from singleton_flags import Flags, FlagsConfigError, FlagTypeMismatch, Undeclare
 from singleton_flags.aws import READ_CLIENT_CONFIG, worst_call_seconds
 from singleton_flags.client import ENV_MAX_AGE, ENV_MAX_STALE, ENV_REGION, ENV_SORT_KEY, ENV_TABLE
 from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_DECLARATIONS = {

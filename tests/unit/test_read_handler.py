@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 from unit_support import START, ReadApi, body_of, expire, headers_of, warnings_in
 
-from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
 
 FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at"}
 READ_PATH_MODULES = {

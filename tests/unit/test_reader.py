@@ -13,8 +13,9 @@ from unit_support import START, CallCount, Clock, Output, build_reader, count_ca
 from singleton_flags.aws import dynamodb_client
 from singleton_flags.declarations import Declarations
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.reader import CACHED, DEFAULT, STALE, STATIC, FlagReader
+from singleton_flags.reader import FlagReader
 from singleton_flags.snapshot import Snapshot
+from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
 
 MAX_STALE = 60.0
 DYNAMODB_ERRORS = [

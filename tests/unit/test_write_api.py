@@ -30,8 +30,8 @@ from singleton_flags.keys import (
     VERSION_ATTR,
     singleton_key,
 )
-from singleton_flags.reader import CACHED
 from singleton_flags.store import Ownership
+from singleton_flags.vocabulary import CACHED
 
 # -- happy paths ---------------------------------------------------------------------------------------
 
