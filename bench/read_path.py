@@ -1,4 +1,4 @@
-"""Read-path bench (issue 2 item 6, issue 7): prints figures against their targets; it is not a test.
+"""Read-path bench: prints figures against their targets; it is not a test.
 
 In one run:
 1. GetItem calls made by 10,000 warm GET /flags inside one max_age window (moto in-process): must be 1.

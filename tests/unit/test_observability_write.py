@@ -1,4 +1,4 @@
-"""Write-path metrics (issue 7): ChangesApplied, Refusals{code}, WriteConflicts, WriteRetries.
+"""Write-path metrics: ChangesApplied, Refusals{code}, WriteConflicts, WriteRetries.
 
 Each test captures the EMF the write function prints and fails if its metric is missing or wrong.
 """

@@ -1,4 +1,4 @@
-"""Read-path metrics (issue 7): Reads{reason}, CacheRefreshes, CacheRefreshFailures as EMF on stdout.
+"""Read-path metrics: Reads{reason}, CacheRefreshes, CacheRefreshFailures as EMF on stdout.
 
 A cached read prints nothing; counts accumulate in the environment and go out with the next refresh, after
 the flush interval, or at once for a STALE or DEFAULT read.
