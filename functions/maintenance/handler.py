@@ -27,12 +27,10 @@ from singleton_flags.windows import MaintenanceWindows, windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
-STORE = FlagStore(
+STORE = FlagStore.for_function(
     CLIENT,
-    SETTINGS.table_name,
+    SETTINGS,
     load_declarations(),
-    sort_key=SETTINGS.item_sort_key,
-    audit_retention_days=SETTINGS.audit_retention_days,
     on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
 )
 MAINTENANCE = MaintenanceWindows(STORE, windows_from_env(os.environ))

@@ -21,13 +21,7 @@ PHYSICAL_ID = "singleton-flags-seed"  # the same on every request: an Update nev
 
 SETTINGS = Settings.from_env(os.environ)
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
-STORE = FlagStore(
-    CLIENT,
-    SETTINGS.table_name,
-    load_declarations(),
-    sort_key=SETTINGS.item_sort_key,
-    audit_retention_days=SETTINGS.audit_retention_days,
-)
+STORE = FlagStore.for_function(CLIENT, SETTINGS, load_declarations())
 
 
 def _stack_name(stack_id: str) -> str:

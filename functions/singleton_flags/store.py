@@ -43,6 +43,7 @@ from singleton_flags.audit import (
     encode_cursor,
     record_version,
 )
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, worst_call_seconds
 from singleton_flags.codec import decode, decode_plain, encode, iso_time
 from singleton_flags.declarations import Declarations, FlagValue
 from singleton_flags.errors import (
@@ -72,6 +73,7 @@ from singleton_flags.keys import (
 )
 from singleton_flags.observability import logger
 from singleton_flags.requests import validate_version
+from singleton_flags.settings import Settings
 from singleton_flags.snapshot import Snapshot
 
 __all__ = [
@@ -165,6 +167,29 @@ class FlagStore:
         self._jitter = jitter
         self._token = token
         self._on_retry = on_retry or (lambda attempt: None)
+
+    @classmethod
+    def for_function(
+        cls,
+        client: Any,
+        settings: Settings,
+        declarations: Declarations,
+        *,
+        reserve_owner: str = "",
+        on_retry: Callable[[int], None] | None = None,
+    ) -> FlagStore:
+        """The store a writing function builds at cold start: its table, sort key and retention from its settings,
+        every call bounded by the write client's worst case (``client`` must use ``WRITE_CLIENT_CONFIG``)."""
+        return cls(
+            client,
+            settings.table_name,
+            declarations,
+            sort_key=settings.item_sort_key,
+            audit_retention_days=settings.audit_retention_days,
+            reserve_owner=reserve_owner,
+            call_seconds=worst_call_seconds(WRITE_CLIENT_CONFIG),
+            on_retry=on_retry,
+        )
 
     # -- reads -------------------------------------------------------------------------------------
 

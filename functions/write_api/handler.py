@@ -26,7 +26,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from singleton_flags.api_models import build_models
 from singleton_flags.audit import decode_cursor
-from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client, worst_call_seconds
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.codec import iso_time
 from singleton_flags.declarations import load_declarations
 from singleton_flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
@@ -60,15 +60,12 @@ from singleton_flags.windows import windows_from_env
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_declarations()
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
-STORE = FlagStore(
+STORE = FlagStore.for_function(
     CLIENT,
-    SETTINGS.table_name,
+    SETTINGS,
     DECLARATIONS,
-    sort_key=SETTINGS.item_sort_key,
-    audit_retention_days=SETTINGS.audit_retention_days,
     # every write keeps room in the item for the longest window's bookkeeping, so a window start always fits
     reserve_owner=max(windows_from_env(os.environ), key=len, default=""),
-    call_seconds=worst_call_seconds(WRITE_CLIENT_CONFIG),
     on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
 )
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
