@@ -712,7 +712,3 @@ class FlagStore:
                         f"the recorded value of '{name}' is not a {spec.type}", flag=name, rule="type"
                     ) from exc
         return values
-
-    def state_at(self, version: int) -> dict[str, Any]:
-        """The declared flags' values right after ``version`` was written (0: the seeded state)."""
-        return self._declared_values(self._state_item(version))
