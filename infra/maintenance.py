@@ -73,41 +73,39 @@ class Maintenance(Construct):
             self.schedules[(window.name, "end")] = self._build_schedule(window, "end", window.end)
 
     def _build_dead_letter_queue(self) -> sqs.Queue:
-        queue = sqs.Queue(
-            self,
+        return self._last_stop_queue(
             "DeadLetterQueue",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(constants.DLQ_RETENTION_DAYS),
+            "the dead-letter queue of the maintenance schedules (EventBridge Scheduler DeadLetterConfig",
         )
-        acknowledge(
-            queue,
-            "AwsSolutions-SQS3",
-            "This queue is itself the dead-letter queue of the maintenance schedules (EventBridge Scheduler "
-            "DeadLetterConfig, which cdk-nag does not see); it is alarmed on depth.",
-        )
-        return queue
 
     def _build_failure_queue(self) -> sqs.Queue:
         """The maintenance function's on-failure destination: invocations Lambda accepted but whose function
         kept failing through its asynchronous retries, or that grew too old to retry."""
-        queue = sqs.Queue(
-            self,
+        queue = self._last_stop_queue(
             "FailureQueue",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(constants.DLQ_RETENTION_DAYS),
-        )
-        acknowledge(
-            queue,
-            "AwsSolutions-SQS3",
-            "This queue is itself the on-failure destination of the maintenance function's asynchronous "
-            "invocations (Lambda EventInvokeConfig, which cdk-nag does not see); it is alarmed on depth.",
+            "the on-failure destination of the maintenance function's asynchronous invocations (Lambda "
+            "EventInvokeConfig",
         )
         self._function.configure_async_invoke(
             retry_attempts=constants.ASYNC_RETRY_ATTEMPTS,
             max_event_age=Duration.seconds(constants.ASYNC_MAX_EVENT_AGE_SECONDS),
             on_failure=destinations.SqsDestination(queue),
+        )
+        return queue
+
+    def _last_stop_queue(self, construct_id: str, what: str) -> sqs.Queue:
+        """An encrypted, TLS-only queue where deliveries end that no retry delivered; alarmed on depth."""
+        queue = sqs.Queue(
+            self,
+            construct_id,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(constants.DLQ_RETENTION_DAYS),
+        )
+        acknowledge(
+            queue,
+            "AwsSolutions-SQS3",
+            f"This queue is itself {what}, which cdk-nag does not see); it is alarmed on depth.",
         )
         return queue
 
