@@ -321,6 +321,15 @@ class Api(Construct):
     def _arn(self, method: str, path: str) -> str:
         return self.rest_api.arn_for_execute_api(method, path, self.stage.stage_name)
 
+    def _route_arns(self, routes: tuple[Route, ...]) -> list[str]:
+        return [self._arn(route.method, execute_api_path(route)) for route in routes]
+
+    def grant_admin(self, grantee: iam.IGrantable) -> iam.Grant:
+        """What the admin policy allows (every route), added to ``grantee``'s own policy."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=["execute-api:Invoke"], resource_arns=self._route_arns(ROUTES)
+        )
+
     def _build_policy(
         self,
         construct_id: str,
@@ -333,7 +342,7 @@ class Api(Construct):
             iam.PolicyStatement(
                 sid="InvokeRoutes",
                 actions=["execute-api:Invoke"],
-                resources=[self._arn(route.method, execute_api_path(route)) for route in allow],
+                resources=self._route_arns(allow),
             )
         ]
         if deny:

@@ -9,6 +9,7 @@ from singleton_flags import vocabulary
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS_DIR = REPO_ROOT / "functions"  # the asset root of every function
+BUILD_DIR = REPO_ROOT / ".build"  # layer builds kept between synths (ignored by git)
 
 # Must equal the aws-lambda-powertools pin in requirements.txt (a test checks): what was tested deploys.
 POWERTOOLS_VERSION = "3.37.0"
@@ -47,6 +48,7 @@ READER_POLICY_ID = "ReaderPolicy"
 ADMIN_POLICY_ID = "AdminPolicy"
 MAINTENANCE_ID = "Maintenance"
 MONITORING_ID = "Monitoring"
+DISCOVERY_ID = "Discovery"
 
 # Stack outputs
 OUTPUT_API_URL = "ApiUrl"

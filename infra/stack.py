@@ -12,6 +12,7 @@ from infra import constants
 from infra.account import ApiGatewayAccount
 from infra.api import Api
 from infra.config import FlagsConfig
+from infra.discovery import Discovery
 from infra.functions import Functions
 from infra.maintenance import Maintenance
 from infra.monitoring import Monitoring
@@ -29,6 +30,7 @@ class Service:
     api: Api
     maintenance: Maintenance
     monitoring: Monitoring
+    discovery: Discovery
 
 
 def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations | None = None) -> Service:
@@ -55,7 +57,15 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         dead_letter_queue=maintenance.dead_letter_queue,
         failure_queue=maintenance.failure_queue,
     )
-    return Service(storage, functions, apigw_account, api, maintenance, monitoring)
+    discovery = Discovery(
+        scope,
+        constants.DISCOVERY_ID,
+        stage=config.stage,
+        table=storage.table,
+        api_url=api.rest_api.url,
+        declarations=declarations,
+    )
+    return Service(storage, functions, apigw_account, api, maintenance, monitoring, discovery)
 
 
 class FlagsStack(Stack):
@@ -78,6 +88,7 @@ class FlagsStack(Stack):
         self.api = service.api
         self.maintenance = service.maintenance
         self.monitoring = service.monitoring
+        self.discovery = service.discovery
         self._build_outputs()
 
     def _build_outputs(self) -> None:

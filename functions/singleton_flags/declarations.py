@@ -168,6 +168,10 @@ class Declarations(Mapping[str, FlagSpec]):
     def initials(self) -> dict[str, FlagValue]:
         return {name: spec.initial for name, spec in self._specs.items()}
 
+    def document(self) -> dict[str, Any]:
+        """The declarations file these declarations parse from (``parse_declarations(d.document())`` equals d)."""
+        return {"flags": [{"name": spec.name, **spec.as_doc()} for spec in self._specs.values()]}
+
     def validate_changes(self, changes: Any) -> dict[str, FlagValue]:
         """A requested change checked against the declarations (declared, typed, within its rules); nothing is
         read or written here. Raises the precise refusal: which flag, which rule."""

@@ -1,0 +1,49 @@
+"""The package as pip sees it: a minimal source tree of a checkout, and its wheel."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD_TIMEOUT_SECONDS = 600
+
+
+def source_tree(target: Path) -> Path:
+    """What `pip install .` reads from a checkout: the project file, the readme and the package."""
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "pyproject.toml", target / "pyproject.toml")
+    shutil.copy(ROOT / "README.md", target / "README.md")
+    shutil.copytree(
+        ROOT / "functions" / "singleton_flags",
+        target / "functions" / "singleton_flags",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    return target
+
+
+def wheel_package_files(tmp_path: Path) -> set[str]:
+    """The paths under ``singleton_flags/`` in the wheel that `make dist` builds (pip wheel, build isolation)."""
+    source = source_tree(tmp_path / "source")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        check=True,
+        timeout=BUILD_TIMEOUT_SECONDS,
+    )
+    [wheel] = (tmp_path / "dist").glob("singleton_flags-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        return {name for name in archive.namelist() if name.startswith("singleton_flags/")}
