@@ -20,12 +20,13 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import FlagsConfig
-from infra.logs import log_group
-from infra.nag import acknowledge, logical_id
 from singleton_flags.http import allowed_methods
 from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
+
+from . import constants
+from .config import FlagsConfig
+from .logs import log_group
+from .nag import acknowledge, logical_id
 
 # One JSON line per request: who (the IAM identity), what, how it ended and how long it took. Every byte is
 # ingested for every request (reads included): fields another field or the function's log already carries are

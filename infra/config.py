@@ -23,9 +23,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
 
-from infra.constants import metrics_namespace
 from singleton_flags import vocabulary
 from singleton_flags.routes import READ_FUNCTION
+
+from .constants import metrics_namespace
 
 CONTEXT_KEY = "singleton-flags"
 STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from singleton_flags import vocabulary
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-FUNCTIONS_DIR = REPO_ROOT / "functions"  # the asset root of every function
-BUILD_DIR = REPO_ROOT / ".build"  # layer builds kept between synths (ignored by git)
+_CHECKOUT = Path(__file__).resolve().parents[1]
+# Builds kept between synths (layers, a staged functions asset): the checkout's .build/ (ignored by git), or,
+# built from the installed distribution, .build/ of the directory the CDK app runs in (never site-packages).
+BUILD_DIR = (_CHECKOUT if (_CHECKOUT / "functions" / "singleton_flags").is_dir() else Path.cwd()) / ".build"
 
 # Must equal the aws-lambda-powertools pin in requirements.txt (a test checks): what was tested deploys.
 POWERTOOLS_VERSION = "3.37.0"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from aws_cdk import aws_dynamodb as dynamodb, aws_lambda as lambda_, aws_ssm as ssm
 from constructs import Construct
 
-from infra import constants
 from singleton_flags.cdk import (
     API_URL_PARAMETER,
     ARCHITECTURES,
@@ -23,6 +22,8 @@ from singleton_flags.cdk import (
     discovery_parameter,
 )
 from singleton_flags.declarations import Declarations, load_declarations
+
+from . import constants
 
 
 class Discovery(Construct):

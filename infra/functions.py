@@ -18,14 +18,16 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
-from infra.logs import log_group
-from infra.nag import acknowledge
-from infra.powertools import bundled_layer_directory
 from singleton_flags import vocabulary
 from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
 from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
+
+from . import constants
+from .assets import functions_asset_dir
+from .config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
+from .logs import log_group
+from .nag import acknowledge
+from .powertools import bundled_layer_directory
 
 SEED_FUNCTION = "seed"
 SEED_HANDLER = "seed.handler.handler"
@@ -81,7 +83,9 @@ class Functions(Construct):
         super().__init__(scope, construct_id)
         self._config = config
         self._table = table
-        self.code = self._code = lambda_.Code.from_asset(str(constants.FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
+        self.code = self._code = lambda_.Code.from_asset(
+            str(functions_asset_dir(constants.BUILD_DIR)), exclude=ASSET_EXCLUDES
+        )
         self._layer = self._build_powertools_layer()
         self.functions: dict[str, lambda_.Function] = {
             name: self._build_function(name, handler) for name, handler in HANDLERS.items()

@@ -31,9 +31,9 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import FlagsConfig, MaintenanceWindow, schedule_payload
-from infra.nag import acknowledge, logical_id
+from . import constants
+from .config import FlagsConfig, MaintenanceWindow, schedule_payload
+from .nag import acknowledge, logical_id
 
 
 def max_event_age_seconds(window: MaintenanceWindow, action: str) -> int:

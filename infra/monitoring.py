@@ -25,9 +25,10 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import FlagsConfig
 from singleton_flags import vocabulary
+
+from . import constants
+from .config import FlagsConfig
 
 ONE_MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)

@@ -14,8 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from infra import constants
 from singleton_flags.layer import RUNTIME_PROVIDED
+
+from . import constants
 
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")  # Lambda arm64 (Amazon Linux 2023, glibc 2.34)
 PYTHON_VERSION = constants.LAMBDA_RUNTIME.removeprefix("python")

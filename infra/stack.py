@@ -8,16 +8,17 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from infra import constants
-from infra.account import ApiGatewayAccount
-from infra.api import Api
-from infra.config import FlagsConfig
-from infra.discovery import Discovery
-from infra.functions import Functions
-from infra.maintenance import Maintenance
-from infra.monitoring import Monitoring
-from infra.storage import Storage
 from singleton_flags.declarations import Declarations
+
+from . import constants
+from .account import ApiGatewayAccount
+from .api import Api
+from .config import FlagsConfig
+from .discovery import Discovery
+from .functions import Functions
+from .maintenance import Maintenance
+from .monitoring import Monitoring
+from .storage import Storage
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ import json
 from aws_cdk import CustomResource, Duration, RemovalPolicy, aws_dynamodb as dynamodb, aws_lambda as lambda_
 from constructs import Construct
 
-from infra import constants
-from local.table import table_definition
 from singleton_flags.declarations import Declarations, load_declarations
+
+from . import constants
+from .table import table_definition
 
 SEED_RESOURCE_TYPE = "Custom::FlagsSeed"
 _ATTRIBUTE_TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
@@ -29,7 +30,7 @@ def declarations_fingerprint(declarations: Declarations) -> str:
 
 
 class Storage(Construct):
-    """TableV2 of ``local.table.table_definition`` (PK/SK, on demand, TTL), with PITR, deletion protection,
+    """TableV2 of ``infra.table.table_definition`` (PK/SK, on demand, TTL), with PITR, deletion protection,
     retained; ``add_seed`` adds the seed."""
 
     def __init__(

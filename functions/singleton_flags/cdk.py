@@ -13,14 +13,16 @@ Idempotency-Key item. ``bind`` attaches a layer built without Docker (``singleto
 function's architecture, carrying the client and the application's declarations. A deployed service is found
 through its SSM parameters ``/singleton-flags/<stage>/...`` (``discovery_parameter``), resolved by
 CloudFormation at deploy time: no CloudFormation export ties the application's stack to the flags stack.
-Building the whole service needs this repository's CDK app (``infra``: the functions' code, the API, the
-alarms); binding to a deployed service needs aws-cdk-lib alone. Never imported by the package's ``__init__``: a
-function that only reads flags does not need aws-cdk-lib.
+Building the whole service uses the CDK app the distribution carries (``singleton_flags.service``, this
+repository's ``infra/``, with the functions' handlers); binding to a deployed service needs aws-cdk-lib alone.
+Never imported by the package's ``__init__``: a function that only reads flags does not need aws-cdk-lib.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,15 @@ CLIENT_LAYER_PARAMETER = "client-layer-arn"  # one per architecture: client-laye
 def discovery_parameter(stage: str, name: str) -> str:
     """The SSM parameter holding what a stage's service publishes: ``/singleton-flags/<stage>/<name>``."""
     return f"/singleton-flags/{stage}/{name}"
+
+
+def _service_builders() -> tuple[Any, Any]:
+    """The CDK app's ``compose`` and ``parse_config``, from ``singleton_flags.service`` (the distribution's copy
+    of ``infra/``, installed with the ``[cdk]`` extra; in a checkout's editable install, ``infra/`` itself)."""
+    # By name: type checkers read the CDK app as ``infra`` (its source folder), not under the installed name.
+    config = importlib.import_module("singleton_flags.service.config")
+    stack = importlib.import_module("singleton_flags.service.stack")
+    return stack.compose, config.parse_config
 
 
 def default_build_dir() -> Path:
@@ -148,13 +159,9 @@ class SingletonFlags(Construct):
                 ssm.StringParameter.value_for_string_parameter(self, discovery_parameter(stage, TABLE_ARN_PARAMETER)),
             )
         else:
-            try:
-                from infra.stack import compose
-            except ImportError as exc:
-                raise ImportError(
-                    "building the whole service needs the singleton-flags CDK app (infra/) on the path; "
-                    "to bind functions to a deployed service, pass its stage= or table="
-                ) from exc
+            compose, parse_config = _service_builders()
+            if isinstance(config, Mapping):
+                config = parse_config(config)  # cdk.json's "singleton-flags" object, validated
             self.service = compose(self, config=config, declarations=self.declarations)
             self.table = self.service.storage.table
             self._layers = dict(self.service.discovery.layers)

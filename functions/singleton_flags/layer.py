@@ -31,6 +31,7 @@ RUNTIME_PROVIDED = frozenset(
     ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "python_dateutil", "six", "jmespath", "bin")
 )
 COMPLETE = ".complete"
+SERVICE_PACKAGE = "service"  # singleton_flags.service: the CDK app, in the distribution only (never in Lambda)
 # The package's files that go into the layer: its code and its package data, as the wheel carries them.
 _PACKAGE_SUFFIXES = (".py", ".json", ".typed")
 # The distributions the package imports at run time that Lambda's runtime lacks (pure Python, copied as installed).
@@ -54,12 +55,16 @@ def distribution_files(name: str) -> list[tuple[Path, str]]:
 
 
 def package_files() -> list[tuple[Path, str]]:
-    """The installed package's files, as (source, path relative to site-packages): what its wheel installs."""
+    """The installed package's runtime files, as (source, path relative to site-packages): what its wheel
+    installs, without the CDK app the ``[cdk]`` extra builds the service with (``singleton_flags/service``)."""
     root = Path(__file__).resolve().parent
     return sorted(
         (path, f"{root.name}/{path.relative_to(root).as_posix()}")
         for path in root.rglob("*")
-        if path.is_file() and path.suffix in _PACKAGE_SUFFIXES and "__pycache__" not in path.parts
+        if path.is_file()
+        and path.suffix in _PACKAGE_SUFFIXES
+        and "__pycache__" not in path.parts
+        and path.relative_to(root).parts[0] != SERVICE_PACKAGE
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import template_tools as tt
 
-from infra.constants import REPO_ROOT
+from tests.support.packaging import ROOT as REPO_ROOT
 
 JSII_QUIET = {
     # The jsii runtime reads these when aws_cdk is first imported (Node 20 is past jsii's support window).

@@ -20,7 +20,7 @@ from infra.config import (
     schedule_payload,
     windows_env,
 )
-from infra.constants import REPO_ROOT
+from tests.support.packaging import ROOT as REPO_ROOT
 
 pytestmark = pytest.mark.infra
 

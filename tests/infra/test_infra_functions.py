@@ -13,8 +13,9 @@ import pytest
 import template_tools as tt
 from infra_support import Synth
 
-from infra.constants import POWERTOOLS_VERSION, REPO_ROOT
+from infra.constants import POWERTOOLS_VERSION
 from singleton_flags.routes import HANDLERS
+from tests.support.packaging import ROOT as REPO_ROOT
 
 pytestmark = pytest.mark.infra
 

@@ -13,15 +13,16 @@ BUILD_TIMEOUT_SECONDS = 600
 
 
 def source_tree(target: Path) -> Path:
-    """What `pip install .` reads from a checkout: the project file, the readme and the package."""
+    """What `pip install .` reads from a checkout: the project file, the readme, the package, and the CDK app and
+    the handlers it carries for the ``[cdk]`` extra; nothing else (no tests, no local runner, no node_modules)."""
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "pyproject.toml", target / "pyproject.toml")
     shutil.copy(ROOT / "README.md", target / "README.md")
-    shutil.copytree(
-        ROOT / "functions" / "singleton_flags",
-        target / "functions" / "singleton_flags",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "infra", target / "infra", ignore=ignore)
+    for folder in (ROOT / "functions").iterdir():
+        if (folder / "__init__.py").is_file():
+            shutil.copytree(folder, target / "functions" / folder.name, ignore=ignore)
     return target
 
 

@@ -1,6 +1,6 @@
 """The flags table's definition: its keys, billing mode and time-to-live attribute.
 
-The stack declares its table from it (infra/storage.py), and every table made outside AWS (DynamoDB Local for
+The stack declares its table from it (storage.py), and every table made outside AWS (DynamoDB Local for
 the runner and the benches, moto for the tests) is created from it, so all of them have the same keys.
 """
 
