@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,10 @@ from e2e_support import MAKE_RUN, start_runner
 
 from singleton_flags.declarations import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
-from tests.support.packaging import source_tree
+from tests.support.packaging import install_into_empty_venv
 
 pytestmark = pytest.mark.install
 
-INSTALL_TIMEOUT_SECONDS = 600
 
 CHECKS = """
 import importlib.util, json, sys
@@ -55,15 +53,8 @@ def test_an_empty_venv_with_the_openfeature_extra_reads_the_flags_from_the_table
     assert "created and seeded" in runner.output() and "local runner stopped" in runner.output()
     assert seeded.body["version"] == 0
     # And an empty virtual environment and the package installed into it with its [openfeature] extra
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    source = source_tree(tmp_path / "checkout")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{source}[openfeature]"],
-        check=True,
-        timeout=INSTALL_TIMEOUT_SECONDS,
-    )
+    python = install_into_empty_venv(tmp_path, "openfeature")
+    venv = python.parents[1]
     # And an application: its declarations and the docs' client example as its function
     app = tmp_path / "app"
     app.mkdir()

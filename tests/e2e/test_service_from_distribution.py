@@ -10,18 +10,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from singleton_flags.routes import HANDLERS
-from tests.support.packaging import ROOT, source_tree
+from tests.support.packaging import ROOT, install_into_empty_venv
 
 pytestmark = pytest.mark.install
 
-INSTALL_TIMEOUT_SECONDS = 900
 
 APP = """
 import importlib.util, json, pathlib, sys
@@ -54,15 +52,8 @@ print(json.dumps({
 
 def test_the_installed_distribution_builds_the_whole_service(tmp_path: Path) -> None:
     # Given an empty virtual environment with the package and its [cdk] extra, from a wheel-like install
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    source = source_tree(tmp_path / "checkout")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{source}[cdk]"],
-        check=True,
-        timeout=INSTALL_TIMEOUT_SECONDS,
-    )
+    python = install_into_empty_venv(tmp_path, "cdk")
+    venv = python.parents[1]
     # And an application's CDK app, in a directory of its own, with its declarations and cdk.json's settings
     app = tmp_path / "app"
     app.mkdir()

@@ -48,3 +48,18 @@ def wheel_package_files(tmp_path: Path) -> set[str]:
     [wheel] = (tmp_path / "dist").glob("singleton_flags-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         return {name for name in archive.namelist() if name.startswith("singleton_flags/")}
+
+
+def install_into_empty_venv(tmp_path: Path, extra: str) -> Path:
+    """A new virtual environment holding the package with ``extra``, installed from a checkout's source tree;
+    returns its python."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    source = source_tree(tmp_path / "checkout")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{source}[{extra}]"],
+        check=True,
+        timeout=BUILD_TIMEOUT_SECONDS * 2,
+    )
+    return python
