@@ -54,6 +54,7 @@ def test_the_stream_mapping_lets_only_audit_inserts_in_and_bounds_every_failure(
     (pattern,) = properties["FilterCriteria"]["Filters"]
     assert json.loads(pattern["Pattern"]) == FILTER
     assert properties["StartingPosition"] == "TRIM_HORIZON"
+    assert properties["BatchSize"] == 10  # at most one PutEvents request (10 entries) per invocation
     assert properties["BisectBatchOnFunctionError"] is True
     assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert properties["MaximumRetryAttempts"] == 10  # not -1 (until the record expires)
