@@ -15,7 +15,7 @@ import json
 import threading
 import uuid
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -52,7 +52,8 @@ class LocalBus:
                     "source": entry["Source"],
                     "detail-type": entry["DetailType"],
                     "event-bus-name": entry["EventBusName"],
-                    "time": time.isoformat() if isinstance(time, datetime) else time,
+                    # as EventBridge's envelope gives it: UTC, to the second
+                    "time": time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(time, datetime) else time,
                     "detail": json.loads(entry["Detail"]),
                 }
             )
