@@ -15,7 +15,7 @@ from unit_support import Output, emf_metrics
 from local.functions import load_module
 from singleton_flags.declarations import Declarations
 from singleton_flags.events import DETAIL_TYPE, SOURCE, STREAM_FILTER, ChangePublisher, change_event, is_change_record
-from singleton_flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY
+from singleton_flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY, singleton_key
 from singleton_flags.store import FlagStore
 from singleton_flags.vocabulary import CHANGE_EVENTS_PUBLISHED, CHANGE_EVENTS_REFUSED
 from tests.support.events import invocation_context
@@ -160,6 +160,29 @@ def test_more_than_ten_records_go_in_stream_order_ten_at_a_time(
     publisher(bus).publish(batch(read_trail(ddb, table_name)))
     assert [len(call) for call in bus.calls] == [10, 10, 5]
     assert bus.versions() == list(range(1, 26))
+
+
+def test_a_write_that_restores_a_missing_item_is_two_versions_and_two_events(
+    ddb: Any, table_name: str, declarations: Declarations
+) -> None:
+    # Given version 1 committed, then the flags item lost
+    store = FlagStore(ddb, table_name, declarations)
+    store.seed(actor="cloudformation:test", reason="deploy")
+    store.change({"signup_enabled": False}, actor="alice", reason="launch")
+    ddb.delete_item(TableName=table_name, Key=singleton_key())
+    # When a PATCH restores it (version 2, kind restore) before its own change (version 3), in one transaction
+    store.change({"trace_sample_rate": 0.5}, actor="bob", reason="more traces")
+    bus = Bus()
+    publisher(bus).publish(batch(read_trail(ddb, table_name)))
+    # Then each version is one event, in order, the restore changing nothing
+    details = [json.loads(entry["Detail"]) for entry in bus.accepted]
+    assert [(d["version"], d["previous_version"], d["kind"]) for d in details] == [
+        (1, 0, "change"),
+        (2, 1, "restore"),
+        (3, 2, "change"),
+    ]
+    assert details[1]["changes"] == {}
+    assert details[2]["changes"] == {"trace_sample_rate": {"old": 0.05, "new": 0.5}}
 
 
 # ---------------------------------------------------------------------------------------------- failures
