@@ -26,7 +26,7 @@ from croniter import CroniterBadDateError, croniter
 from singleton_flags import vocabulary
 from singleton_flags.routes import READ_FUNCTION
 
-from .constants import metrics_namespace
+from .constants import CHANGE_EVENTS_FUNCTION, event_bus_name, metrics_namespace
 
 CONTEXT_KEY = "singleton-flags"
 STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
@@ -77,7 +77,9 @@ _TOP_FIELDS = {
     "apigw_account_logging_role",
     "powertools",
     "termination_protection",
+    "change_events",
 }
+_CHANGE_EVENTS_FIELDS = {"sns_topic"}
 # `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
 # be overridden with -c).
 STAGE_CONTEXT_KEY = "stage"
@@ -127,6 +129,13 @@ class MaintenanceWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class ChangeEventsConfig:
+    """``change_events``: ``sns_topic: true`` adds a rule forwarding the stage's events to a topic of the stack."""
+
+    sns_topic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class FlagsConfig:
     stage: str
     cache_max_age_seconds: int
@@ -140,6 +149,7 @@ class FlagsConfig:
     apigw_account_logging_role: str = LOGGING_ROLE_AUTO
     powertools: str = POWERTOOLS_LAYER
     termination_protection: bool = True
+    change_events: ChangeEventsConfig = ChangeEventsConfig()
 
     def window(self, name: str) -> MaintenanceWindow:
         for window in self.maintenance_windows:
@@ -469,6 +479,17 @@ def _logging_role(value: Any, path: str) -> str:
     )
 
 
+def _change_events(raw: Any, path: str) -> ChangeEventsConfig:
+    raw = _object(raw, path, _CHANGE_EVENTS_FIELDS)
+    sns_topic = raw.get("sns_topic", False)
+    if not isinstance(sns_topic, bool):
+        raise ConfigError(
+            f"{path}.sns_topic",
+            f"must be true (forward the change events to an SNS topic this stack creates) or false, got {sns_topic!r}",
+        )
+    return ChangeEventsConfig(sns_topic=sns_topic)
+
+
 def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
     """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``).
 
@@ -521,6 +542,7 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
         ),
         powertools=powertools,
         termination_protection=termination_protection,
+        change_events=_change_events(raw.get("change_events", {}), f"{path}.change_events"),
     )
 
 
@@ -552,16 +574,22 @@ def schedule_payload(window_name: str, action: str, scheduled_time: str = SCHEDU
 def function_environment(config: FlagsConfig, table_name: str, function: str) -> dict[str, str]:
     """The environment the stack gives a function (``function`` as named in ``singleton_flags.routes.HANDLERS``).
 
-    One definition for the stack (infra/functions.py) and the local runner, so the two cannot drift.
+    One definition for the stack (infra/functions.py) and the local runner, so the two cannot drift. The
+    change-events function never touches the table's items: it gets the bus and the stage, not the table.
     """
+    observability = {
+        "POWERTOOLS_SERVICE_NAME": vocabulary.DEFAULT_SERVICE,
+        # One namespace per stage: two stages in one account and region never count each other's metrics.
+        "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config.stage),
+    }
+    if function == CHANGE_EVENTS_FUNCTION:
+        return {"EVENT_BUS_NAME": event_bus_name(config.stage), "FLAGS_STAGE": config.stage, **observability}
     environment = {
         "TABLE_NAME": table_name,
         "POWERTOOLS_PARAMETERS_MAX_AGE": str(config.cache_max_age_seconds),
         "FLAGS_MAX_STALE_SECONDS": str(config.max_stale_seconds),
         "FLAGS_AUDIT_RETENTION_DAYS": str(config.audit_retention_days),
-        "POWERTOOLS_SERVICE_NAME": vocabulary.DEFAULT_SERVICE,
-        # One namespace per stage: two stages in one account and region never count each other's metrics.
-        "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config.stage),
+        **observability,
     }
     if function != READ_FUNCTION:
         # Every writer of the item knows the windows (the maintenance function acts on them; the write

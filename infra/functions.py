@@ -1,5 +1,6 @@
 """The Lambda functions, each with its own least-privilege role: read, write and maintenance (the handlers of
-``singleton_flags.routes.HANDLERS``), and the seed custom resource's function.
+``singleton_flags.routes.HANDLERS``), the seed custom resource's function, and the change-events function (the
+table's stream; no right on the table's items: infra/events.py grants it the stream and its bus).
 
 The code asset is ``functions/`` as it is (no Docker): boto3 comes with the runtime, Powertools from AWS's
 public layer pinned to the tested version, or (``powertools: bundled``) from a layer asset installed at synth
@@ -60,6 +61,11 @@ def leading_keys_condition(name: str) -> dict[str, dict[str, list[str]]]:
     return {operator: {"dynamodb:LeadingKeys": keys}}
 
 
+def title_of(name: str) -> str:
+    """A function's name as its construct ids start: ``read`` -> ``Read``, ``change_events`` -> ``ChangeEvents``."""
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
 # What never goes into the asset: caches, tests, editor and tool litter. declarations.json stays.
 ASSET_EXCLUDES = [
     "**/__pycache__",
@@ -92,6 +98,7 @@ class Functions(Construct):
         }
         # Not in `functions` (alarmed per invocation): CloudFormation reports a failed seed as a failed deploy.
         self.seed = self._build_function(SEED_FUNCTION, SEED_HANDLER)
+        self.change_events = self._build_function(constants.CHANGE_EVENTS_FUNCTION, constants.CHANGE_EVENTS_HANDLER)
 
     @property
     def read(self) -> lambda_.Function:
@@ -127,23 +134,27 @@ class Functions(Construct):
         return function_environment(self._config, self._table.table_name, name)
 
     def _build_role(self, name: str, logs_group: logs.ILogGroup) -> iam.Role:
-        title = name.capitalize()
+        policies: dict[str, iam.PolicyDocument] = {}
+        if name in DYNAMODB_ACTIONS:
+            rights = f"{', '.join(DYNAMODB_ACTIONS[name])} on the flags table"
+            policies["Table"] = iam.PolicyDocument(
+                statements=[
+                    iam.PolicyStatement(
+                        actions=list(DYNAMODB_ACTIONS[name]),
+                        resources=[self._table.table_arn],
+                        conditions=leading_keys_condition(name),
+                    )
+                ]
+            )
+        else:
+            rights = "the flags table's stream, PutEvents to its bus"  # granted by infra/events.py
         return iam.Role(
             self,
-            f"{title}Role",
+            f"{title_of(name)}Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"{vocabulary.DEFAULT_SERVICE} {name} function: {', '.join(DYNAMODB_ACTIONS[name])} "
-            f"on the flags table",
+            description=f"{vocabulary.DEFAULT_SERVICE} {name} function: {rights}",
             inline_policies={
-                "Table": iam.PolicyDocument(
-                    statements=[
-                        iam.PolicyStatement(
-                            actions=list(DYNAMODB_ACTIONS[name]),
-                            resources=[self._table.table_arn],
-                            conditions=leading_keys_condition(name),
-                        )
-                    ]
-                ),
+                **policies,
                 # Instead of AWSLambdaBasicExecutionRole (any log group): only this function's own log group,
                 # which the stack creates, so CreateLogGroup is not needed.
                 "Logs": iam.PolicyDocument(
@@ -158,7 +169,7 @@ class Functions(Construct):
         )
 
     def _build_function(self, name: str, handler: str) -> lambda_.Function:
-        title = name.capitalize()
+        title = title_of(name)
         logs_group = log_group(self, f"{title}Logs", self._config.log_retention_days)
         role = self._build_role(name, logs_group)
         function = lambda_.Function(

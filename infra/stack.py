@@ -15,6 +15,7 @@ from .account import ApiGatewayAccount
 from .api import Api
 from .config import FlagsConfig
 from .discovery import Discovery
+from .events import ChangeEvents
 from .functions import Functions
 from .maintenance import Maintenance
 from .monitoring import Monitoring
@@ -30,6 +31,7 @@ class Service:
     apigw_account: ApiGatewayAccount
     api: Api
     maintenance: Maintenance
+    change_events: ChangeEvents
     monitoring: Monitoring
     discovery: Discovery
 
@@ -49,6 +51,9 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         account_setting=apigw_account.setting,
     )
     maintenance = Maintenance(scope, constants.MAINTENANCE_ID, config=config, function=functions.maintenance)
+    change_events = ChangeEvents(
+        scope, constants.CHANGE_EVENTS_ID, config=config, table=storage.table, function=functions.change_events
+    )
     monitoring = Monitoring(
         scope,
         constants.MONITORING_ID,
@@ -57,6 +62,7 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         functions=functions.functions,
         dead_letter_queue=maintenance.dead_letter_queue,
         failure_queue=maintenance.failure_queue,
+        change_events=change_events,
     )
     discovery = Discovery(
         scope,
@@ -66,7 +72,7 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         api_url=api.rest_api.url,
         declarations=declarations,
     )
-    return Service(storage, functions, apigw_account, api, maintenance, monitoring, discovery)
+    return Service(storage, functions, apigw_account, api, maintenance, change_events, monitoring, discovery)
 
 
 class FlagsStack(Stack):
@@ -88,6 +94,7 @@ class FlagsStack(Stack):
         self.apigw_account = service.apigw_account
         self.api = service.api
         self.maintenance = service.maintenance
+        self.change_events = service.change_events
         self.monitoring = service.monitoring
         self.discovery = service.discovery
         self._build_outputs()
@@ -110,5 +117,17 @@ class FlagsStack(Stack):
                 self.api.admin_policy.managed_policy_arn,
                 "Attach to a caller that may change, list history, revert and restore flags",
             ),
+            (
+                constants.OUTPUT_EVENT_BUS_NAME,
+                self.change_events.bus.event_bus_name,
+                "Event bus of this stage's Flags Changed events (one per version)",
+            ),
         ):
             CfnOutput(self, output_id, value=value, description=description)
+        if self.change_events.topic is not None:
+            CfnOutput(
+                self,
+                constants.OUTPUT_CHANGE_EVENTS_TOPIC_ARN,
+                value=self.change_events.topic.topic_arn,
+                description="SNS topic receiving every Flags Changed event (change_events.sns_topic)",
+            )

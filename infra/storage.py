@@ -30,8 +30,8 @@ def declarations_fingerprint(declarations: Declarations) -> str:
 
 
 class Storage(Construct):
-    """TableV2 of ``infra.table.table_definition`` (PK/SK, on demand, TTL), with PITR, deletion protection,
-    retained; ``add_seed`` adds the seed."""
+    """TableV2 of ``infra.table.table_definition`` (PK/SK, on demand, TTL, NEW_IMAGE stream), with PITR,
+    deletion protection, retained; ``add_seed`` adds the seed."""
 
     def __init__(
         self,
@@ -73,5 +73,7 @@ class Storage(Construct):
             deletion_protection=True,
             removal_policy=RemovalPolicy.RETAIN,
             time_to_live_attribute=definition.ttl_attribute,
+            # the change events' source: every committed audit record, as written (infra/events.py)
+            dynamo_stream=dynamodb.StreamViewType[definition.stream_view_type],
             encryption=dynamodb.TableEncryptionV2.aws_managed_key(),
         )

@@ -4,6 +4,8 @@
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
   (``infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
   function; never deployed;
+- ``GET /_events``: the ``Flags Changed`` events the deployed publisher made from the table's stream (every
+  audit record the writes committed), oldest first (``local.events``); never deployed;
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
@@ -29,6 +31,7 @@ from typing import Any, TypeGuard
 from aws_lambda_powertools.event_handler import Response
 
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
+from local.events import StreamEvents, StreamUnavailable
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, http_response, proxy_event
 from singleton_flags.http import error_body, json_response, no_route_response
@@ -38,6 +41,8 @@ OPENAPI = "openapi"
 DOCS = "docs"
 SCHEDULER = "scheduler"
 THROTTLE = "throttle"
+EVENTS = "events"
+EVENTS_PATH = "/_events"
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
 THROTTLE_PATH = "/_throttle"
 LOCAL_ROUTES: tuple[Route, ...] = (
@@ -45,6 +50,7 @@ LOCAL_ROUTES: tuple[Route, ...] = (
     Route("GET", "/docs", DOCS),
     Route("POST", SCHEDULER_PATH, SCHEDULER),
     Route("POST", THROTTLE_PATH, THROTTLE),
+    Route("GET", EVENTS_PATH, EVENTS),
 )
 MAX_THROTTLED_REQUESTS = 1000
 MAX_RETRY_AFTER_SECONDS = 3600
@@ -108,8 +114,10 @@ class LocalApi:
         openapi_document: dict[str, Any],
         *,
         caller: Caller | None = None,
+        events: StreamEvents | None = None,
     ) -> None:
         self._functions = functions
+        self._events = events
         self._config = config
         self._openapi = json.dumps(openapi_document, indent=2).encode("utf-8")
         self._caller = caller or Caller()
@@ -139,6 +147,8 @@ class LocalApi:
             return self._schedule(found.path_parameters["window"], found.path_parameters["action"])
         if found.route.function == THROTTLE:
             return self._set_throttle(request.body)
+        if found.route.function == EVENTS:
+            return self._change_events()
         throttled = self._throttled()
         if throttled is not None:
             return throttled
@@ -160,6 +170,15 @@ class LocalApi:
         with self._throttle_lock:
             self._throttled_left, self._retry_after = requests, retry_after
         return _json(200, {"throttling": {"requests": requests, "retry_after": retry_after}})
+
+    def _change_events(self) -> HttpResponse:
+        if self._events is None:
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "EVENTS_UNAVAILABLE", "this runner reads no table stream")
+        try:
+            published = self._events.events()
+        except StreamUnavailable as exc:
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "EVENTS_UNAVAILABLE", str(exc))
+        return _json(200, {"events": published, "errors": list(self._events.errors)})
 
     def _throttled(self) -> HttpResponse | None:
         """API Gateway's THROTTLED answer (infra.api's gateway response) while requests are left to refuse."""

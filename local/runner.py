@@ -18,7 +18,8 @@ from typing import Any
 
 from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
 from local.api import LocalApi
-from local.backend import BackendError, choose_backend, prepare_table
+from local.backend import ENDPOINT_ENV, BackendError, choose_backend, prepare_table
+from local.events import StreamEvents
 from local.functions import Functions, load_handler
 from local.openapi import build_document
 from local.server import LOOPBACK, LocalServer
@@ -113,6 +114,7 @@ def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_la
     ]
     if windows:
         lines.append(f"  Schedules   POST {url}/_scheduler/{{{'|'.join(windows)}}}/{{start|end}}")
+    lines.append(f"  Events      GET {url}/_events  (Flags Changed, from the table's stream)")
     lines += [
         "Try:",
         f"  curl -i {url}/flags",
@@ -149,7 +151,8 @@ def run() -> None:
         functions = _cold_starts()
         write_app = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]].app
         document = build_document(write_app, list(declarations), server_url=server.url, stage=config.stage)
-        server.api = LocalApi(functions, config, document)
+        events = StreamEvents(settings.table_name, config.stage, endpoint_url=os.environ.get(ENDPOINT_ENV, "").strip())
+        server.api = LocalApi(functions, config, document, events=events)
         state = "created and seeded" if created else "seeded (existing values kept)"
         print(banner(server.url, config, declarations, backend.label, f"{settings.table_name} ({state})"), flush=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)

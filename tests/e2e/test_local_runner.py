@@ -182,3 +182,23 @@ def test_the_openapi_document_and_swagger_ui_are_served(runner):
     } == set(document["paths"])
     page = runner.get("/docs")
     assert page.status == 200 and page.header("Content-Type").startswith("text/html")
+
+
+def test_every_committed_version_is_one_change_event_at_events(runner):
+    # Given the events so far (the runner's state moves on: other tests wrote versions)
+    before = runner.get("/_events")
+    assert before.status == 200, before.body
+    # When a PATCH commits a version
+    changed = patch(runner, {"trace_sample_rate": 0.125}, reason="an event").body
+    # Then exactly one more event, for that version, with its change
+    after = runner.get("/_events").body
+    assert after["errors"] == []
+    assert after["events"][: len(before.body["events"])] == before.body["events"]
+    (event,) = after["events"][len(before.body["events"]) :]
+    assert (event["source"], event["detail-type"]) == ("singleton-flags", "Flags Changed")
+    assert event["detail"]["version"] == changed["version"]
+    assert event["detail"]["reason"] == "an event"
+    assert event["detail"]["changes"]["trace_sample_rate"]["new"] == 0.125
+    # And every version the runner committed is there once, in order
+    versions = [event["detail"]["version"] for event in after["events"]]
+    assert versions == list(range(1, changed["version"] + 1))

@@ -23,6 +23,8 @@ ACKNOWLEDGED = {
     ("AwsSolutions-L1", "Functions/ReadFunction/Resource"),
     ("AwsSolutions-L1", "Functions/WriteFunction/Resource"),
     ("AwsSolutions-L1", "Functions/MaintenanceFunction/Resource"),
+    ("AwsSolutions-L1", "Functions/ChangeEventsFunction/Resource"),
+    ("AwsSolutions-SQS3", "ChangeEvents/FailureQueue/Resource"),
     ("AwsSolutions-APIG2", "Api/RestApi/Resource"),
     ("AwsSolutions-APIG3", "Api/RestApi/DeploymentStage.{stage}/Resource"),
     ("AwsSolutions-APIG6", "Api/RestApi/DeploymentStage.{stage}/Resource"),
