@@ -129,6 +129,12 @@ def test_function_environment(synth: Synth, name: str) -> None:
         expected["MAINTENANCE_WINDOWS"] = json.dumps(
             {"weekly-patching": {"duration_seconds": 3600}}, separators=(",", ":")
         )
+    if name == "write":  # GET /flags/windows evaluates the schedules as deployed
+        window = synth.config.maintenance_windows[0]
+        expected["MAINTENANCE_SCHEDULES"] = json.dumps(
+            [{"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}],
+            separators=(",", ":"),
+        )
     assert environment == expected
 
 
