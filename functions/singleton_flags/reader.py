@@ -40,7 +40,7 @@ class FlagState:
     fetched_at: float | None
     maintenance_deadline_passed: bool = False
     fallen_back: tuple[str, ...] = ()  # flags served as their fallback although the item was read (missing, wrong type)
-    maintenance_owner: str | None = None  # the window holding maintenance, while its deadline has not passed
+    maintenance_owner: str | None = None  # the window the item says switched maintenance on
     maintenance_deadline: float | None = None  # epoch seconds: when that window's hold ends
 
     def maintenance(self) -> dict[str, bool | str | None]:
@@ -146,14 +146,13 @@ class FlagReader:
         values = snapshot.effective_values(now)
         if reason == DEFAULT:
             return FlagState(values=values, version=None, reason=reason, fetched_at=snapshot.fetched_at)
-        ended = snapshot.window_ended(now)
         return FlagState(
             values=values,
             version=snapshot.version,
             reason=reason,
             fetched_at=snapshot.fetched_at,
-            maintenance_deadline_passed=ended,
+            maintenance_deadline_passed=snapshot.window_ended(now),
             fallen_back=snapshot.fallen_back,
-            maintenance_owner=None if ended else snapshot.maintenance_owner,
-            maintenance_deadline=None if ended else snapshot.maintenance_deadline,
+            maintenance_owner=snapshot.maintenance_owner,  # FlagState.maintenance reads them against the values
+            maintenance_deadline=snapshot.maintenance_deadline,
         )

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -162,3 +166,30 @@ def test_a_broken_schedules_variable_fails_the_cold_start_naming_it(raw: str, na
     with pytest.raises(SettingsError, match=SCHEDULES_ENV) as raised:
         schedules_from_env({SCHEDULES_ENV: raw})
     assert names in str(raised.value)
+
+
+def test_only_the_write_function_imports_croniter_which_only_it_has_as_a_layer() -> None:
+    # Given a fresh interpreter in the functions' asset root, each function's module loaded with a window set
+    script = (
+        "import sys, json, importlib; importlib.import_module(sys.argv[1]); "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'croniter' or m.endswith('.cron'))))"
+    )
+    env = {
+        **os.environ,
+        "TABLE_NAME": "t",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "MAINTENANCE_WINDOWS": '{"w": {"duration_seconds": 3600}}',
+        SCHEDULES_ENV: json.dumps(
+            [{"name": "w", "start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)", "timezone": "UTC"}]
+        ),
+    }
+    functions = Path(__file__).resolve().parents[2] / "functions"
+    loaded = {}
+    for module in ("read_api.handler", "maintenance.handler", "write_api.handler"):
+        out = subprocess.run(
+            [sys.executable, "-c", script, module], env=env, cwd=functions, capture_output=True, text=True, check=True
+        )
+        loaded[module] = json.loads(out.stdout)
+    # Then the maintenance and read functions cold-start without it (they have no croniter layer); the write one uses it
+    assert loaded["read_api.handler"] == loaded["maintenance.handler"] == []
+    assert "croniter" in loaded["write_api.handler"] and "singleton_flags.cron" in loaded["write_api.handler"]
