@@ -140,17 +140,11 @@ class TestWindows:
             "next_end_utc": "2026-12-06T03:00:00Z",
         }
 
-    def test_a_window_that_never_fires_again_has_no_next_time(
-        self, seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(
-            seeded_api.module,
-            "SCHEDULES",
-            schedules(
-                {"name": "once", "start": "cron(0 3 1 1 ? 2020)", "end": "cron(0 4 1 1 ? 2020)", "timezone": "UTC"}
-            ),
+    def test_a_window_that_never_fires_again_has_no_next_time(self) -> None:
+        (once,) = schedules(
+            {"name": "once", "start": "cron(0 3 1 1 ? 2020)", "end": "cron(0 4 1 1 ? 2020)", "timezone": "UTC"}
         )
-        (window,) = body_of(seeded_api("GET", "/flags/windows"))["windows"]
+        window = once.upcoming(datetime(2026, 1, 1, tzinfo=UTC))
         assert [window[key] for key in ("next_start", "next_end", "next_start_utc", "next_end_utc")] == [None] * 4
 
 
