@@ -10,16 +10,13 @@ unchanged synth reuses it.
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 from pathlib import Path
 
-from singleton_flags.layer import package_files
+from singleton_flags.layer import package_files, staged_tree
 
 HERE = Path(__file__).resolve().parent
 CHECKOUT_FUNCTIONS = HERE.parent / "functions"  # a checkout: infra/ beside functions/
 HANDLERS_DIR = HERE / "handlers"  # the distribution: singleton_flags/service/handlers/<name>/
-COMPLETE = ".complete"
 
 
 def in_checkout() -> bool:
@@ -38,21 +35,4 @@ def functions_asset_dir(build_dir: Path) -> Path:
     """The directory the functions' code asset is made of."""
     if in_checkout():
         return CHECKOUT_FUNCTIONS
-    files = _handler_files() + package_files()
-    digest = hashlib.sha256()
-    for source, name in files:
-        digest.update(name.encode() + b"\0" + hashlib.sha256(source.read_bytes()).digest())
-    target = build_dir / f"functions-{digest.hexdigest()[:16]}"
-    complete = build_dir / f"{target.name}{COMPLETE}"
-    if complete.exists() and target.is_dir():
-        return target
-    staging = build_dir / f"{target.name}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    for source, name in files:
-        destination = staging / name
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, destination)
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    complete.write_text("functions asset\n")
-    return target
+    return staged_tree(build_dir, "functions", _handler_files() + package_files())

@@ -16,12 +16,20 @@ import hashlib
 import importlib.metadata
 import json
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from singleton_flags.declarations import Declarations, load_declarations
 
-__all__ = ["LAYER_DECLARATIONS_PATH", "RUNTIME_PROVIDED", "build_client_layer", "distribution_files", "package_files"]
+__all__ = [
+    "LAYER_DECLARATIONS_PATH",
+    "RUNTIME_PROVIDED",
+    "build_client_layer",
+    "distribution_files",
+    "in_site",
+    "package_files",
+    "staged_tree",
+]
 
 # Where Lambda mounts a layer's files: /opt (a layer's python/ is on the runtime's sys.path).
 LAYER_DECLARATIONS_DIR = "singleton-flags"
@@ -48,7 +56,7 @@ def distribution_files(name: str) -> list[tuple[Path, str]]:
     files = []
     for file in distribution.files or ():
         relative = file.as_posix()
-        if relative.startswith("..") or "__pycache__" in file.parts or relative.endswith(".pyc"):
+        if relative.startswith("..") or {"__pycache__", "tests"} & set(file.parts) or relative.endswith(".pyc"):
             continue
         files.append((Path(str(distribution.locate_file(file))), relative))
     return sorted(files)
@@ -80,6 +88,47 @@ def _fingerprint(parts: Iterable[bytes]) -> str:
     return digest.hexdigest()[:16]
 
 
+def staged_tree(
+    build_dir: Path,
+    prefix: str,
+    files: Sequence[tuple[Path, str]],
+    extra: Mapping[str, str] | None = None,
+) -> Path:
+    """A directory holding ``files`` (source, path inside it) and ``extra`` (path inside it -> text), named
+    ``<prefix>-<hash of all of it>`` under ``build_dir``, built now unless an identical one is already there."""
+    added = dict(extra or {})
+    fingerprint = _fingerprint(
+        [
+            *(name.encode() + b"\0" + source.read_bytes() for source, name in files),
+            *(name.encode() + b"\0" + text.encode() for name, text in sorted(added.items())),
+        ]
+    )
+    target = build_dir / f"{prefix}-{fingerprint}"
+    complete = build_dir / f"{target.name}{COMPLETE}"  # beside the tree, not in it
+    if complete.exists() and target.is_dir():
+        return target
+    staging = build_dir / f"{target.name}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for source, name in files:
+        destination = staging / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, destination)
+    for name, text in added.items():
+        destination = staging / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_text(text, encoding="utf-8")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    complete.write_text(f"{len(files) + len(added)} files\n")
+    return target
+
+
+def in_site(files: Iterable[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """``files`` under a layer's ``python/``, the folder Lambda puts on a Python function's path."""
+    return [(source, f"python/{name}") for source, name in files]
+
+
 def build_client_layer(
     declarations: Declarations | Path,
     *,
@@ -87,30 +136,10 @@ def build_client_layer(
     build_dir: Path,
 ) -> Path:
     """The layer's root directory for these declarations and this architecture, built now unless it exists."""
-    document = _declarations_document(declarations)
     files = package_files() + [file for name in LAYER_DISTRIBUTIONS for file in distribution_files(name)]
-    fingerprint = _fingerprint(
-        [
-            document.encode(),
-            architecture.encode(),
-            *(name.encode() + b"\0" + source.read_bytes() for source, name in files),
-        ]
+    return staged_tree(
+        build_dir,
+        f"client-layer-{architecture}",
+        in_site(files),
+        {f"{LAYER_DECLARATIONS_DIR}/declarations.json": _declarations_document(declarations)},
     )
-    target = build_dir / f"client-layer-{architecture}-{fingerprint}"
-    complete = build_dir / f"{target.name}{COMPLETE}"  # beside the layer, not in it
-    if complete.exists() and target.is_dir():
-        return target
-    staging = build_dir / f"{target.name}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    site = staging / "python"
-    site.mkdir(parents=True)
-    for source, name in files:
-        destination = site / name
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, destination)
-    (staging / LAYER_DECLARATIONS_DIR).mkdir()
-    (staging / LAYER_DECLARATIONS_DIR / "declarations.json").write_text(document, encoding="utf-8")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    complete.write_text(f"{architecture}: {', '.join(LAYER_DISTRIBUTIONS)} and singleton_flags\n")
-    return target
