@@ -33,8 +33,9 @@ def _model(models: Mapping[str, type[BaseModel]], name: str) -> dict[str, Any]:
 
 
 def schedule_routes(
-    scheduled: ScheduledChanges, actor: Callable[[], str], models: Mapping[str, type[BaseModel]]
+    scheduled: Callable[[], ScheduledChanges], actor: Callable[[], str], models: Mapping[str, type[BaseModel]]
 ) -> Router:
+    """``scheduled`` gives the function's service at each request (its module attribute, which tests replace)."""
     router = Router()  # type: ignore[no-untyped-call]  # Powertools' Router.__init__ is unannotated
     schedule_request = models["ScheduleRequest"]
 
@@ -45,7 +46,7 @@ def schedule_routes(
         request: Any = body
         when = parse_schedule_time(request.at, request.timezone)  # validated by the model; parsed for its instant
         changes = request.flags.model_dump(exclude_unset=True)
-        change = scheduled.create(changes, request.reason, when, request.if_version, actor())
+        change = scheduled().create(changes, request.reason, when, request.if_version, actor())
         return json_response(HTTPStatus.CREATED, change.as_json(), NO_STORE)
 
     @router.get(SCHEDULES, responses={200: {"description": "Newest first", "content": _model(models, "Schedules")}})
@@ -61,7 +62,7 @@ def schedule_routes(
         cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
     ):
         limit_value, cursor = schedules_query(router.current_event.raw_event)
-        changes, next_cursor = scheduled.list(limit=limit_value, cursor=cursor)
+        changes, next_cursor = scheduled().list(limit=limit_value, cursor=cursor)
         body = {"schedules": [change.as_json() for change in changes], "next_cursor": next_cursor}
         return json_response(HTTPStatus.OK, body, NO_STORE)
 
@@ -69,7 +70,7 @@ def schedule_routes(
         SCHEDULES + "/<id>", responses={200: {"description": "Cancelled", "content": _model(models, "Cancellation")}}
     )
     def cancel_schedule(id: str):  # type: ignore[no-untyped-def]  # noqa: A002 - the route's path parameter
-        change, deleted = scheduled.cancel(id, actor())
+        change, deleted = scheduled().cancel(id, actor())
         return json_response(HTTPStatus.OK, {"schedule": change.as_json(), "schedule_deleted": deleted}, NO_STORE)
 
     return router

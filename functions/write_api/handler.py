@@ -317,7 +317,7 @@ def handle_no_route(_: NotFoundError) -> Response[str]:
     return no_route_response(app.current_event.http_method, app.current_event.path)
 
 
-app.include_router(schedule_routes(SCHEDULED, _actor, MODELS))
+app.include_router(schedule_routes(lambda: SCHEDULED, _actor, MODELS))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
