@@ -46,6 +46,7 @@ ACCOUNT_ID = "ApiGatewayAccount"
 READER_POLICY_ID = "ReaderPolicy"
 ADMIN_POLICY_ID = "AdminPolicy"
 MAINTENANCE_ID = "Maintenance"
+SCHEDULED_CHANGES_ID = "ScheduledChanges"
 MONITORING_ID = "Monitoring"
 
 # Stack outputs

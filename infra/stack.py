@@ -15,6 +15,7 @@ from infra.config import FlagsConfig
 from infra.functions import Functions
 from infra.maintenance import Maintenance
 from infra.monitoring import Monitoring
+from infra.scheduled_changes import ScheduledChanges
 from infra.storage import Storage
 from singleton_flags.declarations import Declarations
 
@@ -28,6 +29,7 @@ class Service:
     apigw_account: ApiGatewayAccount
     api: Api
     maintenance: Maintenance
+    scheduled_changes: ScheduledChanges
     monitoring: Monitoring
 
 
@@ -46,6 +48,13 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         account_setting=apigw_account.setting,
     )
     maintenance = Maintenance(scope, constants.MAINTENANCE_ID, config=config, function=functions.maintenance)
+    scheduled_changes = ScheduledChanges(
+        scope,
+        constants.SCHEDULED_CHANGES_ID,
+        writer=functions.write,
+        target=functions.maintenance,
+        maintenance=maintenance,
+    )
     monitoring = Monitoring(
         scope,
         constants.MONITORING_ID,
@@ -55,7 +64,7 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         dead_letter_queue=maintenance.dead_letter_queue,
         failure_queue=maintenance.failure_queue,
     )
-    return Service(storage, functions, apigw_account, api, maintenance, monitoring)
+    return Service(storage, functions, apigw_account, api, maintenance, scheduled_changes, monitoring)
 
 
 class FlagsStack(Stack):
@@ -77,6 +86,7 @@ class FlagsStack(Stack):
         self.apigw_account = service.apigw_account
         self.api = service.api
         self.maintenance = service.maintenance
+        self.scheduled_changes = service.scheduled_changes
         self.monitoring = service.monitoring
         self._build_outputs()
 

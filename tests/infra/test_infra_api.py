@@ -14,7 +14,15 @@ from singleton_flags.routes import HANDLERS, ROUTES
 
 pytestmark = pytest.mark.infra
 
-WRITE_ROUTES = {("PATCH", "/flags"), ("GET", "/flags/history"), ("POST", "/flags/revert"), ("POST", "/flags/restore")}
+WRITE_ROUTES = {
+    ("PATCH", "/flags"),
+    ("GET", "/flags/history"),
+    ("POST", "/flags/revert"),
+    ("POST", "/flags/restore"),
+    ("POST", "/flags/schedules"),
+    ("GET", "/flags/schedules"),
+    ("DELETE", "/flags/schedules/{id}"),
+}
 
 
 def resource_paths(synth: Synth) -> dict[str, str]:
@@ -222,6 +230,8 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
         "GET/flags/revert/*",
         "GET/flags/restore",
         "GET/flags/restore/*",
+        "GET/flags/schedules",
+        "GET/flags/schedules/*",
     }
 
 
@@ -256,6 +266,14 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
         ("POST/flags/revert", False),
         ("POST/flags/restore", False),
         ("GET/flags/restore/", False),
+        ("GET/flags/schedules", False),
+        ("GET/flags/schedules/", False),
+        ("GET/flags/schedules/20270301T080000Z-3f9a1c2b", False),
+        ("GET/flags/schedules/20270301T080000Z-3f9a1c2b/", False),
+        ("POST/flags/schedules", False),
+        ("POST/flags/schedules/", False),
+        ("DELETE/flags/schedules/20270301T080000Z-3f9a1c2b", False),
+        ("DELETE/flags/schedules/20270301T080000Z-3f9a1c2b/", False),
         ("PATCH/flags", False),
         ("PATCH/flags/signup_enabled", False),
         ("DELETE/flags", False),
@@ -285,6 +303,9 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "GET/flags/history",
         "POST/flags/revert",
         "POST/flags/restore",
+        "POST/flags/schedules",
+        "GET/flags/schedules",
+        "DELETE/flags/schedules/*",
         "POST/ofrep/v1/evaluate/flags",
         "POST/ofrep/v1/evaluate/flags/*",
     }
@@ -311,6 +332,8 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
         "/flags/history": "GET",
         "/flags/revert": "POST",
         "/flags/restore": "POST",
+        "/flags/schedules": "GET, POST",
+        "/flags/schedules/{id}": "DELETE",
         "/ofrep/v1/evaluate/flags": "POST",
         "/ofrep/v1/evaluate/flags/{key}": "POST",
     }
