@@ -4,6 +4,9 @@
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
   (``infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
   function; never deployed;
+- ``POST /_scheduler/changes/{id}``: what a scheduled change's one-time schedule sends (``{"scheduled_change":
+  id}``), delivered to the maintenance function now (its local schedule, if still held, is taken as fired);
+  due schedules are also delivered on their own, by the runner's tick (``local.scheduler``); never deployed;
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
@@ -31,19 +34,24 @@ from aws_lambda_powertools.event_handler import Response
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, http_response, proxy_event
+from local.scheduler import LocalScheduler
 from singleton_flags.http import error_body, json_response, no_route_response
 from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
+from singleton_flags.scheduled import PAYLOAD_KEY, schedule_name
 
 OPENAPI = "openapi"
 DOCS = "docs"
 SCHEDULER = "scheduler"
 THROTTLE = "throttle"
+SCHEDULED_CHANGE = "scheduled-change"
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
+SCHEDULED_CHANGE_PATH = "/_scheduler/changes/{id}"  # static "changes" wins over {window} (routes._specificity)
 THROTTLE_PATH = "/_throttle"
 LOCAL_ROUTES: tuple[Route, ...] = (
     Route("GET", "/openapi.json", OPENAPI),
     Route("GET", "/docs", DOCS),
     Route("POST", SCHEDULER_PATH, SCHEDULER),
+    Route("POST", SCHEDULED_CHANGE_PATH, SCHEDULED_CHANGE),
     Route("POST", THROTTLE_PATH, THROTTLE),
 )
 MAX_THROTTLED_REQUESTS = 1000
@@ -108,8 +116,10 @@ class LocalApi:
         openapi_document: dict[str, Any],
         *,
         caller: Caller | None = None,
+        scheduler: LocalScheduler | None = None,
     ) -> None:
         self._functions = functions
+        self._scheduler = scheduler
         self._config = config
         self._openapi = json.dumps(openapi_document, indent=2).encode("utf-8")
         self._caller = caller or Caller()
@@ -137,6 +147,8 @@ class LocalApi:
             return HttpResponse(200, [("Content-Type", "text/html; charset=utf-8")], page)
         if found.route.function == SCHEDULER:
             return self._schedule(found.path_parameters["window"], found.path_parameters["action"])
+        if found.route.function == SCHEDULED_CHANGE:
+            return self._deliver_change(found.path_parameters["id"])
         if found.route.function == THROTTLE:
             return self._set_throttle(request.body)
         throttled = self._throttled()
@@ -207,6 +219,16 @@ class LocalApi:
                 f"no schedule {window}/{action}: windows in cdk.json are {names or 'none'}, actions {list(ACTIONS)}",
             )
         payload = schedule_payload(window, action, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        try:
+            result = self._functions.invoke(MAINTENANCE_FUNCTION, payload)
+        except Exception as exc:  # noqa: BLE001 - the scheduler would retry, then dead-letter; we report it
+            return self._function_error(MAINTENANCE_FUNCTION, exc)
+        return _json(200, {"delivered": payload, "result": result})
+
+    def _deliver_change(self, schedule_id: str) -> HttpResponse:
+        if self._scheduler is not None:
+            self._scheduler.take(schedule_name(schedule_id))  # fired: Scheduler deletes it after completion
+        payload = {PAYLOAD_KEY: schedule_id}
         try:
             result = self._functions.invoke(MAINTENANCE_FUNCTION, payload)
         except Exception as exc:  # noqa: BLE001 - the scheduler would retry, then dead-letter; we report it

@@ -17,12 +17,14 @@ from contextlib import ExitStack
 from typing import Any
 
 from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
+from infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS, SCHEDULE_RETRY_ATTEMPTS
 from local.api import LocalApi
 from local.backend import BackendError, choose_backend, prepare_table
 from local.functions import Functions, load_handler
 from local.openapi import build_document
+from local.scheduler import Deliveries, LocalScheduler, use_local_scheduler
 from local.server import LOOPBACK, LocalServer
-from singleton_flags import vocabulary
+from singleton_flags import one_time, vocabulary
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.errors import DeclarationError
 from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
@@ -56,6 +58,7 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     windows = deployed.pop("MAINTENANCE_WINDOWS")
     defaults = {
         **deployed,
+        **local_one_time_environment(region),
         "FLAGS_LOCAL_ACTOR": LOCAL_ACTOR,
         "POWERTOOLS_METRICS_DISABLED": "1",  # no EMF blobs in a terminal
         "AWS_REGION": region,
@@ -65,6 +68,21 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     resolved["MAINTENANCE_WINDOWS"] = windows
     resolved["POWERTOOLS_TRACE_DISABLED"] = "1"  # no X-Ray daemon here
     return resolved
+
+
+def local_one_time_environment(region: str) -> dict[str, str]:
+    """What the stack tells the write function about its one-time schedules (infra/scheduled_changes.py), with
+    local names: the runner's own scheduler (local.scheduler) holds them and delivers them to its maintenance
+    function, so these only name things; nothing reaches AWS."""
+    prefix = f"{vocabulary.DEFAULT_SERVICE}-local"
+    return {
+        one_time.GROUP_ENV: prefix,
+        one_time.TARGET_ENV: f"arn:aws:lambda:{region}:000000000000:function:{prefix}-{MAINTENANCE_FUNCTION}",
+        one_time.ROLE_ENV: f"arn:aws:iam::000000000000:role/{prefix}-scheduler",
+        one_time.DEAD_LETTER_ENV: f"arn:aws:sqs:{region}:000000000000:{prefix}-dead-letters",
+        one_time.RETRY_ATTEMPTS_ENV: str(SCHEDULE_RETRY_ATTEMPTS),
+        one_time.MAX_EVENT_AGE_ENV: str(SCHEDULE_MAX_EVENT_AGE_SECONDS),
+    }
 
 
 def _load() -> tuple[FlagsConfig, Declarations]:
@@ -113,6 +131,7 @@ def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_la
     ]
     if windows:
         lines.append(f"  Schedules   POST {url}/_scheduler/{{{'|'.join(windows)}}}/{{start|end}}")
+    lines.append(f"  Scheduled   changes delivered when due; POST {url}/_scheduler/changes/{{id}} delivers one now")
     lines += [
         "Try:",
         f"  curl -i {url}/flags",
@@ -147,9 +166,14 @@ def run() -> None:
         except BackendError as exc:
             raise StartupError(str(exc)) from exc
         functions = _cold_starts()
-        write_app = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]].app
-        document = build_document(write_app, list(declarations), server_url=server.url, stage=config.stage)
-        server.api = LocalApi(functions, config, document)
+        write_module = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]]
+        scheduler = LocalScheduler()
+        use_local_scheduler(write_module, scheduler)
+        deliveries = Deliveries(scheduler, lambda payload: functions.invoke(MAINTENANCE_FUNCTION, payload))
+        deliveries.start()
+        stack.callback(deliveries.stop)
+        document = build_document(write_module.app, list(declarations), server_url=server.url, stage=config.stage)
+        server.api = LocalApi(functions, config, document, scheduler=scheduler)
         state = "created and seeded" if created else "seeded (existing values kept)"
         print(banner(server.url, config, declarations, backend.label, f"{settings.table_name} ({state})"), flush=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)
