@@ -24,6 +24,7 @@ from typing import Any
 
 from local.functions import load_module
 from local.paths import REPO_ROOT
+from local.scheduler import local_one_time_environment
 from singleton_flags.declarations import TYPES
 from singleton_flags.errors import FlagsError
 from singleton_flags.ofrep import FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR, VARIANTS
@@ -520,6 +521,7 @@ def main() -> int:
         "TABLE_NAME": "singleton-flags-local",
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_TRACE_DISABLED": "1",
+        **local_one_time_environment("us-east-1"),
     }.items():
         os.environ.setdefault(key, value)
     from singleton_flags.declarations import load_declarations

@@ -17,14 +17,13 @@ from contextlib import ExitStack
 from typing import Any
 
 from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
-from infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS, SCHEDULE_RETRY_ATTEMPTS
 from local.api import LocalApi
 from local.backend import BackendError, choose_backend, prepare_table
 from local.functions import Functions, load_handler
 from local.openapi import build_document
-from local.scheduler import Deliveries, LocalScheduler, use_local_scheduler
+from local.scheduler import Deliveries, LocalScheduler, local_one_time_environment, use_local_scheduler
 from local.server import LOOPBACK, LocalServer
-from singleton_flags import one_time, vocabulary
+from singleton_flags import vocabulary
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.errors import DeclarationError
 from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
@@ -68,21 +67,6 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     resolved["MAINTENANCE_WINDOWS"] = windows
     resolved["POWERTOOLS_TRACE_DISABLED"] = "1"  # no X-Ray daemon here
     return resolved
-
-
-def local_one_time_environment(region: str) -> dict[str, str]:
-    """What the stack tells the write function about its one-time schedules (infra/scheduled_changes.py), with
-    local names: the runner's own scheduler (local.scheduler) holds them and delivers them to its maintenance
-    function, so these only name things; nothing reaches AWS."""
-    prefix = f"{vocabulary.DEFAULT_SERVICE}-local"
-    return {
-        one_time.GROUP_ENV: prefix,
-        one_time.TARGET_ENV: f"arn:aws:lambda:{region}:000000000000:function:{prefix}-{MAINTENANCE_FUNCTION}",
-        one_time.ROLE_ENV: f"arn:aws:iam::000000000000:role/{prefix}-scheduler",
-        one_time.DEAD_LETTER_ENV: f"arn:aws:sqs:{region}:000000000000:{prefix}-dead-letters",
-        one_time.RETRY_ATTEMPTS_ENV: str(SCHEDULE_RETRY_ATTEMPTS),
-        one_time.MAX_EVENT_AGE_ENV: str(SCHEDULE_MAX_EVENT_AGE_SECONDS),
-    }
 
 
 def _load() -> tuple[FlagsConfig, Declarations]:

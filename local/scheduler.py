@@ -23,6 +23,11 @@ from zoneinfo import ZoneInfo
 
 from botocore.exceptions import ClientError
 
+from infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS, SCHEDULE_RETRY_ATTEMPTS
+from singleton_flags import one_time
+from singleton_flags.routes import MAINTENANCE_FUNCTION
+from singleton_flags.vocabulary import DEFAULT_SERVICE
+
 _AT = re.compile(r"at\(([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\)")
 TICK_SECONDS = 1.0
 
@@ -121,6 +126,21 @@ class Deliveries:
     def _run(self) -> None:
         while not self._stop.wait(TICK_SECONDS):
             self.tick()
+
+
+def local_one_time_environment(region: str) -> dict[str, str]:
+    """What the stack tells the write function about its one-time schedules (infra/scheduled_changes.py), with
+    local names: the runner's own scheduler (local.scheduler) holds them and delivers them to its maintenance
+    function, so these only name things; nothing reaches AWS."""
+    prefix = f"{DEFAULT_SERVICE}-local"
+    return {
+        one_time.GROUP_ENV: prefix,
+        one_time.TARGET_ENV: f"arn:aws:lambda:{region}:000000000000:function:{prefix}-{MAINTENANCE_FUNCTION}",
+        one_time.ROLE_ENV: f"arn:aws:iam::000000000000:role/{prefix}-scheduler",
+        one_time.DEAD_LETTER_ENV: f"arn:aws:sqs:{region}:000000000000:{prefix}-dead-letters",
+        one_time.RETRY_ATTEMPTS_ENV: str(SCHEDULE_RETRY_ATTEMPTS),
+        one_time.MAX_EVENT_AGE_ENV: str(SCHEDULE_MAX_EVENT_AGE_SECONDS),
+    }
 
 
 def use_local_scheduler(write_module: Any, scheduler: LocalScheduler) -> None:

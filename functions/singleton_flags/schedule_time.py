@@ -81,10 +81,10 @@ def parse_schedule_time(at: Any, timezone: Any = None) -> ScheduleTime:
             )
         try:
             moment = datetime.fromisoformat(at)
-        except ValueError:
+            utc = moment.astimezone(UTC)
+        except (ValueError, OverflowError):  # no such date, or one that leaves datetime's range once in UTC
             raise _refuse(f"'at' is not a valid date and time: {at!r}") from None
         _whole_minute(moment, at)
-        utc = moment.astimezone(UTC)
         return ScheduleTime(utc=utc, local=utc.strftime("%Y-%m-%dT%H:%M:%S"), timezone=_UTC)
     if not _LOCAL.fullmatch(at):
         raise _refuse(f"'at' must be YYYY-MM-DDTHH:MM:SS with an offset (Z, +01:00) or with a 'timezone', got {at!r}")
@@ -100,9 +100,12 @@ def parse_schedule_time(at: Any, timezone: Any = None) -> ScheduleTime:
     except ValueError:
         raise _refuse(f"'at' is not a valid date and time: {at!r}") from None
     _whole_minute(wall, at)
-    first = wall.replace(tzinfo=zone, fold=0)
-    utc = first.astimezone(UTC)
-    if utc.astimezone(zone).replace(tzinfo=None) != wall:  # the zone skips this wall time
+    try:
+        utc = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+        back = utc.astimezone(zone).replace(tzinfo=None)
+    except (ValueError, OverflowError):  # a wall time that leaves datetime's range once in UTC
+        raise _refuse(f"'at' is not a valid date and time: {at!r}") from None
+    if back != wall:  # the zone skips this wall time
         raise _refuse(
             f"'at' {at} does not exist in {timezone} (the clocks skip it, daylight saving time); pick a time "
             "outside the gap",

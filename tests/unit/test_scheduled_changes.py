@@ -142,6 +142,8 @@ def test_an_ambiguous_local_time_is_its_first_occurrence(scheduling: Scheduling)
         ("2027-03-01T09:00:00.500Z", 400, "at_seconds"),
         ("2027-03-01T09:00:00", 400, "timezone"),  # a local time without its zone
         ("2027-02-30T09:00:00Z", 400, "at"),
+        ("9999-12-31T23:59:00-14:00", 400, "at"),  # past datetime's range once in UTC: refused, never a 500
+        ("0001-01-01T00:00:00+14:00", 400, "at"),
         ("tomorrow at nine", 400, "at"),
     ],
 )
@@ -162,6 +164,8 @@ def test_when_a_change_may_be_scheduled(scheduling: Scheduling, at: str, status:
         (change(reason=" "), "INVALID_REQUEST"),
         (change(timezone="Mars/Olympus"), "INVALID_REQUEST"),  # an offset and a zone
         (change(at="2027-03-01T10:00:00", timezone="Mars/Olympus"), "INVALID_REQUEST"),
+        (change(at="9999-12-31T23:00:00", timezone="America/New_York"), "INVALID_REQUEST"),
+        (change(at="2027-03-01T10:00:00", timezone="../../etc/passwd"), "INVALID_REQUEST"),
         (change(if_version=-1), "INVALID_REQUEST"),
         (change(if_version=True), "INVALID_REQUEST"),
         (change(when="later"), "INVALID_REQUEST"),
