@@ -25,6 +25,7 @@ from pydantic import (
 from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
 from singleton_flags.requests import (
     MAX_REASON_LENGTH,
+    MAX_VERSION,
     validate_patch,
     validate_restore,
     validate_revert,
@@ -147,7 +148,10 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         )
         timezone: StrictStr | None = Field(None, description="IANA time zone of a local 'at' (Europe/Paris).")
         if_version: StrictInt | None = Field(
-            None, ge=0, description="Apply only if the flags are still at this version when it is due (else skipped)."
+            None,
+            ge=0,
+            le=MAX_VERSION,
+            description="Apply only if the flags are still at this version when it is due (else skipped).",
         )
 
     class Schedule(BaseModel):

@@ -19,8 +19,10 @@ from typing import Any
 
 from singleton_flags.declarations import Declarations, UnstorableNumber
 from singleton_flags.errors import InvalidRequest, PayloadTooLarge
+from singleton_flags.keys import AUDIT_VERSION_DIGITS
 from singleton_flags.schedule_time import parse_schedule_time
 
+MAX_VERSION = 10**AUDIT_VERSION_DIGITS - 1  # the largest version an audit record's key can name
 MAX_REASON_LENGTH = 500  # characters of the trimmed reason (what the audit trail keeps)
 
 MAX_BODY_BYTES = 64 * 1024
@@ -189,9 +191,10 @@ def validate_if_version(value: Any) -> int | None:
     """A scheduled change's optional ``if_version``: the version the flags must still be at when it is due."""
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_VERSION:
         raise InvalidRequest(
-            "'if_version' must be an integer >= 0: the version the flags must still be at when the change is due",
+            f"'if_version' must be an integer 0-{MAX_VERSION}: the version the flags must still be at when the "
+            "change is due",
             rule="if_version",
             field="if_version",
         )

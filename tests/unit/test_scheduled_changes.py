@@ -168,6 +168,8 @@ def test_when_a_change_may_be_scheduled(scheduling: Scheduling, at: str, status:
         (change(at="2027-03-01T10:00:00", timezone="../../etc/passwd"), "INVALID_REQUEST"),
         (change(if_version=-1), "INVALID_REQUEST"),
         (change(if_version=True), "INVALID_REQUEST"),
+        (change(if_version=10**12), "INVALID_REQUEST"),  # beyond any version; 42 digits would be unstorable
+        (change(if_version=123456789012345678901234567890123456789012), "INVALID_REQUEST"),
         (change(when="later"), "INVALID_REQUEST"),
     ],
 )
