@@ -332,3 +332,44 @@ def test_the_maintenance_function_applies_a_delivery_and_counts_its_failures(
     metrics = [(name, value) for name, value, _ in emf_metrics(stdout.records())]
     assert ("ScheduledChangesApplied", 1) in metrics
     assert metrics.count(("ScheduledChangeFailures", 1)) == 2
+
+
+class ThrottledWrites:
+    """The moto client, except that its transactions are throttled while ``throttled`` is set."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.throttled = True
+
+    def transact_write_items(self, **params: Any) -> Any:
+        if self.throttled:
+            from botocore.exceptions import ClientError
+
+            error = {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}
+            raise ClientError(error, "TransactWriteItems")  # type: ignore[arg-type]
+        return self._client.transact_write_items(**params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def test_a_dynamodb_failure_when_due_raises_for_lambda_to_retry_and_the_retry_applies_once(
+    scheduling: Scheduling,
+) -> None:
+    from singleton_flags.errors import StoreUnavailable
+
+    created = body_of(scheduling.create(change()))
+    client = ThrottledWrites(scheduling.api.client)
+    store = FlagStore(client, scheduling.api.table, scheduling.api.module.DECLARATIONS, sleep=lambda _: None)
+    items = ScheduleItems(client, scheduling.api.table, retention_seconds=RETENTION)
+    runner = ScheduledChangeRunner(store, items, scheduling.api.module.DECLARATIONS, clock=scheduling.clock)
+    # When DynamoDB throttles every transaction / Then the delivery raises (Lambda retries it), nothing written
+    with pytest.raises(StoreUnavailable):
+        runner.handle({"scheduled_change": created["id"]})
+    assert scheduling.records() == []
+    assert body_of(scheduling.api("GET", "/flags/schedules"))["schedules"][0]["status"] == "pending"
+    # When Lambda's retry comes and DynamoDB is back / Then it is applied, once
+    client.throttled = False
+    assert runner.handle({"scheduled_change": created["id"]}).status == "applied"
+    assert [record["version"] for record in scheduling.records()] == [1]
+    assert runner.handle({"scheduled_change": created["id"]}).status == "not_pending"
