@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,8 +88,8 @@ __all__ = [
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
 RESERVED_DEADLINE = {"N": "9999999999"}  # the widest maintenance_deadline a window start can store
-# (version about to be written, its time) -> more TransactWriteItems entries committed with it
-Companions = Callable[[int, float], list[dict[str, Any]]]
+# Items that commit in the same transaction as a new version, built from that version's number.
+Companions = Callable[[int], Sequence[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,7 +538,7 @@ class FlagStore:
         if idempotency is not None and applied:
             items.append({"Put": idempotency.put(self._table, next_version, now)})
         if companions is not None and applied:
-            items.extend(companions(next_version, now))
+            items.extend(companions(next_version))
         request = {"TransactItems": items, "ClientRequestToken": token}
         try:
             transaction.send(self._client, request, budget)
