@@ -7,6 +7,9 @@
       revert VERSION --reason TEXT [--if-match VERSION]
       restore --reason TEXT
       console [--port N] [--open]                  the console on 127.0.0.1, its API calls signed and forwarded
+      schedule create NAME=VALUE ... --at TIME [--timezone ZONE] --reason TEXT [--if-version VERSION]
+      schedule list [--limit N] [--cursor C]
+      schedule cancel ID
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
@@ -123,6 +126,26 @@ def build_parser() -> argparse.ArgumentParser:
     console = commands.add_parser("console", help="serve the console on 127.0.0.1, signing its API calls")
     console.add_argument("--port", type=parse_port, default=0, help="port on 127.0.0.1 (default 0: a free one)")
     console.add_argument("--open", action="store_true", help="open the console in the default browser")
+    schedule = commands.add_parser("schedule", help="changes applied at a set time: create, list, cancel")
+    schedule_commands = schedule.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
+    create = schedule_commands.add_parser("create", help="schedule NAME=VALUE ... --at TIME --reason TEXT")
+    create.add_argument("assignments", nargs="+", metavar="NAME=VALUE")
+    create.add_argument(
+        "--at",
+        required=True,
+        metavar="TIME",
+        help="RFC 3339 with an offset (2027-03-01T09:00:00+01:00), or a local time with --timezone; whole minutes",
+    )
+    create.add_argument("--timezone", metavar="ZONE", help="IANA time zone of a local --at (Europe/Paris)")
+    create.add_argument("--reason", required=True, help="why (goes into the audit trail with the change)")
+    create.add_argument(
+        "--if-version", type=parse_version, metavar="VERSION", help="apply only if still at VERSION (else skipped)"
+    )
+    listing = schedule_commands.add_parser("list", help="scheduled changes, newest first")
+    listing.add_argument("--limit", type=parse_limit, help="per page (1-100, API default 20)")
+    listing.add_argument("--cursor", help="the next-page cursor a previous page printed")
+    cancel = schedule_commands.add_parser("cancel", help="cancel a pending scheduled change")
+    cancel.add_argument("id")
     return parser
 
 
@@ -211,6 +234,42 @@ def render_history(body: dict[str, Any]) -> str:
     return text
 
 
+def _schedule_row(schedule: dict[str, Any]) -> tuple[str, ...]:
+    when = schedule["at"] if schedule["timezone"] == "UTC" else f"{schedule['local_time']} {schedule['timezone']}"
+    flags = "; ".join(f"{name} = {_show(value)}" for name, value in schedule["flags"].items())
+    outcome = schedule.get("detail") or (f"version {schedule['version']}" if schedule.get("version") else "")
+    return (schedule["id"], schedule["status"], when, flags, schedule["reason"], outcome)
+
+
+_SCHEDULE_HEADERS = ("ID", "STATUS", "AT", "CHANGES", "REASON", "OUTCOME")
+
+
+def render_schedule(body: dict[str, Any]) -> str:
+    return table(_SCHEDULE_HEADERS, [_schedule_row(body)]) + safe(f"\napplies at {body['at']}")
+
+
+def render_schedules(body: dict[str, Any]) -> str:
+    rows = [_schedule_row(schedule) for schedule in body["schedules"]]
+    text = table(_SCHEDULE_HEADERS, rows) if rows else "no scheduled changes"
+    if body.get("next_cursor"):
+        text += f"\nolder: --cursor {safe(body['next_cursor'])}"
+    return text
+
+
+def render_cancellation(body: dict[str, Any]) -> str:
+    note = "" if body["schedule_deleted"] else " (its schedule was already gone)"
+    return safe(f"cancelled {body['schedule']['id']}{note}")
+
+
+def _schedule_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
+    if args.schedule_command == "create":
+        changes = parse_assignments(args.assignments)
+        return client.schedule(changes, args.reason, args.at, args.timezone, args.if_version), render_schedule
+    if args.schedule_command == "list":
+        return client.schedules(args.limit, args.cursor), render_schedules
+    return client.cancel_schedule(args.id), render_cancellation
+
+
 # -- main ------------------------------------------------------------------------------------------------
 
 
@@ -272,6 +331,8 @@ def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callab
         return client.history(args.limit, args.cursor), render_history
     if args.command == "restore":
         return client.restore(args.reason), render_change
+    if args.command == "schedule":
+        return _schedule_call(args, client)
     return client.revert(args.version, args.reason, args.if_match, new_idempotency_key()), render_change
 
 

@@ -22,7 +22,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from singleton_flags import vocabulary
-from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
+from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SCHEDULE_PK, SINGLETON_PK
 from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 from . import constants
@@ -48,11 +48,12 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
 }
 TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
-# and nothing else; the writers also the audit trail, and the write API its Idempotency-Key items.
+# and nothing else; the writers also the audit trail, the write API its Idempotency-Key items, and the write API
+# (create, list, cancel) and the maintenance function (apply) the scheduled changes' items.
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
-    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, f"{IDEMPOTENCY_PK_PREFIX}*"),
-    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK),
+    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, f"{IDEMPOTENCY_PK_PREFIX}*", SCHEDULE_PK),
+    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK),
     SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK),
 }
 

@@ -81,6 +81,7 @@ class Monitoring(Construct):
         self._build_api_alarms()
         self._build_function_alarms()
         self._build_dead_letter_alarm()
+        self._build_scheduled_change_alarm()
         self._build_read_alarms()
         self._build_change_event_alarms()
         self.dashboard = self._build_dashboard()
@@ -196,6 +197,15 @@ class Monitoring(Construct):
             "the store refused (item too large). See the maintenance function's ERROR logs.",
         )
 
+    def _build_scheduled_change_alarm(self) -> None:
+        self._alarm(
+            "ScheduledChangeFailures",
+            flags_metric(self._config.stage, vocabulary.SCHEDULED_CHANGE_FAILURES, FIVE_MINUTES),
+            "A scheduled change was not applied and will not be retried: no longer valid when due (a flag no "
+            "longer declared, a value out of its rules, the item too large), an unknown id, or a payload that "
+            "is not a scheduled change's. GET /flags/schedules shows why; see the maintenance function's ERROR logs.",
+        )
+
     def _build_read_alarms(self) -> None:
         self._alarm(
             "DefaultReads",
@@ -301,6 +311,14 @@ class Monitoring(Construct):
                         period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Given up (on-failure queue)"
                     ),
                 ],
+            ),
+            self._graph(
+                "Scheduled changes",
+                self._counts(
+                    vocabulary.SCHEDULED_CHANGES_APPLIED,
+                    vocabulary.SCHEDULED_CHANGE_SKIPS,
+                    vocabulary.SCHEDULED_CHANGE_FAILURES,
+                ),
             ),
             self._graph(
                 "API latency",

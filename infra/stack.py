@@ -19,6 +19,7 @@ from .events import ChangeEvents
 from .functions import Functions
 from .maintenance import Maintenance
 from .monitoring import Monitoring
+from .scheduled_changes import ScheduledChanges
 from .storage import Storage
 
 
@@ -32,6 +33,7 @@ class Service:
     api: Api
     maintenance: Maintenance
     change_events: ChangeEvents
+    scheduled_changes: ScheduledChanges
     monitoring: Monitoring
     discovery: Discovery
 
@@ -54,6 +56,13 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
     change_events = ChangeEvents(
         scope, constants.CHANGE_EVENTS_ID, config=config, table=storage.table, function=functions.change_events
     )
+    scheduled_changes = ScheduledChanges(
+        scope,
+        constants.SCHEDULED_CHANGES_ID,
+        writer=functions.write,
+        target=functions.maintenance,
+        maintenance=maintenance,
+    )
     monitoring = Monitoring(
         scope,
         constants.MONITORING_ID,
@@ -72,7 +81,9 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         api_url=api.rest_api.url,
         declarations=declarations,
     )
-    return Service(storage, functions, apigw_account, api, maintenance, change_events, monitoring, discovery)
+    return Service(
+        storage, functions, apigw_account, api, maintenance, change_events, scheduled_changes, monitoring, discovery
+    )
 
 
 class FlagsStack(Stack):
@@ -95,6 +106,7 @@ class FlagsStack(Stack):
         self.api = service.api
         self.maintenance = service.maintenance
         self.change_events = service.change_events
+        self.scheduled_changes = service.scheduled_changes
         self.monitoring = service.monitoring
         self.discovery = service.discovery
         self._build_outputs()

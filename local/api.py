@@ -6,6 +6,9 @@
   function; never deployed;
 - ``GET /_events``: the ``Flags Changed`` events the deployed publisher made from the table's stream (every
   audit record the writes committed), oldest first (``local.events``); never deployed;
+- ``POST /_scheduler/changes/{id}``: what a scheduled change's one-time schedule sends (``{"scheduled_change":
+  id}``), delivered to the maintenance function now (its local schedule, if still held, is taken as fired);
+  due schedules are also delivered on their own, by the runner's tick (``local.scheduler``); never deployed;
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
@@ -33,20 +36,25 @@ from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.events import StreamEvents, StreamUnavailable
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, Request, http_response, proxy_event
+from local.scheduler import LocalScheduler
 from local.web import static_file
 from singleton_flags.http import error_body, json_response, no_route_response
 from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
+from singleton_flags.scheduled import PAYLOAD_KEY, schedule_name
 
 OPENAPI = "openapi"
 SCHEDULER = "scheduler"
 THROTTLE = "throttle"
 EVENTS = "events"
 EVENTS_PATH = "/_events"
+SCHEDULED_CHANGE = "scheduled-change"
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
+SCHEDULED_CHANGE_PATH = "/_scheduler/changes/{id}"  # static "changes" wins over {window} (routes._specificity)
 THROTTLE_PATH = "/_throttle"
 LOCAL_ROUTES: tuple[Route, ...] = (
     Route("GET", "/openapi.json", OPENAPI),
     Route("POST", SCHEDULER_PATH, SCHEDULER),
+    Route("POST", SCHEDULED_CHANGE_PATH, SCHEDULED_CHANGE),
     Route("POST", THROTTLE_PATH, THROTTLE),
     Route("GET", EVENTS_PATH, EVENTS),
 )
@@ -85,9 +93,11 @@ class LocalApi:
         *,
         caller: Caller | None = None,
         events: StreamEvents | None = None,
+        scheduler: LocalScheduler | None = None,
     ) -> None:
         self._functions = functions
         self._events = events
+        self._scheduler = scheduler
         self._config = config
         self._openapi = json.dumps(openapi_document, indent=2).encode("utf-8")
         self._caller = caller or Caller()
@@ -115,6 +125,8 @@ class LocalApi:
             return HttpResponse(200, [("Content-Type", "application/json")], self._openapi)
         if found.route.function == SCHEDULER:
             return self._schedule(found.path_parameters["window"], found.path_parameters["action"])
+        if found.route.function == SCHEDULED_CHANGE:
+            return self._deliver_change(found.path_parameters["id"])
         if found.route.function == THROTTLE:
             return self._set_throttle(request.body)
         if found.route.function == EVENTS:
@@ -196,6 +208,16 @@ class LocalApi:
                 f"no schedule {window}/{action}: windows in cdk.json are {names or 'none'}, actions {list(ACTIONS)}",
             )
         payload = schedule_payload(window, action, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        try:
+            result = self._functions.invoke(MAINTENANCE_FUNCTION, payload)
+        except Exception as exc:  # noqa: BLE001 - the scheduler would retry, then dead-letter; we report it
+            return self._function_error(MAINTENANCE_FUNCTION, exc)
+        return _json(200, {"delivered": payload, "result": result})
+
+    def _deliver_change(self, schedule_id: str) -> HttpResponse:
+        if self._scheduler is not None:
+            self._scheduler.take(schedule_name(schedule_id))  # fired: Scheduler deletes it after completion
+        payload = {PAYLOAD_KEY: schedule_id}
         try:
             result = self._functions.invoke(MAINTENANCE_FUNCTION, payload)
         except Exception as exc:  # noqa: BLE001 - the scheduler would retry, then dead-letter; we report it

@@ -22,6 +22,7 @@ from local.backend import ENDPOINT_ENV, BackendError, choose_backend, prepare_ta
 from local.events import StreamEvents
 from local.functions import Functions, load_handler
 from local.openapi import build_document
+from local.scheduler import Deliveries, LocalScheduler, local_one_time_environment, use_local_scheduler
 from local.server import LOOPBACK, LocalServer
 from singleton_flags import vocabulary
 from singleton_flags.declarations import Declarations, load_declarations
@@ -61,6 +62,7 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     schedules = deployed.pop("MAINTENANCE_SCHEDULES")
     defaults = {
         **deployed,
+        **local_one_time_environment(region),
         "FLAGS_LOCAL_ACTOR": LOCAL_ACTOR,
         "POWERTOOLS_METRICS_DISABLED": "1",  # no EMF blobs in a terminal
         "AWS_REGION": region,
@@ -121,6 +123,7 @@ def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_la
     if windows:
         lines.append(f"  Schedules   POST {url}/_scheduler/{{{'|'.join(windows)}}}/{{start|end}}")
     lines.append(f"  Events      GET {url}/_events  (Flags Changed, from the table's stream)")
+    lines.append(f"  Scheduled   changes delivered when due; POST {url}/_scheduler/changes/{{id}} delivers one now")
     lines += [
         "Try:",
         f"  curl -i {url}/flags",
@@ -155,10 +158,15 @@ def run() -> None:
         except BackendError as exc:
             raise StartupError(str(exc)) from exc
         functions = _cold_starts()
-        write_app = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]].app
-        document = build_document(write_app, list(declarations), server_url=server.url, stage=config.stage)
+        write_module = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]]
+        scheduler = LocalScheduler()
+        use_local_scheduler(write_module, scheduler)
+        deliveries = Deliveries(scheduler, lambda payload: functions.invoke(MAINTENANCE_FUNCTION, payload))
+        deliveries.start()
+        stack.callback(deliveries.stop)
+        document = build_document(write_module.app, list(declarations), server_url=server.url, stage=config.stage)
         events = StreamEvents(settings.table_name, config.stage, endpoint_url=os.environ.get(ENDPOINT_ENV, "").strip())
-        server.api = LocalApi(functions, config, document, events=events)
+        server.api = LocalApi(functions, config, document, events=events, scheduler=scheduler)
         state = "created and seeded" if created else "seeded (existing values kept)"
         print(banner(server.url, config, declarations, backend.label, f"{settings.table_name} ({state})"), flush=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)

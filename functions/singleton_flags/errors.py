@@ -46,6 +46,18 @@ class VersionNotFound(FlagsError):
     code = "VERSION_NOT_FOUND"
 
 
+class ScheduleNotFound(FlagsError):
+    status = HTTPStatus.NOT_FOUND
+    code = "SCHEDULE_NOT_FOUND"
+
+
+class ScheduleNotPending(FlagsError):
+    """The scheduled change was already applied, skipped, failed or cancelled: nothing left to cancel."""
+
+    status = HTTPStatus.CONFLICT
+    code = "SCHEDULE_NOT_PENDING"
+
+
 class PreconditionFailed(FlagsError):
     status = HTTPStatus.PRECONDITION_FAILED
     code = "PRECONDITION_FAILED"
@@ -111,6 +123,24 @@ class StoreFault(FlagsError):
     """DynamoDB refused a request for a reason no client input causes (a bug, a missing table, a denied call).
 
     500: it pages. The message names the DynamoDB error code; details stay in the log, with the request id.
+    """
+
+    status = HTTPStatus.INTERNAL_SERVER_ERROR
+    code = "INTERNAL_ERROR"
+
+
+class SchedulerUnavailable(FlagsError):
+    """EventBridge Scheduler could not be reached or throttled the call: nothing was scheduled, a retry may work."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "SCHEDULER_UNAVAILABLE"
+    retry_after = 2
+
+
+class SchedulerFault(FlagsError):
+    """EventBridge Scheduler refused a call no client input explains (a denied call, a missing group or role).
+
+    500: it pages. The message names Scheduler's error code; details stay in the log, with the request id.
     """
 
     status = HTTPStatus.INTERNAL_SERVER_ERROR

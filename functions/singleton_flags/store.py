@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,9 +75,11 @@ from singleton_flags.observability import logger
 from singleton_flags.requests import validate_version
 from singleton_flags.settings import Settings
 from singleton_flags.snapshot import Snapshot
+from singleton_flags.vocabulary import KIND_CHANGE, KIND_RESTORE, KIND_REVERT, KIND_SEED
 
 __all__ = [
     "ChangeResult",
+    "Companions",
     "FlagStore",
     "Ownership",
     "Plan",
@@ -86,6 +88,8 @@ __all__ = [
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
 RESERVED_DEADLINE = {"N": "9999999999"}  # the widest maintenance_deadline a window start can store
+# Items that commit in the same transaction as a new version, built from that version's number.
+Companions = Callable[[int], Sequence[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +195,10 @@ class FlagStore:
             on_retry=on_retry,
         )
 
+    @property
+    def declarations(self) -> Declarations:
+        return self._declarations
+
     # -- reads -------------------------------------------------------------------------------------
 
     def current(self) -> Snapshot:
@@ -244,10 +252,11 @@ class FlagStore:
         expected_version: int | frozenset[int] | None = None,
         ownership: Ownership | None = None,
         condition: Callable[[Snapshot], bool] | None = None,
-        kind: str = "change",
+        kind: str = KIND_CHANGE,
         extra_audit: Mapping[str, Any] | None = None,
         idempotency: Idempotency | None = None,
         time_budget: float | None = None,
+        companions: Companions | None = None,
     ) -> ChangeResult:
         """Apply ``changes`` (already validated) as one new version, retrying on conflict.
 
@@ -256,6 +265,9 @@ class FlagStore:
         with the same value). ``condition`` is re-checked on every attempt against the fresh state; when it
         says no, nothing is written and the result is not applied. ``time_budget`` (seconds from now) bounds
         the DynamoDB calls the change may still start, so it answers before its caller's own timeout.
+        ``companions`` gives, for the version about to be written, more items for the same transaction (each
+        with its own condition): they commit with the change or not at all, and a failed condition of theirs is
+        a conflict like any other (re-read, ``condition`` re-checked, retried).
         """
         if ownership is None and MAINTENANCE_FLAG in changes:
             ownership = Ownership(owner=None)
@@ -273,6 +285,7 @@ class FlagStore:
             extra_audit=extra_audit,
             idempotency=idempotency,
             time_budget=time_budget,
+            companions=companions,
         )
 
     def revert(
@@ -314,7 +327,7 @@ class FlagStore:
             planned,
             actor=actor,
             reason=reason,
-            kind="revert",
+            kind=KIND_REVERT,
             expected_version=expected_version,
             extra_audit={"reverted_to": version},
             idempotency=idempotency,
@@ -330,12 +343,12 @@ class FlagStore:
             missing = {name: spec.initial for name, spec in self._declarations.items() if name in current.fallen_back}
             return Plan(changes=missing)
 
-        return self._write(planned, actor=actor, reason=reason, kind="seed", seed_only_missing=True)
+        return self._write(planned, actor=actor, reason=reason, kind=KIND_SEED, seed_only_missing=True)
 
     def restore(self, *, actor: str, reason: str) -> ChangeResult:
         """Bring a missing item back now, by the restore rule (its newest record's state at a new version; the
         initial values at version 0 when no record remains); an item that exists is left as it is."""
-        return self._write(lambda current: Plan(changes={}), actor=actor, reason=reason, kind="restore")
+        return self._write(lambda current: Plan(changes={}), actor=actor, reason=reason, kind=KIND_RESTORE)
 
     def _write(
         self,
@@ -349,6 +362,7 @@ class FlagStore:
         idempotency: Idempotency | None = None,
         time_budget: float | None = None,
         seed_only_missing: bool = False,
+        companions: Companions | None = None,
     ) -> ChangeResult:
         deadline = None if time_budget is None else self._monotonic() + time_budget
         budget = transaction.Budget(deadline, self._monotonic, self._call_seconds)
@@ -375,7 +389,17 @@ class FlagStore:
                 return self._result(current.snapshot, applied=False, attempts=attempt)
             try:
                 new_raw = self._commit(
-                    current, diff, owner_sets, owner_removes, actor, reason, kind, extra_audit, idempotency, budget
+                    current,
+                    diff,
+                    owner_sets,
+                    owner_removes,
+                    actor,
+                    reason,
+                    kind,
+                    extra_audit,
+                    idempotency,
+                    budget,
+                    companions,
                 )
             except transaction.Conflict:
                 if idempotency is not None:
@@ -393,7 +417,7 @@ class FlagStore:
                 "flags changed",
                 actor=actor,
                 version=snapshot.version,
-                kind=kind if applied else "restore",
+                kind=kind if applied else KIND_RESTORE,
                 changed={name: change["new"] for name, change in diff.items()},
                 restored_from=current.restored_from if current.missing else None,
                 attempts=attempt,
@@ -467,6 +491,7 @@ class FlagStore:
         extra_audit: Mapping[str, Any] | None,
         idempotency: Idempotency | None,
         budget: transaction.Budget,
+        companions: Companions | None = None,
     ) -> dict[str, Any]:
         """Build the attempt's transaction once, check the item's size, send it, and learn its outcome."""
         now = self._clock()
@@ -482,7 +507,7 @@ class FlagStore:
         if current.missing and current.restored_from is not None:
             restore_reason = (  # an explicit restore keeps its operator's reason; one a write caused says so
                 reason
-                if kind == "restore"
+                if kind == KIND_RESTORE
                 else f"restored the missing flags item from version {current.restored_from}'s audit record"
             )
             items.append(
@@ -493,7 +518,7 @@ class FlagStore:
                             now,
                             actor,
                             restore_reason,
-                            "restore",
+                            KIND_RESTORE,
                             {},
                             current.raw,
                             token,
@@ -512,6 +537,8 @@ class FlagStore:
             )
         if idempotency is not None and applied:
             items.append({"Put": idempotency.put(self._table, next_version, now)})
+        if companions is not None and applied:
+            items.extend(companions(next_version))
         request = {"TransactItems": items, "ClientRequestToken": token}
         try:
             transaction.send(self._client, request, budget)

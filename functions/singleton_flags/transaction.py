@@ -80,12 +80,17 @@ def fault(operation: str, exc: ClientError) -> StoreFault:
     return StoreFault(f"DynamoDB {operation} failed with {code}: an internal error, reported to the operators")
 
 
-def call(client: Any, operation: str, **params: Any) -> Any:
-    """One DynamoDB call: its answer, or ``StoreUnavailable`` (retryable) or ``StoreFault`` (our fault)."""
+def call(client: Any, operation: str, *, conditional: bool = False, **params: Any) -> Any:
+    """One DynamoDB call: its answer, or ``StoreUnavailable`` (retryable) or ``StoreFault`` (our fault).
+
+    ``conditional``: the call has a ConditionExpression the caller expects to fail sometimes; its failure is
+    ``Conflict`` (the item is not in the state the condition names), not a fault."""
     try:
         return getattr(client, operation)(**params)
     except ClientError as exc:
         code = error_code(exc)
+        if conditional and code == "ConditionalCheckFailedException":
+            raise Conflict([code]) from exc
         if code in _RETRYABLE:
             raise StoreUnavailable(f"DynamoDB {operation} failed: {code}") from exc
         raise fault(operation, exc) from exc

@@ -14,6 +14,16 @@ STALE = "STALE"
 DEFAULT = "DEFAULT"
 READ_REASONS = (STATIC, CACHED, STALE, DEFAULT)
 
+# Kinds of version (an audit record's ``kind``): every change of the flags is one of these.
+KIND_CHANGE = "change"
+KIND_REVERT = "revert"
+KIND_RESTORE = "restore"
+KIND_SEED = "seed"
+KIND_WINDOW_START = "window-start"
+KIND_WINDOW_END = "window-end"
+KIND_SCHEDULED = "scheduled"  # a scheduled change applied (actor ``schedule:<id>``)
+VERSION_KINDS = (KIND_CHANGE, KIND_REVERT, KIND_RESTORE, KIND_SEED, KIND_WINDOW_START, KIND_WINDOW_END, KIND_SCHEDULED)
+
 # EMF metrics. Every metric carries the dimension `service`; Reads adds `reason`, Refusals adds `code`.
 READS = "Reads"
 CACHE_REFRESHES = "CacheRefreshes"
@@ -28,6 +38,9 @@ WINDOW_SKIPS = "WindowSkips"
 WINDOW_FAILURES = "WindowFailures"  # a delivery no retry can fix: rejected, late, or a change the store refuses
 CHANGE_EVENTS_PUBLISHED = "ChangeEventsPublished"  # Flags Changed events EventBridge accepted
 CHANGE_EVENTS_REFUSED = "ChangeEventsRefused"  # PutEvents entries refused (FailedEntryCount), every attempt counted
+SCHEDULED_CHANGES_APPLIED = "ScheduledChangesApplied"
+SCHEDULED_CHANGE_SKIPS = "ScheduledChangeSkips"  # if_version no longer matched: recorded, nothing changed
+SCHEDULED_CHANGE_FAILURES = "ScheduledChangeFailures"  # a delivery no retry can fix: rejected, unknown, failed
 DIMENSION_SERVICE = "service"
 DIMENSION_REASON = "reason"
 DIMENSION_CODE = "code"

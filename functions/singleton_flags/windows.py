@@ -59,7 +59,14 @@ from singleton_flags.observability import logger
 from singleton_flags.settings import SettingsError
 from singleton_flags.snapshot import Snapshot
 from singleton_flags.store import FlagStore, Ownership
-from singleton_flags.vocabulary import WINDOW_ENDS, WINDOW_FAILURES, WINDOW_SKIPS, WINDOW_STARTS
+from singleton_flags.vocabulary import (
+    KIND_WINDOW_END,
+    KIND_WINDOW_START,
+    WINDOW_ENDS,
+    WINDOW_FAILURES,
+    WINDOW_SKIPS,
+    WINDOW_STARTS,
+)
 
 if TYPE_CHECKING:  # croniter is imported where a schedule is evaluated: the maintenance function never needs it
     from singleton_flags.cron import Cron
@@ -444,7 +451,7 @@ class MaintenanceWindows:
             reason=reason,
             ownership=ownership,
             condition=condition,
-            kind=f"window-{action}",
+            kind=KIND_WINDOW_START if action == "start" else KIND_WINDOW_END,
             extra_audit={"window": window.name},
         )
         decision = decisions[-1]

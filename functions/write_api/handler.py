@@ -1,4 +1,5 @@
-"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore (IAM, admin).
+"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore, and the scheduled
+changes (POST and GET /flags/schedules, DELETE /flags/schedules/{id}) (IAM, admin).
 
 Thin routes over ``singleton_flags.store``. A request is validated once, by its model (whose first validator
 runs the domain rules: ``singleton_flags.api_models``); every refusal, whoever raised it, reaches the error
@@ -43,16 +44,19 @@ from singleton_flags.http import (
 )
 from singleton_flags.idempotency import Idempotency, parse_key
 from singleton_flags.observability import ReadCounter, emit_count, logger, metrics, tracer
+from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget, scheduler_client
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.requests import (
-    JSON_MEDIA_TYPE,
     is_json_media_type,
     media_type,
+    page_query,
     parse_json_body,
-    query_integer,
-    single_query_value,
+    with_lowercase_json_media_type,
 )
+from singleton_flags.routes import SCHEDULES
+from singleton_flags.schedule_routes import schedule_routes, schedules_query
+from singleton_flags.scheduled import ScheduledChanges, ScheduleItems
 from singleton_flags.settings import Settings
 from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
 from singleton_flags.vocabulary import CHANGES_APPLIED, DIMENSION_CODE, REFUSALS, STATIC, WRITE_CONFLICTS, WRITE_RETRIES
@@ -70,6 +74,11 @@ STORE = FlagStore.for_function(
     on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
 )
 _NO_STORE = {"Cache-Control": "no-store"}
+
+SCHEDULED = ScheduledChanges(
+    ScheduleItems(CLIENT, SETTINGS.table_name, retention_seconds=SETTINGS.audit_retention_days * 86400),
+    OneTimeSchedules(scheduler_client(), OneTimeTarget.from_env(os.environ)),
+)
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
 DEADLINE_MARGIN_SECONDS = 1.0
 # The writing environment's own cache, primed with every write it makes (read-your-writes).
@@ -107,7 +116,7 @@ WindowList = MODELS["WindowList"]
 # What GET /flags/declarations answers, built once: the declarations never change in a running function.
 DECLARATION_LIST = {"declarations": DECLARATIONS.as_documents()}
 # The windows' schedules as deployed (cdk.json, through the stack), evaluated per GET /flags/windows.
-SCHEDULES = schedules_from_env(os.environ)
+WINDOW_SCHEDULES = schedules_from_env(os.environ)
 
 
 def _json_body(text: str) -> dict[str, Any]:
@@ -148,16 +157,7 @@ def _expected_version() -> int | Versions | None:
 
 
 def _history_query() -> tuple[int, str | None]:
-    """limit and cursor from the raw query: each at most once, limit ASCII digits only (sign, superscripts and
-    over-long numbers refused before any int())."""
-    event = app.current_event.raw_event
-    limit = single_query_value(event, "limit", rule="limit")
-    cursor = single_query_value(event, "cursor", rule="cursor")
-    if cursor is not None:
-        decode_cursor(cursor)  # one this API gave out, or the precise refusal
-    if limit is None:
-        return DEFAULT_HISTORY_LIMIT, cursor
-    return query_integer(limit, "limit", 1, MAX_HISTORY_LIMIT, rule="limit"), cursor
+    return page_query(app.current_event.raw_event, decode_cursor, DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)
 
 
 def _time_budget() -> float:
@@ -284,7 +284,9 @@ def get_declarations():  # type: ignore[no-untyped-def]  # on purpose, see above
 )
 def get_windows():  # type: ignore[no-untyped-def]  # on purpose, see above
     now = datetime.now(UTC)
-    return json_response(HTTPStatus.OK, {"windows": [schedule.upcoming(now) for schedule in SCHEDULES]}, _NO_STORE)
+    return json_response(
+        HTTPStatus.OK, {"windows": [schedule.upcoming(now) for schedule in WINDOW_SCHEDULES]}, _NO_STORE
+    )
 
 
 def _content_type() -> str:
@@ -315,7 +317,7 @@ def _as_refusal(error: Exception) -> FlagsError:
         first = error.errors()[0] if error.errors() else {}
         if event.http_method == "GET":  # the raw query's rules name the parameter the schema refused
             try:
-                _history_query()
+                schedules_query(event.raw_event) if event.resource == SCHEDULES else _history_query()
             except FlagsError as precise:
                 return precise
         elif first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
@@ -343,29 +345,14 @@ def handle_no_route(_: NotFoundError) -> Response[str]:
     return no_route_response(app.current_event.http_method, app.current_event.path)
 
 
+app.include_router(schedule_routes(lambda: SCHEDULED, _actor, MODELS))
+
+
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @metrics.log_metrics
 @tracer().capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return app.resolve(_with_lowercase_json_media_type(event), context)
-
-
-def _with_lowercase_json_media_type(event: dict[str, Any]) -> dict[str, Any]:
-    """Media types compare case-insensitively (RFC 9110 section 8.3.1), Powertools' validation does not: an
-    ``APPLICATION/JSON`` body is handed on as ``application/json`` (parameters kept), the event otherwise as is."""
-    headers = event.get("headers") or {}
-    name = next((key for key in headers if key.lower() == "content-type"), None)
-    value = headers.get(name) if name is not None else None
-    if not isinstance(value, str) or media_type(value) != JSON_MEDIA_TYPE or value.startswith(JSON_MEDIA_TYPE):
-        return event
-    _, separator, parameters = value.partition(";")
-    lowered = JSON_MEDIA_TYPE + separator + parameters
-    copy = {**event, "headers": {**headers, name: lowered}}
-    multi = event.get("multiValueHeaders") or {}
-    copy["multiValueHeaders"] = {
-        key: ([lowered] if key.lower() == "content-type" else values) for key, values in multi.items()
-    } or None
-    return copy
+    return app.resolve(with_lowercase_json_media_type(event), context)
 
 
 gc.freeze()  # what init built moves to the permanent generation: warm collections never rescan it

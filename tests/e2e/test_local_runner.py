@@ -185,6 +185,8 @@ def test_the_openapi_document_and_swagger_ui_are_served(runner):
         "/flags/windows",
         "/flags/revert",
         "/flags/restore",
+        "/flags/schedules",
+        "/flags/schedules/{id}",
         "/ofrep/v1/evaluate/flags",
         "/ofrep/v1/evaluate/flags/{key}",
     } == set(document["paths"])

@@ -21,6 +21,9 @@ WRITE_ROUTES = {
     ("GET", "/flags/windows"),
     ("POST", "/flags/revert"),
     ("POST", "/flags/restore"),
+    ("POST", "/flags/schedules"),
+    ("GET", "/flags/schedules"),
+    ("DELETE", "/flags/schedules/{id}"),
 }
 
 
@@ -233,6 +236,8 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
         "GET/flags/declarations/*",
         "GET/flags/windows",
         "GET/flags/windows/*",
+        "GET/flags/schedules",
+        "GET/flags/schedules/*",
     }
 
 
@@ -274,6 +279,14 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
         ("GET/flags/windows/", False),
         ("GET/flags/windows/weekly-patching", False),
         ("GET/flags/windows_open", True),  # a flag whose name begins like a console route stays readable
+        ("GET/flags/schedules", False),
+        ("GET/flags/schedules/", False),
+        ("GET/flags/schedules/20270301T080000Z-3f9a1c2b", False),
+        ("GET/flags/schedules/20270301T080000Z-3f9a1c2b/", False),
+        ("POST/flags/schedules", False),
+        ("POST/flags/schedules/", False),
+        ("DELETE/flags/schedules/20270301T080000Z-3f9a1c2b", False),
+        ("DELETE/flags/schedules/20270301T080000Z-3f9a1c2b/", False),
         ("PATCH/flags", False),
         ("PATCH/flags/signup_enabled", False),
         ("DELETE/flags", False),
@@ -305,6 +318,9 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "GET/flags/windows",
         "POST/flags/revert",
         "POST/flags/restore",
+        "POST/flags/schedules",
+        "GET/flags/schedules",
+        "DELETE/flags/schedules/*",
         "POST/ofrep/v1/evaluate/flags",
         "POST/ofrep/v1/evaluate/flags/*",
     }
@@ -333,6 +349,8 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
         "/flags/windows": "GET",
         "/flags/revert": "POST",
         "/flags/restore": "POST",
+        "/flags/schedules": "GET, POST",
+        "/flags/schedules/{id}": "DELETE",
         "/ofrep/v1/evaluate/flags": "POST",
         "/ofrep/v1/evaluate/flags/{key}": "POST",
     }

@@ -22,8 +22,15 @@ pytestmark = pytest.mark.infra
 # The reader reaches the flags' partition only; writers also the audit trail, the write API its idempotency keys.
 LEADING_KEYS = {
     "read": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP"]}},
-    "write": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "IDEMPOTENCY#*"]}},
-    "maintenance": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP"]}},
+    "write": {
+        "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "IDEMPOTENCY#*", "SCHEDULE#APP"]
+        }
+    },
+    # the scheduled changes' items: created, listed and cancelled by the write API, applied by the maintenance function
+    "maintenance": {
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "SCHEDULE#APP"]}
+    },
 }
 # Stated here on purpose (not imported from infra): least privilege is what these tests pin down.
 TABLE_ACTIONS = {
@@ -153,6 +160,16 @@ def test_function_environment(synth: Synth, name: str) -> None:
             [{"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}],
             separators=(",", ":"),
         )
+    if name == "write":  # where its one-time schedules go (test_infra_scheduled_changes.py checks the values)
+        one_time = {key: environment.pop(key) for key in list(environment) if key.startswith("ONE_TIME_SCHEDULE_")}
+        assert set(one_time) == {
+            "ONE_TIME_SCHEDULE_GROUP",
+            "ONE_TIME_SCHEDULE_TARGET_ARN",
+            "ONE_TIME_SCHEDULE_ROLE_ARN",
+            "ONE_TIME_SCHEDULE_DLQ_ARN",
+            "ONE_TIME_SCHEDULE_RETRY_ATTEMPTS",
+            "ONE_TIME_SCHEDULE_MAX_EVENT_AGE_SECONDS",
+        }
     assert environment == expected
 
 
@@ -203,7 +220,9 @@ def test_each_function_has_its_own_role_with_exactly_what_it_uses(synth: Synth, 
     # the maintenance function also hands failed asynchronous events to its on-failure queue (CDK's
     # SqsDestination grants what sending takes: SendMessage, with GetQueueUrl and GetQueueAttributes)
     extra = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"} if name == "maintenance" else set()
-    assert tt.actions(statements) == TABLE_ACTIONS[name] | LOG_ACTIONS | XRAY_ACTIONS | extra
+    # the write API creates and deletes one-time schedules, passing them the Scheduler role (its own test file)
+    scheduling = {"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "iam:PassRole"} if name == "write" else set()
+    assert tt.actions(statements) == TABLE_ACTIONS[name] | LOG_ACTIONS | XRAY_ACTIONS | extra | scheduling
 
     table_id, _ = synth.one("AWS::DynamoDB::GlobalTable")
     (table_statement,) = [s for s in statements if any(a.startswith("dynamodb:") for a in tt.as_list(s["Action"]))]

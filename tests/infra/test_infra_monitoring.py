@@ -103,6 +103,13 @@ def test_window_failures_alarm(synth: Synth) -> None:
     assert_above_zero(alarm)
 
 
+def test_scheduled_change_failures_alarm(synth: Synth) -> None:
+    # a scheduled change no longer valid when due, an unknown id, a payload that is no scheduled change's
+    alarm = find(synth, namespace(synth), "ScheduledChangeFailures")
+    assert dimensions(alarm) == [SERVICE]
+    assert_above_zero(alarm)
+
+
 def test_no_topic_without_alarm_email(synth: Synth) -> None:
     assert synth.config.alarm_email == ""
     assert not synth.resources("AWS::SNS::Topic")

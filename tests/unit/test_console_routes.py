@@ -67,7 +67,7 @@ class TestDeclarations:
 
 class TestWindows:
     def test_no_window_declared_is_an_empty_list(self, seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(seeded_api.module, "SCHEDULES", ())
+        monkeypatch.setattr(seeded_api.module, "WINDOW_SCHEDULES", ())
         response = seeded_api("GET", "/flags/windows")
         assert response["statusCode"] == 200
         assert body_of(response) == {"windows": []}
@@ -78,7 +78,7 @@ class TestWindows:
         # Given a weekly window on Sundays 03:00-04:00 Paris time, and a nightly one in Tokyo
         monkeypatch.setattr(
             seeded_api.module,
-            "SCHEDULES",
+            "WINDOW_SCHEDULES",
             schedules(
                 {
                     "name": "weekly",
