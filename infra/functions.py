@@ -8,6 +8,8 @@ for the functions' runtime and architecture (infra/powertools.py).
 
 from __future__ import annotations
 
+from importlib import metadata
+
 from aws_cdk import (
     Duration,
     aws_dynamodb as dynamodb,
@@ -20,6 +22,7 @@ from constructs import Construct
 
 from infra import constants
 from infra.config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
+from infra.cron_layer import cron_layer_directory
 from infra.logs import log_group
 from infra.nag import acknowledge
 from infra.powertools import bundled_layer_directory
@@ -83,6 +86,7 @@ class Functions(Construct):
         self._table = table
         self.code = self._code = lambda_.Code.from_asset(str(constants.FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
         self._layer = self._build_powertools_layer()
+        self._cron_layer = self._build_cron_layer()
         self.functions: dict[str, lambda_.Function] = {
             name: self._build_function(name, handler) for name, handler in HANDLERS.items()
         }
@@ -118,6 +122,17 @@ class Functions(Construct):
         # AWS::SSM::Parameter::Value<String>): no lookup at synth, no account needed to synthesize.
         arn = ssm.StringParameter.value_for_string_parameter(self, constants.POWERTOOLS_LAYER_PARAMETER)
         return lambda_.LayerVersion.from_layer_version_arn(self, constants.POWERTOOLS_LAYER_ID, arn)
+
+    def _build_cron_layer(self) -> lambda_.LayerVersion:
+        """croniter, which only the write function imports (GET /flags/windows)."""
+        return lambda_.LayerVersion(
+            self,
+            "CronLayer",
+            code=lambda_.Code.from_asset(str(cron_layer_directory())),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description=f"croniter {metadata.version('croniter')}: the write function's maintenance-window crons",
+        )
 
     def _environment(self, name: str) -> dict[str, str]:
         return function_environment(self._config, self._table.table_name, name)
@@ -165,7 +180,7 @@ class Functions(Construct):
             architecture=lambda_.Architecture.ARM_64,
             handler=handler,
             code=self._code,
-            layers=[self._layer],
+            layers=[self._layer, self._cron_layer] if name == WRITE_FUNCTION else [self._layer],
             memory_size=constants.MEMORY_MB[name],
             timeout=Duration.seconds(constants.TIMEOUT_SECONDS[name]),
             environment=self._environment(name),

@@ -133,12 +133,32 @@ def _read_schemas() -> dict[str, Any]:
             "description": "Present when a maintenance window's stored deadline, not its end event, ended it.",
         },
     }
+    maintenance = {
+        "type": "object",
+        "description": "Who holds maintenance_mode now (its effective value, as in flags).",
+        "required": ["on", "held_by", "window", "deadline"],
+        "additionalProperties": False,
+        "properties": {
+            "on": {"type": "boolean", "description": "The same as flags.maintenance_mode."},
+            "held_by": {
+                "type": ["string", "null"],
+                "enum": ["window", "manual", None],
+                "description": "window: a window holds it until its deadline; manual: on otherwise; null: off.",
+            },
+            "window": {"type": ["string", "null"], "description": "The holding window's name."},
+            "deadline": {
+                "type": ["string", "null"],
+                "format": "date-time",
+                "description": "When the holding window's hold ends (RFC 3339, UTC).",
+            },
+        },
+    }
     return {
         "FlagsRead": {
             "type": "object",
-            "required": ["flags", "version", "reason", "fetched_at"],
+            "required": ["flags", "version", "reason", "fetched_at", "maintenance"],
             "additionalProperties": False,
-            "properties": {"flags": {"$ref": SCHEMAS + "FlagValues"}, **meta},
+            "properties": {"flags": {"$ref": SCHEMAS + "FlagValues"}, **meta, "maintenance": maintenance},
         },
         "FlagRead": {
             "type": "object",

@@ -52,8 +52,12 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     The user's own TABLE_NAME, cache age, region... win; the windows always come from cdk.json, as deployed.
     """
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
-    deployed = deployed_environment(config, DEFAULT_TABLE, MAINTENANCE_FUNCTION)  # one process: the widest env
+    deployed = {  # one process: the widest env (the windows of both writers, the write function's schedules)
+        **deployed_environment(config, DEFAULT_TABLE, MAINTENANCE_FUNCTION),
+        **deployed_environment(config, DEFAULT_TABLE, WRITE_FUNCTION),
+    }
     windows = deployed.pop("MAINTENANCE_WINDOWS")
+    schedules = deployed.pop("MAINTENANCE_SCHEDULES")
     defaults = {
         **deployed,
         "FLAGS_LOCAL_ACTOR": LOCAL_ACTOR,
@@ -63,6 +67,7 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     }
     resolved = {key: env.get(key) or value for key, value in defaults.items()}
     resolved["MAINTENANCE_WINDOWS"] = windows
+    resolved["MAINTENANCE_SCHEDULES"] = schedules
     resolved["POWERTOOLS_TRACE_DISABLED"] = "1"  # no X-Ray daemon here
     return resolved
 

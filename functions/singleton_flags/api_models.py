@@ -130,7 +130,38 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         records: list[AuditRecord]
         next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
 
+    class Declaration(BaseModel):
+        name: str
+        type: Literal["bool", "int", "float", "string"]
+        initial: StrictBool | StrictInt | StrictFloat | StrictStr
+        fallback: StrictBool | StrictInt | StrictFloat | StrictStr = Field(
+            description="Served when the flags cannot be read (fail closed)."
+        )
+        description: str
+        min: StrictInt | StrictFloat | None = Field(None, description="Numbers only; absent when unbounded.")
+        max: StrictInt | StrictFloat | None = Field(None, description="Numbers only; absent when unbounded.")
+        enum: list[StrictInt | StrictFloat | StrictStr] | None = Field(None, description="The allowed values, if any.")
+        max_length: int | None = Field(None, description="Strings only; absent for the default limit.")
+
+    class DeclarationList(BaseModel):
+        declarations: list[Declaration] = Field(description="In declaration order; only the constraints a flag has.")
+
+    class WindowSchedule(BaseModel):
+        name: str
+        start: str = Field(description="EventBridge Scheduler cron expression of the start.")
+        end: str = Field(description="EventBridge Scheduler cron expression of the end.")
+        timezone: str = Field(description="IANA time zone the crons are evaluated in.")
+        next_start: str | None = Field(description="RFC 3339 with the zone's offset on that date; null: never again.")
+        next_end: str | None = Field(description="The next end after now (inside a window: before next_start).")
+        next_start_utc: str | None = Field(description="next_start in UTC (RFC 3339, Z).")
+        next_end_utc: str | None = Field(description="next_end in UTC (RFC 3339, Z).")
+
+    class WindowList(BaseModel):
+        windows: list[WindowSchedule] = Field(description="In cdk.json's order.")
+
     return {
+        "DeclarationList": DeclarationList,
+        "WindowList": WindowList,
         "PatchRequest": PatchRequest,
         "RevertRequest": RevertRequest,
         "RestoreRequest": RestoreRequest,

@@ -165,6 +165,10 @@ class Declarations(Mapping[str, FlagSpec]):
     def fallbacks(self) -> dict[str, FlagValue]:
         return {name: spec.fallback for name, spec in self._specs.items()}
 
+    def as_documents(self) -> list[dict[str, Any]]:
+        """Every declaration as JSON, its name first, in file order (GET /flags/declarations)."""
+        return [{"name": name, **spec.as_doc()} for name, spec in self._specs.items()]
+
     def initials(self) -> dict[str, FlagValue]:
         return {name: spec.initial for name, spec in self._specs.items()}
 

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
+from singleton_flags.codec import iso_time
 from singleton_flags.declarations import Declarations, FlagValue
 from singleton_flags.emf import NO_COUNT, Counter
-from singleton_flags.keys import SINGLETON_SK
+from singleton_flags.keys import MAINTENANCE_FLAG, SINGLETON_SK
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.snapshot import Snapshot
 from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
@@ -39,6 +40,22 @@ class FlagState:
     fetched_at: float | None
     maintenance_deadline_passed: bool = False
     fallen_back: tuple[str, ...] = ()  # flags served as their fallback although the item was read (missing, wrong type)
+    maintenance_owner: str | None = None  # the window the item says switched maintenance on
+    maintenance_deadline: float | None = None  # epoch seconds: when that window's hold ends
+
+    def maintenance(self) -> dict[str, bool | str | None]:
+        """Who holds maintenance: ``held_by`` "window" (the item names a window whose deadline has not passed),
+        "manual" (on otherwise: by hand, or as the fail-closed fallback) or None (off), with that window and its
+        deadline (RFC 3339, UTC) when a window holds it."""
+        on = self.values.get(MAINTENANCE_FLAG) is True
+        held_by_window = on and self.maintenance_owner is not None
+        deadline = self.maintenance_deadline if held_by_window else None
+        return {
+            "on": on,
+            "held_by": ("window" if held_by_window else "manual") if on else None,
+            "window": self.maintenance_owner if held_by_window else None,
+            "deadline": iso_time(deadline) if deadline is not None else None,
+        }
 
 
 def flag_reason(state: FlagState, name: str) -> str:
@@ -136,4 +153,6 @@ class FlagReader:
             fetched_at=snapshot.fetched_at,
             maintenance_deadline_passed=snapshot.window_ended(now),
             fallen_back=snapshot.fallen_back,
+            maintenance_owner=snapshot.maintenance_owner,  # FlagState.maintenance reads them against the values
+            maintenance_deadline=snapshot.maintenance_deadline,
         )

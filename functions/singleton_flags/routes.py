@@ -52,6 +52,20 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("GET", "/flags/history", WRITE_FUNCTION, "Audit records, newest first, paginated", (400, 500, 503)),
     Route(
+        "GET",
+        "/flags/declarations",
+        WRITE_FUNCTION,
+        "The flag declarations: type, fallback, initial value, description and constraints, in declaration order",
+        (500,),
+    ),
+    Route(
+        "GET",
+        "/flags/windows",
+        WRITE_FUNCTION,
+        "The maintenance windows as deployed, with each one's next start and end",
+        (500,),
+    ),
+    Route(
         "POST",
         "/flags/revert",
         WRITE_FUNCTION,

@@ -11,6 +11,7 @@ gc.disable()  # init builds 100k+ long-lived objects, little garbage: no collect
 
 import binascii
 import os
+from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -55,7 +56,7 @@ from singleton_flags.requests import (
 from singleton_flags.settings import Settings
 from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
 from singleton_flags.vocabulary import CHANGES_APPLIED, DIMENSION_CODE, REFUSALS, STATIC, WRITE_CONFLICTS, WRITE_RETRIES
-from singleton_flags.windows import windows_from_env
+from singleton_flags.windows import schedules_from_env, windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_declarations()
@@ -68,6 +69,7 @@ STORE = FlagStore.for_function(
     reserve_owner=max(windows_from_env(os.environ), key=len, default=""),
     on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
 )
+_NO_STORE = {"Cache-Control": "no-store"}
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
 DEADLINE_MARGIN_SECONDS = 1.0
 # The writing environment's own cache, primed with every write it makes (read-your-writes).
@@ -100,6 +102,12 @@ else:
     RestoreRequest = MODELS["RestoreRequest"]
 FlagsState = MODELS["FlagsState"]
 History = MODELS["History"]
+DeclarationList = MODELS["DeclarationList"]
+WindowList = MODELS["WindowList"]
+# What GET /flags/declarations answers, built once: the declarations never change in a running function.
+DECLARATION_LIST = {"declarations": DECLARATIONS.as_documents()}
+# The windows' schedules as deployed (cdk.json, through the stack), evaluated per GET /flags/windows.
+SCHEDULES = schedules_from_env(os.environ)
 
 
 def _json_body(text: str) -> dict[str, Any]:
@@ -260,6 +268,23 @@ def get_history(  # type: ignore[no-untyped-def]  # on purpose, see above
     limit_value, cursor = _history_query()
     records, next_cursor = STORE.history(limit=limit_value, cursor=cursor)
     return json_response(HTTPStatus.OK, {"records": records, "next_cursor": next_cursor})
+
+
+@app.get(
+    "/flags/declarations",
+    responses={200: {"description": "The declarations", "content": {"application/json": {"model": DeclarationList}}}},
+)
+def get_declarations():  # type: ignore[no-untyped-def]  # on purpose, see above
+    return json_response(HTTPStatus.OK, DECLARATION_LIST, _NO_STORE)
+
+
+@app.get(
+    "/flags/windows",
+    responses={200: {"description": "The windows", "content": {"application/json": {"model": WindowList}}}},
+)
+def get_windows():  # type: ignore[no-untyped-def]  # on purpose, see above
+    now = datetime.now(UTC)
+    return json_response(HTTPStatus.OK, {"windows": [schedule.upcoming(now) for schedule in SCHEDULES]}, _NO_STORE)
 
 
 def _content_type() -> str:

@@ -14,7 +14,14 @@ from singleton_flags.routes import HANDLERS, ROUTES
 
 pytestmark = pytest.mark.infra
 
-WRITE_ROUTES = {("PATCH", "/flags"), ("GET", "/flags/history"), ("POST", "/flags/revert"), ("POST", "/flags/restore")}
+WRITE_ROUTES = {
+    ("PATCH", "/flags"),
+    ("GET", "/flags/history"),
+    ("GET", "/flags/declarations"),
+    ("GET", "/flags/windows"),
+    ("POST", "/flags/revert"),
+    ("POST", "/flags/restore"),
+}
 
 
 def resource_paths(synth: Synth) -> dict[str, str]:
@@ -222,6 +229,10 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
         "GET/flags/revert/*",
         "GET/flags/restore",
         "GET/flags/restore/*",
+        "GET/flags/declarations",
+        "GET/flags/declarations/*",
+        "GET/flags/windows",
+        "GET/flags/windows/*",
     }
 
 
@@ -256,6 +267,13 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
         ("POST/flags/revert", False),
         ("POST/flags/restore", False),
         ("GET/flags/restore/", False),
+        ("GET/flags/declarations", False),
+        ("GET/flags/declarations/", False),
+        ("GET/flags/declarations/x", False),
+        ("GET/flags/windows", False),
+        ("GET/flags/windows/", False),
+        ("GET/flags/windows/weekly-patching", False),
+        ("GET/flags/windows_open", True),  # a flag whose name begins like a console route stays readable
         ("PATCH/flags", False),
         ("PATCH/flags/signup_enabled", False),
         ("DELETE/flags", False),
@@ -283,6 +301,8 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "GET/flags/*",
         "PATCH/flags",
         "GET/flags/history",
+        "GET/flags/declarations",
+        "GET/flags/windows",
         "POST/flags/revert",
         "POST/flags/restore",
         "POST/ofrep/v1/evaluate/flags",
@@ -309,6 +329,8 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
         "/flags": "GET, PATCH",
         "/flags/{name}": "GET",
         "/flags/history": "GET",
+        "/flags/declarations": "GET",
+        "/flags/windows": "GET",
         "/flags/revert": "POST",
         "/flags/restore": "POST",
         "/ofrep/v1/evaluate/flags": "POST",

@@ -68,12 +68,13 @@ def test_bundled_powertools_is_a_layer_asset_built_for_the_runtime_and_architect
         for p in variant.template.get("Parameters", {}).values()
         if str(p.get("Default", "")).startswith("/aws/service/powertools/")
     ]
-    ((layer_id, layer),) = variant.resources("AWS::Lambda::LayerVersion").items()
+    layers = variant.resources("AWS::Lambda::LayerVersion")
+    ((layer_id, layer),) = [(lid, layer) for lid, layer in layers.items() if "Powertools" in lid]
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     for resource in variant.resources("AWS::Lambda::Function").values():
         if resource["Properties"]["Handler"] != "apigw_account.handler.handler":  # standard library + boto3 only
-            assert resource["Properties"]["Layers"] == [{"Ref": layer_id}]
+            assert {"Ref": layer_id} in resource["Properties"]["Layers"]
     # And the asset holds the pinned release, with the native wheels of Lambda's arm64 Python 3.13
     asset = variant.outdir / layer["Metadata"]["aws:asset:path"]
     (metadata,) = (asset / "python").glob("aws_lambda_powertools-*.dist-info")
@@ -89,7 +90,23 @@ def test_layer_is_the_pinned_public_powertools_layer(synth: Synth) -> None:
     assert parameters[parameter_id]["Type"] == "AWS::SSM::Parameter::Value<String>"
     for name in HANDLERS:
         _, resource = function(synth, name)
-        assert resource["Properties"]["Layers"] == [{"Ref": parameter_id}]
+        assert {"Ref": parameter_id} in resource["Properties"]["Layers"]
+
+
+def test_only_the_write_function_gets_croniter_as_a_layer_of_the_pinned_package(synth: Synth) -> None:
+    # Given the synthesized stack / Then one more layer: croniter as installed, for the write function only
+    ((layer_id, layer),) = [
+        (lid, layer) for lid, layer in synth.resources("AWS::Lambda::LayerVersion").items() if "Cron" in lid
+    ]
+    assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
+    for name in HANDLERS:
+        _, resource = function(synth, name)
+        assert ({"Ref": layer_id} in resource["Properties"]["Layers"]) is (name == "write")
+    asset = synth.outdir / layer["Metadata"]["aws:asset:path"]
+    assert (asset / "python" / "croniter" / "croniter.py").is_file()
+    assert (asset / "python" / "croniter-LICENSE").is_file()
+    assert not list(asset.rglob("tests")) and not list(asset.rglob("*.pyc"))
+    assert importlib.metadata.version("croniter") in layer["Properties"]["Description"]
 
 
 # ---------------------------------------------------------------------------------------------- functions
@@ -128,6 +145,12 @@ def test_function_environment(synth: Synth, name: str) -> None:
     if name != "read":  # every writer of the item knows the windows
         expected["MAINTENANCE_WINDOWS"] = json.dumps(
             {"weekly-patching": {"duration_seconds": 3600}}, separators=(",", ":")
+        )
+    if name == "write":  # GET /flags/windows evaluates the schedules as deployed
+        window = synth.config.maintenance_windows[0]
+        expected["MAINTENANCE_SCHEDULES"] = json.dumps(
+            [{"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}],
+            separators=(",", ":"),
         )
     assert environment == expected
 

@@ -278,6 +278,10 @@ def test_the_functions_environment_comes_from_cdk_json_and_the_users_values_win(
     assert json.loads(env["MAINTENANCE_WINDOWS"]) == {
         window.name: {"duration_seconds": window.duration_seconds} for window in config.maintenance_windows
     }
+    assert json.loads(env["MAINTENANCE_SCHEDULES"]) == [
+        {"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}
+        for window in config.maintenance_windows
+    ]
     assert env["POWERTOOLS_TRACE_DISABLED"] == "1"
     assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"]
     assert function_environment(config, {})["TABLE_NAME"] == "singleton-flags-local"
