@@ -397,7 +397,9 @@ function renderMaintenance() {
   if (!m) holder.textContent = "not reported by this API";
   else if (!m.held_by) holder.textContent = "nobody (maintenance is off)";
   else if (m.held_by === "window") holder.replaceChildren("window ", el("code", { text: m.window }));
-  else holder.textContent = HELD_BY[m.held_by] || m.held_by;
+  else if (m.held_by === "manual" && state.reason === "DEFAULT") {
+    holder.textContent = "manual: the fail-closed fallback (the flags cannot be read)";
+  } else holder.textContent = HELD_BY[m.held_by] || m.held_by;
   const deadline = $("mnt-deadline");
   if (m && m.deadline) {
     deadline.replaceChildren(
@@ -417,8 +419,9 @@ function renderWindows() {
   $("windows-empty").hidden = windows.length > 0;
   $("windows-table").hidden = windows.length === 0;
   for (const w of windows) {
-    const when = (label, local, utc) =>
-      el(
+    const when = (label, local, utc) => {
+      if (!local || !utc) return el("td", { "data-label": label, text: "never again (no later occurrence)" });
+      return el(
         "td",
         { "data-label": label },
         el("time", { datetime: local, title: local, text: formatIn(local, w.timezone) }),
@@ -427,6 +430,7 @@ function renderWindows() {
         el("time", { datetime: utc, title: utc, text: formatIn(utc, BROWSER_ZONE) }),
         el("span", { class: "zone", text: ` (your time, ${BROWSER_ZONE})` }),
       );
+    };
     const held = state.maintenance && state.maintenance.held_by === "window" && state.maintenance.window === w.name;
     body.append(
       el(
