@@ -7,7 +7,8 @@
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
-- ``GET /openapi.json`` and ``GET /docs`` (Swagger UI).
+- ``GET /openapi.json``; the console (``/``, ``/console/<file>``) and Swagger UI (``/docs``) as static files
+  (``local.web``).
 
 A path no route knows answers 404; a known path under another method 405 with ``Allow`` (the same answers
 and codes as ``singleton_flags.http.no_route_response``).
@@ -31,42 +32,23 @@ from aws_lambda_powertools.event_handler import Response
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, http_response, proxy_event
+from local.web import static_file
 from singleton_flags.http import error_body, json_response, no_route_response
 from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 
 OPENAPI = "openapi"
-DOCS = "docs"
 SCHEDULER = "scheduler"
 THROTTLE = "throttle"
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
 THROTTLE_PATH = "/_throttle"
 LOCAL_ROUTES: tuple[Route, ...] = (
     Route("GET", "/openapi.json", OPENAPI),
-    Route("GET", "/docs", DOCS),
     Route("POST", SCHEDULER_PATH, SCHEDULER),
     Route("POST", THROTTLE_PATH, THROTTLE),
 )
 MAX_THROTTLED_REQUESTS = 1000
 MAX_RETRY_AFTER_SECONDS = 3600
 THROTTLED_MESSAGE = "Too Many Requests"  # API Gateway's message for its THROTTLED response
-SWAGGER_UI_VERSION = "5"  # swagger-ui-dist major version, from unpkg (the browser needs internet for /docs)
-
-SWAGGER_PAGE = """<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>singleton-flags (local)</title>
-  <link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@{version}/swagger-ui.css">
-</head>
-<body>
-  <div id="swagger-ui"></div>
-  <script src="https://unpkg.com/swagger-ui-dist@{version}/swagger-ui-bundle.js" crossorigin></script>
-  <script>
-    window.ui = SwaggerUIBundle({{url: "/openapi.json", dom_id: "#swagger-ui", tryItOutEnabled: true}});
-  </script>
-</body>
-</html>
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +109,14 @@ class LocalApi:
         )
 
     def _answer(self, request: Request) -> HttpResponse:
+        static = static_file(request.method, request.raw_path)
+        if static is not None:
+            return static
         found = match_route((*ROUTES, *LOCAL_ROUTES), request.method, request.raw_path)
         if not isinstance(found, RouteMatch):
             return self._no_route(request)
         if found.route.function == OPENAPI:
             return HttpResponse(200, [("Content-Type", "application/json")], self._openapi)
-        if found.route.function == DOCS:
-            page = SWAGGER_PAGE.format(version=SWAGGER_UI_VERSION).encode("utf-8")
-            return HttpResponse(200, [("Content-Type", "text/html; charset=utf-8")], page)
         if found.route.function == SCHEDULER:
             return self._schedule(found.path_parameters["window"], found.path_parameters["action"])
         if found.route.function == THROTTLE:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from local.api import LocalApi, Request
 from local.gateway import HttpResponse
+from local.web import refuse_foreign
 
 LOOPBACK = "127.0.0.1"
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
@@ -86,6 +87,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send(_error(HTTPStatus.BAD_REQUEST, "BAD_REQUEST", str(exc)))
             return
+        foreign = refuse_foreign(list(self.headers.items()), self.server.port)  # type: ignore[attr-defined]
+        if foreign is not None:
+            self._send(foreign)
+            return
         target = urlsplit(self.path)
         request = Request(
             method=self.command,
@@ -149,5 +154,9 @@ class LocalServer(ThreadingHTTPServer):
         super().__init__((LOOPBACK, port), _Handler)
 
     @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.server_address[1]}"
+        return f"http://{LOOPBACK}:{self.port}"

@@ -259,8 +259,10 @@ def test_the_documents_are_served_without_invoking_a_function(config):
     api = local_api(config, functions)
     document = api.handle(request("GET", "/openapi.json"))
     page = api.handle(request("GET", "/docs"))
+    init = api.handle(request("GET", "/docs/init.js"))
     assert json.loads(document.body)["openapi"] == "3.1.0"
-    assert b"swagger-ui" in page.body and b"/openapi.json" in page.body
+    assert b"/vendor/swagger-ui/swagger-ui-bundle.js" in page.body and b"/docs/init.js" in page.body
+    assert b'url: "/openapi.json"' in init.body
     assert functions.calls == []
 
 
