@@ -384,7 +384,10 @@ function maintenanceOn() {
 function holderText() {
   const m = state.maintenance;
   if (!m || !m.held_by) return maintenanceOn() ? "holder unknown" : "nobody";
-  if (m.held_by === "window") return `held by window ${m.window}`;
+  if (m.held_by === "window") {
+    const until = m.deadline ? ` until ${formatIn(m.deadline, BROWSER_ZONE)}` : "";
+    return `held by window ${m.window}${until}`;
+  }
   if (m.held_by === "manual") return "switched on by hand";
   return `held by ${m.held_by}`;
 }

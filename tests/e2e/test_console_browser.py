@@ -417,9 +417,6 @@ def test_a_token_in_the_fragment_goes_as_a_header_on_every_api_call_and_nowhere_
 
 def test_docs_renders_swagger_ui_with_every_operation(console_runner, console):
     page = console.page
-    served = console_runner.get("/docs")
-    if "unpkg.com" in str(served.body):
-        pytest.skip("/docs still loads Swagger UI from a CDN: swagger-ui-dist is not served by the runner yet")
     page.goto(console_runner.url + "/docs")
     page.locator(".opblock").first.wait_for()
     shown = {
