@@ -158,9 +158,9 @@ function timeElement(iso, { zone, label } = {}) {
 
 // ---------------------------------------------------------------- values: checks of the page
 
-// The page checks what the server checks, from the control's own constraint attributes (set from the
-// declarations): type, min, max, the enum's options, max length. The server stays the authority: whatever it
-// refuses is shown with its own message.
+// The page checks what the server checks: the type, and min, max and max length from the control's own
+// constraint attributes (set from the declarations), an enum against the declaration. The server stays the
+// authority: whatever it refuses is shown with its own message.
 function readControl(declaration, control) {
   const name = declaration.name;
   if (declaration.type === "bool") return { value: control.checked };
@@ -182,8 +182,8 @@ function readControl(declaration, control) {
     }
     return { value };
   }
-  if (control.tagName === "SELECT") {
-    const allowed = [...control.options].map((option) => option.value);
+  if (declaration.enum !== undefined) {
+    const allowed = declaration.enum;
     if (!allowed.includes(control.value)) {
       return { error: `${name}: must be one of ${allowed.join(", ")}` };
     }
@@ -547,6 +547,10 @@ async function apply(event) {
   }
   if (state.pending.size === 0) {
     announce("Nothing to apply: no value was changed.");
+    return;
+  }
+  if (state.version === null) {
+    announce("Not sent: the flags could not be read, so there is no version to write against. Refresh first.");
     return;
   }
   if (!reason) {

@@ -197,6 +197,64 @@ def test_an_int_out_of_range_is_refused_in_the_page_and_without_the_page_check_b
     assert newest_record(console_runner)["version"] == version
 
 
+BANNER = {
+    "name": "banner_text",
+    "type": "string",
+    "initial": "",
+    "fallback": "",
+    "description": "A banner.",
+    "max_length": 5,
+}
+
+
+@pytest.mark.parametrize(
+    ("flag", "typed", "message"),
+    [
+        ("api_rate_limit_per_minute", "1.5", "api_rate_limit_per_minute: must be a whole number, got 1.5"),
+        ("api_rate_limit_per_minute", "0", "api_rate_limit_per_minute: must be at least 1, got 0"),
+        ("trace_sample_rate", "1.5", "trace_sample_rate: must be at most 1, got 1.5"),
+        ("trace_sample_rate", "", "trace_sample_rate: enter a number"),
+        ("search_ranking", "bogus", "search_ranking: must be one of classic, semantic, hybrid"),
+        ("banner_text", "sixsix", "banner_text: at most 5 characters, got 6"),
+        ("banner_text", "😀" * 5, None),  # five code points, as the server counts: accepted
+    ],
+)
+def test_the_page_refuses_what_a_declaration_forbids_next_to_the_control_and_sends_nothing(
+    console_runner, console, flag, typed, message
+):
+    # Given: the declarations as the API gives them, plus a free-text flag (none is declared) to check lengths
+    def with_banner(route: Route) -> None:
+        answer = route.fetch()
+        route.fulfill(response=answer, json={"declarations": [*answer.json()["declarations"], BANNER]})
+
+    console.page.route(re.compile(r".*/flags/declarations$"), with_banner)
+    page = open_console(console, console_runner.url)
+    control = page.get_by_label(f"New value of {flag}", exact=True)
+    # When: the value is set as a script would (a select gets an option the declaration does not have)
+    control.evaluate(
+        """(control, typed) => {
+            if (control.tagName === "SELECT") control.append(new Option(typed, typed));
+            control.value = typed;
+            control.dispatchEvent(new Event("input", {bubbles: true}));
+            control.dispatchEvent(new Event("change", {bubbles: true}));
+        }""",
+        typed,
+    )
+    # Then
+    error = page.locator(f"#error-{flag}")
+    if message is None:
+        expect(error).to_have_text("")
+        expect(page.locator("#pending-list")).to_contain_text(
+            f"{flag}: (none) → {json.dumps(typed, ensure_ascii=False)}"
+        )
+        return
+    expect(error).to_have_text(message)
+    expect(control).to_have_attribute("aria-invalid", "true")
+    apply_with_reason(page, "console e2e: refused in the page")
+    announced(page).to_contain_text(f"Not sent: {message}")
+    assert console.api_requests("PATCH", "/flags") == []
+
+
 def test_a_concurrent_edit_from_flagctl_shows_the_412_view_then_re_apply_writes_on_the_new_version(
     console_runner, console
 ):
