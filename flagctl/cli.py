@@ -6,6 +6,7 @@
       history [--limit N] [--cursor C]
       revert VERSION --reason TEXT [--if-match VERSION]
       restore --reason TEXT
+      console [--port N] [--open]                  the console on 127.0.0.1, its API calls signed and forwarded
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
@@ -118,7 +119,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     restore = commands.add_parser("restore", help="bring a missing flags item back from its audit trail")
     restore.add_argument("--reason", required=True)
+
+    console = commands.add_parser("console", help="serve the console on 127.0.0.1, signing its API calls")
+    console.add_argument("--port", type=parse_port, default=0, help="port on 127.0.0.1 (default 0: a free one)")
+    console.add_argument("--open", action="store_true", help="open the console in the default browser")
     return parser
+
+
+def parse_port(text: str) -> int:
+    """A TCP port: ASCII digits, 0-65535 (0 picks a free one)."""
+    if not re.fullmatch(r"[0-9]{1,5}", text) or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"a port is an integer from 0 to 65535, got {text!r}")
+    return int(text)
 
 
 # -- tables ----------------------------------------------------------------------------------------------
@@ -211,9 +223,41 @@ def _error_text(answer: Answer) -> str:
     return safe(f"HTTP {answer.status} {error.get('code')}: {error.get('message')}{extra}")
 
 
+def _url(args: argparse.Namespace) -> str:
+    return url_from_stack_outputs(args.stack_output_file) if args.stack_output_file else (args.url or DEFAULT_URL)
+
+
 def _client(args: argparse.Namespace, transport: Transport | None) -> FlagsClient:
-    url = url_from_stack_outputs(args.stack_output_file) if args.stack_output_file else (args.url or DEFAULT_URL)
+    url = _url(args)
     return FlagsClient(url, transport=transport) if transport else FlagsClient(url)
+
+
+def run_console(url: str, port: int, open_browser: bool, out: TextIO) -> int:
+    """Serve the console until Ctrl-C; the URL to open (with this start's token in its fragment) on ``out``."""
+    import webbrowser
+
+    from flagctl.console import ConsoleProxy, console_url, new_token, signer_for
+    from local.server import LocalServer
+
+    FlagsClient(url)  # an http(s) URL, or bad input
+    signer = signer_for(url)
+    token = new_token()
+    try:
+        server = LocalServer(port, ConsoleProxy(url, token, signer=signer))
+    except OSError as exc:
+        raise FlagctlError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", BAD_INPUT, "BAD_INPUT") from exc
+    link = console_url(server.port, token)
+    signing = "signed with your AWS credentials" if signer is not None else "unsigned: no AWS credentials found"
+    print(f"console: {link}\nAPI calls go to {url} ({signing}). Ctrl-C stops it.", file=out, flush=True)
+    if open_browser:
+        webbrowser.open(link)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return OK
 
 
 def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
@@ -241,6 +285,8 @@ def main(
     out, err = out or sys.stdout, err or sys.stderr
     args = build_parser().parse_args(argv)  # usage errors exit 2 (argparse)
     try:
+        if args.command == "console":
+            return run_console(_url(args), args.port, args.open, out)
         answer, render = _call(args, _client(args, transport))
     except FlagctlError as exc:
         if args.json:

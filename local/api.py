@@ -22,8 +22,6 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, TypeGuard
 
@@ -31,7 +29,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.functions import Functions
-from local.gateway import Caller, HttpResponse, http_response, proxy_event
+from local.gateway import Caller, HttpResponse, Request, http_response, proxy_event
 from local.web import static_file
 from singleton_flags.http import error_body, json_response, no_route_response
 from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
@@ -49,16 +47,6 @@ LOCAL_ROUTES: tuple[Route, ...] = (
 MAX_THROTTLED_REQUESTS = 1000
 MAX_RETRY_AFTER_SECONDS = 3600
 THROTTLED_MESSAGE = "Too Many Requests"  # API Gateway's message for its THROTTLED response
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    method: str
-    raw_path: str
-    query: str
-    headers: Sequence[tuple[str, str]]
-    body: bytes
-    client_ip: str = "127.0.0.1"
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> HttpResponse:

@@ -112,6 +112,7 @@ def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_la
     lines = [
         "singleton-flags: local runner",
         f"  API         {url}  (caller: {LOCAL_ACTOR}, stage {config.stage})",
+        f"  Console     {url}/",
         f"  Swagger UI  {url}/docs",
         f"  OpenAPI     {url}/openapi.json",
         f"  DynamoDB    {backend_label}, table {table}",

@@ -110,17 +110,21 @@ def _file(directory: Path, name: str) -> HttpResponse:
     return HttpResponse(200, [("Content-Type", content_type), *security_headers()], path.read_bytes())
 
 
-def static_file(method: str, raw_path: str) -> HttpResponse | None:
-    """The answer for a static path (a file, or 404 for a name that is not one), or None: not a static path."""
+def static_file(method: str, raw_path: str, *, docs: bool = True) -> HttpResponse | None:
+    """The answer for a static path (a file, or 404 for a name that is not one), or None: not a static path.
+    ``docs``: Swagger UI too (the local runner, which serves the OpenAPI document it reads)."""
     if method != "GET":
         return None
     if raw_path == "/":
         return _file(CONSOLE_DIR, "index.html")
+    if raw_path.startswith(CONSOLE_PREFIX):
+        return _file(CONSOLE_DIR, raw_path.removeprefix(CONSOLE_PREFIX))
+    if not docs:
+        return None
     if raw_path == DOCS_PATH:
         return HttpResponse(200, [("Content-Type", CONTENT_TYPES[".html"]), *security_headers()], DOCS_PAGE)
     if raw_path == DOCS_INIT_PATH:
         return HttpResponse(200, [("Content-Type", CONTENT_TYPES[".js"]), *security_headers()], DOCS_INIT)
-    for prefix, directory in ((CONSOLE_PREFIX, CONSOLE_DIR), (SWAGGER_PREFIX, SWAGGER_UI_DIR)):
-        if raw_path.startswith(prefix):
-            return _file(directory, raw_path.removeprefix(prefix))
+    if raw_path.startswith(SWAGGER_PREFIX):
+        return _file(SWAGGER_UI_DIR, raw_path.removeprefix(SWAGGER_PREFIX))
     return None

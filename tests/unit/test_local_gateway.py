@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from infra.config import load_config, schedule_payload
-from local.api import LocalApi, Request
+from local.api import LocalApi
 from local.gateway import (
     Caller,
     MalformedProxyResponse,
+    Request,
     http_response,
     proxy_event,
 )
