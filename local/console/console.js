@@ -121,13 +121,15 @@ function fail(error, prefix) {
   if (error.code === "CONSOLE_TOKEN_REQUIRED") {
     text += " Open the console with the address flagctl console printed: it carries the token.";
   }
-  box.textContent = error.code && error.status ? `${text} (${error.status} ${error.code})` : text;
+  // Failures add up until the next action clears them (a page load can fail on several reads).
+  const line = error.code && error.status ? `${text} (${error.status} ${error.code})` : text;
+  if (![...box.children].some((child) => child.textContent === line)) box.append(el("span", { text: line }));
   box.hidden = false;
 }
 
 function clearFailure() {
   $("failure").hidden = true;
-  $("failure").textContent = "";
+  $("failure").replaceChildren();
 }
 
 // ---------------------------------------------------------------- times
@@ -845,6 +847,8 @@ function showView(name) {
 }
 
 function start() {
+  // flagctl console (the one server that gives a token) forwards the API's routes only: no Swagger UI there.
+  if (TOKEN) document.querySelector("footer.bottom").hidden = true;
   for (const tab of document.querySelectorAll(".tab")) {
     tab.addEventListener("click", () => showView(tab.dataset.view));
   }

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +29,7 @@ from console_support import (
     session,
     show_view,
 )
-from e2e_support import Runner, eventually, run_module, running
+from e2e_support import REPO_ROOT, Runner, eventually, run_module, runner_env, running
 from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
 from singleton_flags.routes import ROUTES
@@ -471,6 +474,53 @@ def test_a_token_in_the_fragment_goes_as_a_header_on_every_api_call_and_nowhere_
     }
     assert all(r.headers.get("x-console-token") == "s3cret-t0ken" for r in calls)
     assert not any("s3cret" in r.url.split("#")[0] for r in console.requests)
+
+
+@pytest.fixture
+def flagctl_console(console_runner: Runner) -> Iterator[str]:
+    """``flagctl console`` in front of the runner (it signs with the runner's fake keys; the runner ignores
+    signatures): the URL it prints, token included."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flagctl", "--url", console_runner.url, "console", "--port", "0"],
+        cwd=REPO_ROOT,
+        env={**runner_env(0), "PYTHONPATH": str(REPO_ROOT)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.fullmatch(r"console: (?P<url>http://127\.0\.0\.1:\d+/#token=\S+)\n", line)
+        assert match, line
+        yield match["url"]
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=10)
+
+
+def test_through_flagctl_console_the_page_reads_and_writes_with_its_token(console_runner, console, flagctl_console):
+    # Given
+    before = settled_flags(console_runner)
+    page = open_console(console, flagctl_console)
+    expect(page.locator("#state-version")).to_have_text(str(before["version"]))
+    # When
+    page.get_by_role("switch", name="signup_enabled", exact=True).click()
+    apply_with_reason(page, "console e2e: through flagctl console")
+    # Then
+    announced(page).to_contain_text(f"now at version {before['version'] + 1}")
+    record = newest_record(console_runner)
+    assert (record["version"], record["reason"]) == (before["version"] + 1, "console e2e: through flagctl console")
+    expect(page.get_by_role("contentinfo")).to_be_hidden()  # no Swagger UI behind the proxy
+
+
+def test_through_flagctl_console_without_the_token_the_page_says_how_to_open_it(console, flagctl_console):
+    page = open_console(console, flagctl_console.split("#")[0])
+    failure = page.get_by_role("alert").filter(has_text="Could not read the flags")
+    expect(failure).to_contain_text("401 CONSOLE_TOKEN_REQUIRED")
+    expect(failure).to_contain_text("Open the console with the address flagctl console printed")
+    expect(page.locator("#flags-body tr")).to_have_count(0)
 
 
 def test_docs_renders_swagger_ui_with_every_operation(console_runner, console):
