@@ -19,7 +19,6 @@ const KINDS = {
   "window-end": "maintenance window end",
 };
 
-const HELD_BY = { window: "window", manual: "manual (switched by hand)" };
 
 class ApiError extends Error {
   constructor(status, code, message, detail) {
@@ -67,7 +66,6 @@ async function api(method, path, { body, ifMatch, query } = {}) {
 
 const state = {
   declarations: [],
-  byName: new Map(),
   flags: {},
   version: null,
   reason: null,
@@ -80,6 +78,7 @@ const state = {
   history: { records: [], cursor: null, loaded: false },
   windows: null,
   revertTarget: null,
+  revertOpener: null, // what had the focus when the revert dialog opened: it gets it back
 };
 
 const $ = (id) => document.getElementById(id);
@@ -404,7 +403,8 @@ function renderMaintenance() {
   else if (m.held_by === "window") holder.replaceChildren("window ", el("code", { text: m.window }));
   else if (m.held_by === "manual" && state.reason === "DEFAULT") {
     holder.textContent = "manual: the fail-closed fallback (the flags cannot be read)";
-  } else holder.textContent = HELD_BY[m.held_by] || m.held_by;
+  } else if (m.held_by === "manual") holder.textContent = "manual (switched on by hand)";
+  else holder.textContent = m.held_by;
   const deadline = $("mnt-deadline");
   if (m && m.deadline) {
     deadline.replaceChildren(
@@ -495,7 +495,6 @@ async function loadFlags({ atLeast = null } = {}) {
 async function loadDeclarations() {
   const answer = await api("GET", "/flags/declarations");
   state.declarations = answer.declarations || [];
-  state.byName = new Map(state.declarations.map((d) => [d.name, d]));
   buildFlagsTable();
 }
 
