@@ -120,7 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not no_body:
             self.wfile.write(response.body)
 
-    def senderror(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's own refusals (a malformed request line, more than 100 headers, a header line
         over 64 KiB) in the API's JSON error contract instead of its HTML page."""
         self.close_connection = True

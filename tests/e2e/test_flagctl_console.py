@@ -294,14 +294,25 @@ def test_the_pages_are_served_without_the_token_and_only_on_the_loopback_address
 
 
 def test_flagctl_console_prints_its_url_with_a_fresh_token_and_forwards_to_the_local_runner(runner: Runner, tmp_path):
-    # Given fake credentials in the environment (the local runner ignores the signature)
+    # Given fake credentials in the environment (the local runner ignores the signature), a stack outputs file
+    # naming the runner, and a "browser" that records the URL it is asked to open
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **fake_aws_env(tmp_path)}
     env.pop("AWS_PROFILE", None)
-    tokens = []
-    for _ in range(2):
+    outputs = tmp_path / "cdk-outputs.json"
+    outputs.write_text(json.dumps({"SingletonFlags": {"ApiUrl": runner.url + "/"}}))
+    opened = tmp_path / "opened.txt"
+    recorder = tmp_path / "browser.py"
+    recorder.write_text(f"import sys; open({str(opened)!r}, 'a').write(sys.argv[1] + '\\n')\n")
+    env["BROWSER"] = f"{sys.executable} {recorder} %s"
+    starts = (
+        ["--url", runner.url, "console", "--port", "0"],
+        ["--stack-output-file", str(outputs), "console", "--open"],
+    )
+    links = []
+    for args in starts:
         # When flagctl console starts in front of the runner
         process = subprocess.Popen(
-            [sys.executable, "-m", "flagctl", "--url", runner.url, "console", "--port", "0"],
+            [sys.executable, "-m", "flagctl", *args],
             cwd=REPO_ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -314,12 +325,13 @@ def test_flagctl_console_prints_its_url_with_a_fresh_token_and_forwards_to_the_l
             line = process.stdout.readline()
             # Then it prints its loopback URL with the token in the fragment, never in the query
             match = re.fullmatch(
-                r"console: http://127\.0\.0\.1:(?P<port>\d+)/#token=(?P<token>[A-Za-z0-9_-]{43})\n", line
+                r"console: (?P<link>http://127\.0\.0\.1:(?P<port>\d+)/#token=(?P<token>[A-Za-z0-9_-]{43}))\n", line
             )
             assert match, line
+            assert runner.url in process.stdout.readline()  # where its calls go
             port, token = int(match["port"]), match["token"]
-            tokens.append(token)
-            # And an API call with the token is the runner's own answer
+            links.append(match["link"])
+            # And an API call with the token is the runner's own answer; without it, 401
             status, headers, answer = send(port, "GET", "/flags", {TOKEN_HEADER: token})
             assert status == 200, answer
             direct = runner.get("/flags")
@@ -330,5 +342,6 @@ def test_flagctl_console_prints_its_url_with_a_fresh_token_and_forwards_to_the_l
             process.send_signal(signal.SIGINT)
             process.wait(timeout=10)
         assert process.returncode == 0, process.stderr.read() if process.stderr else ""
-    # And each start has its own token
-    assert tokens[0] != tokens[1]
+    # And each start has its own token; --open opened exactly the printed URL
+    assert links[0] != links[1]
+    assert opened.read_text().splitlines() == [links[1]]

@@ -122,32 +122,29 @@ class TestWindows:
                 assert (local.hour, local.minute) == (hour, minute)
                 assert weekday is None or local.weekday() == weekday
 
-    def test_inside_a_window_the_next_end_comes_before_the_next_start(
-        self, seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        # Given a window that opens every hour on the hour and closes at half past, in UTC
-        monkeypatch.setattr(
-            seeded_api.module,
-            "SCHEDULES",
-            schedules({"name": "hourly", "start": "cron(0 * * * ? *)", "end": "cron(30 * * * ? *)", "timezone": "UTC"}),
+    def test_inside_a_window_the_next_end_comes_before_the_next_start(self) -> None:
+        # Given Sunday's 03:00-04:00 Paris window, and now 03:30 Paris time that Sunday (inside it)
+        (weekly,) = schedules(
+            {"name": "weekly", "start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)", "timezone": "Europe/Paris"}
         )
-        (window,) = body_of(seeded_api("GET", "/flags/windows"))["windows"]
-        start, end = datetime.fromisoformat(window["next_start"]), datetime.fromisoformat(window["next_end"])
-        # Then each is the first after now: 30 minutes apart, in whichever order now puts them
-        assert abs(end - start) == timedelta(minutes=30)
-        assert window["next_start"].endswith("+00:00")
+        now = datetime(2026, 12, 6, 2, 30, tzinfo=UTC)
+        # When its next times are computed / Then the end is today's, the start next Sunday's
+        assert weekly.upcoming(now) == {
+            "name": "weekly",
+            "start": "cron(0 3 ? * SUN *)",
+            "end": "cron(0 4 ? * SUN *)",
+            "timezone": "Europe/Paris",
+            "next_start": "2026-12-13T03:00:00+01:00",
+            "next_end": "2026-12-06T04:00:00+01:00",
+            "next_start_utc": "2026-12-13T02:00:00Z",
+            "next_end_utc": "2026-12-06T03:00:00Z",
+        }
 
-    def test_a_window_that_never_fires_again_has_no_next_time(
-        self, seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(
-            seeded_api.module,
-            "SCHEDULES",
-            schedules(
-                {"name": "once", "start": "cron(0 3 1 1 ? 2020)", "end": "cron(0 4 1 1 ? 2020)", "timezone": "UTC"}
-            ),
+    def test_a_window_that_never_fires_again_has_no_next_time(self) -> None:
+        (once,) = schedules(
+            {"name": "once", "start": "cron(0 3 1 1 ? 2020)", "end": "cron(0 4 1 1 ? 2020)", "timezone": "UTC"}
         )
-        (window,) = body_of(seeded_api("GET", "/flags/windows"))["windows"]
+        window = once.upcoming(datetime(2026, 1, 1, tzinfo=UTC))
         assert [window[key] for key in ("next_start", "next_end", "next_start_utc", "next_end_utc")] == [None] * 4
 
 

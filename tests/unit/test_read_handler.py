@@ -161,6 +161,17 @@ class TestGetFlags:
         assert moment.timestamp() == deadline
         assert maintenance["on"] is body["flags"]["maintenance_mode"]
 
+    def test_a_window_holding_without_a_stored_deadline_has_no_deadline(
+        self, read_api: ReadApi, put_flags: Any
+    ) -> None:
+        put_flags(version=4, maintenance_mode=True, maintenance_owner={"S": "w1"})
+        assert body_of(read_api.get())["maintenance"] == {
+            "on": True,
+            "held_by": "window",
+            "window": "w1",
+            "deadline": None,
+        }
+
     def test_maintenance_switched_on_by_hand_is_manual(self, read_api: ReadApi, put_flags: Any) -> None:
         # Given maintenance on with no owning window
         put_flags(version=3, maintenance_mode=True)
