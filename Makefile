@@ -11,7 +11,7 @@ NODE_STAMP := node_modules/.package-lock.json
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install dist run lint test test-unit test-integration test-infra test-e2e synth bench clean
+.PHONY: install dist run lint test test-unit test-integration test-infra test-e2e synth bench screenshots clean
 
 $(RUN_STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,10 @@ synth: install
 
 bench: install
 	$(PY) -m bench
+
+# PNGs of the console's views in docs/images/ (docs/console.md), taken in Debian's Chromium from a fresh runner.
+screenshots: $(DEV_STAMP)
+	PYTHONPATH=. $(PY) tests/e2e/console_screenshots.py docs/images
 
 dist: $(RUN_STAMP)
 	rm -rf dist build

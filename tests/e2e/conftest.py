@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import Runner, start_runner
+from e2e_support import Runner, running
 
 _HERE = Path(__file__).parent
 
@@ -20,6 +20,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
     """One runner over the embedded DynamoDB for the functional e2e tests (the fuzz has its own)."""
-    started = start_runner(tmp_path_factory.mktemp("runner") / "runner.log")
-    yield started
-    started.stop()
+    with running(tmp_path_factory.mktemp("runner") / "runner.log") as started:
+        yield started

@@ -15,7 +15,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,16 @@ def start_runner(log: Path, command: Sequence[str] = RUNNER_COMMAND, **overrides
             time.sleep(0.1)
     runner.stop()
     pytest.fail(f"the local runner did not answer within {STARTUP_TIMEOUT_SECONDS:.0f} s:\n{runner.output()}")
+
+
+@contextmanager
+def running(log: Path, **overrides: str | None) -> Iterator[Runner]:
+    """A started runner (``start_runner``), stopped on the way out."""
+    started = start_runner(log, **overrides)
+    try:
+        yield started
+    finally:
+        started.stop()
 
 
 def eventually(probe: Callable[[], Any], accept: Callable[[Any], bool], timeout: float = 5.0) -> Any:

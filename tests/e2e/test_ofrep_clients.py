@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import REPO_ROOT, Runner, eventually, start_runner
+from e2e_support import REPO_ROOT, Runner, eventually, running
 from openfeature import api
 from openfeature.client import OpenFeatureClient
 from openfeature.contrib.provider.ofrep import OFREPProvider
@@ -33,9 +33,8 @@ CONTEXT = EvaluationContext("user-1", {"plan": "pro", "country": "FR"})
 
 @pytest.fixture(scope="module")
 def ofrep_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
-    runner = start_runner(tmp_path_factory.mktemp("ofrep") / "runner.log")
-    yield runner
-    runner.stop()
+    with running(tmp_path_factory.mktemp("ofrep") / "runner.log") as runner:
+        yield runner
 
 
 @pytest.fixture
