@@ -28,11 +28,15 @@ from singleton_flags.keys import AUDIT_PK, PARTITION_KEY
 SOURCE = "singleton-flags"
 DETAIL_TYPE = "Flags Changed"
 INSERT = "INSERT"
-# The event source mapping's filter (Lambda FilterCriteria pattern): INSERTs of audit records only. The same
-# pattern decides, in ``is_change_record``, what the function and the local runner turn into events.
+# The event source mapping's filter (Lambda FilterCriteria pattern): records of the audit partition that carry
+# a new image, i.e. not the REMOVE a TTL expiry makes. It names the ``dynamodb`` key only, the one key a DynamoDB
+# mapping filters on. ``is_change_record`` applies it again and requires an INSERT (an audit record is written
+# once, never modified), so what the function and the local runner turn into events is decided in one place.
 STREAM_FILTER: dict[str, Any] = {
-    "eventName": [INSERT],
-    "dynamodb": {"Keys": {PARTITION_KEY: {"S": [AUDIT_PK]}}},
+    "dynamodb": {
+        "Keys": {PARTITION_KEY: {"S": [AUDIT_PK]}},
+        "NewImage": {PARTITION_KEY: {"S": [AUDIT_PK]}},
+    },
 }
 MAX_ENTRIES_PER_CALL = 10  # PutEvents takes at most 10 entries per request
 DEFAULT_ATTEMPTS = 3  # PutEvents calls per entry before its record is reported as failed
@@ -42,11 +46,13 @@ PutEvents = Callable[..., Mapping[str, Any]]  # boto3's events client's put_even
 
 
 def is_change_record(record: Mapping[str, Any]) -> bool:
-    """Whether a stream record matches ``STREAM_FILTER`` (an INSERT into the audit partition)."""
-    keys = record.get("dynamodb", {}).get("Keys", {})
+    """Whether a stream record matches ``STREAM_FILTER`` and is an INSERT (a new audit record)."""
+    stream = record.get("dynamodb", {})
+    wanted = STREAM_FILTER["dynamodb"]
     return bool(
-        record.get("eventName") in STREAM_FILTER["eventName"]
-        and keys.get(PARTITION_KEY, {}).get("S") in STREAM_FILTER["dynamodb"]["Keys"][PARTITION_KEY]["S"]
+        record.get("eventName") == INSERT
+        and stream.get("Keys", {}).get(PARTITION_KEY, {}).get("S") in wanted["Keys"][PARTITION_KEY]["S"]
+        and stream.get("NewImage", {}).get(PARTITION_KEY, {}).get("S") in wanted["NewImage"][PARTITION_KEY]["S"]
     )
 
 

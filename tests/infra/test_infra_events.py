@@ -19,7 +19,7 @@ HANDLER = "change_events.handler.handler"
 STREAM_ACTIONS = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
 QUEUE_ACTIONS = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
-FILTER = {"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": ["AUDIT#APP"]}}}}
+FILTER = {"dynamodb": {"Keys": {"PK": {"S": ["AUDIT#APP"]}}, "NewImage": {"PK": {"S": ["AUDIT#APP"]}}}}
 
 
 def table_id(synth: Synth) -> str:

@@ -32,7 +32,7 @@ def stream_record(item: dict[str, Any], sequence: int, event_name: str = "INSERT
         "eventSource": "aws:dynamodb",
         "dynamodb": {
             "Keys": {PARTITION_KEY: item[PARTITION_KEY], SORT_KEY: item[SORT_KEY]},
-            "NewImage": item,
+            **({} if event_name == "REMOVE" else {"NewImage": item}),  # a REMOVE carries no new image
             "SequenceNumber": f"{sequence:021d}",
             "StreamViewType": "NEW_IMAGE",
         },
@@ -146,7 +146,7 @@ def test_only_inserts_of_audit_records_are_events(trail: list[dict[str, Any]], d
     publisher(bus).publish({"Records": records})
     assert bus.versions() == [1]
     # the mapping's filter says the same thing, as Lambda's FilterCriteria pattern
-    assert STREAM_FILTER == {"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [AUDIT_PK]}}}}
+    assert STREAM_FILTER == {"dynamodb": {"Keys": {"PK": {"S": [AUDIT_PK]}}, "NewImage": {"PK": {"S": [AUDIT_PK]}}}}
 
 
 def test_more_than_ten_records_go_in_stream_order_ten_at_a_time(
