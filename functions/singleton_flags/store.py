@@ -5,7 +5,9 @@ A change is ONE ``TransactWriteItems``:
       ``updated_at``, ``updated_by``, conditioned on ``schema_version = :current``;
   (b) ``Put`` of the audit record ``AUDIT#APP / AUDIT#<zero-padded next>`` (singleton_flags.audit), conditioned on
       ``attribute_not_exists``;
-  (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, resulting version, 24 h TTL).
+  (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, resulting version, 24 h TTL);
+  (d) the caller's companions: items that belong to the new version (a guarded change's ``GUARD#`` item, or a
+      guard's own state change when it reverts), each with its own condition.
 All commit or none does. A cancelled transaction is a conflict: consistent re-read, jittered back-off,
 retry, a bounded number of times, then ``WriteConflict``. With an expected version (HTTP If-Match) there is
 one attempt and a stale version is ``PreconditionFailed``.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +77,7 @@ from singleton_flags.observability import logger
 from singleton_flags.requests import validate_version
 from singleton_flags.settings import Settings
 from singleton_flags.snapshot import Snapshot
+from singleton_flags.vocabulary import KIND_REVERT
 
 __all__ = [
     "ChangeResult",
@@ -82,6 +85,9 @@ __all__ = [
     "Ownership",
     "Plan",
 ]
+
+# Items that commit in the same transaction as a new version, built from that version's number (a guard).
+Companions = Callable[[int], Sequence[dict[str, Any]]]
 
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
@@ -248,6 +254,8 @@ class FlagStore:
         extra_audit: Mapping[str, Any] | None = None,
         idempotency: Idempotency | None = None,
         time_budget: float | None = None,
+        companions: Companions | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> ChangeResult:
         """Apply ``changes`` (already validated) as one new version, retrying on conflict.
 
@@ -256,6 +264,9 @@ class FlagStore:
         with the same value). ``condition`` is re-checked on every attempt against the fresh state; when it
         says no, nothing is written and the result is not applied. ``time_budget`` (seconds from now) bounds
         the DynamoDB calls the change may still start, so it answers before its caller's own timeout.
+        ``companions`` are transaction items committed with the new version (given its number), in the same
+        transaction as the change and its record; ``before_write`` runs once before the first attempt, after an
+        Idempotency-Key replay would have answered (a check that may refuse the write, e.g. a guard's alarms).
         """
         if ownership is None and MAINTENANCE_FLAG in changes:
             ownership = Ownership(owner=None)
@@ -273,6 +284,8 @@ class FlagStore:
             extra_audit=extra_audit,
             idempotency=idempotency,
             time_budget=time_budget,
+            companions=companions,
+            before_write=before_write,
         )
 
     def revert(
@@ -284,13 +297,18 @@ class FlagStore:
         expected_version: int | frozenset[int] | None = None,
         idempotency: Idempotency | None = None,
         time_budget: float | None = None,
+        kind: str = KIND_REVERT,
+        extra_audit: Mapping[str, Any] | None = None,
+        companions: Companions | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> ChangeResult:
         """Restore the flags as they were right after ``version`` (0: the seeded state).
 
         Maintenance follows what readers would see: the target's effective ``maintenance_mode`` NOW (its
         value, owner and deadline) is compared with the current effective value. Equal: ``maintenance_mode``
         and its owner and deadline are left as they are. Different: the revert is a manual switch to the
-        target's effective value (owner and deadline removed).
+        target's effective value (owner and deadline removed). ``kind``, ``extra_audit``, ``companions`` and
+        ``before_write`` as for ``change`` (the record always names ``reverted_to``).
         """
         version = validate_version(version)
         state = self._state_item(version)
@@ -314,11 +332,13 @@ class FlagStore:
             planned,
             actor=actor,
             reason=reason,
-            kind="revert",
+            kind=kind,
             expected_version=expected_version,
-            extra_audit={"reverted_to": version},
+            extra_audit={**(extra_audit or {}), "reverted_to": version},
             idempotency=idempotency,
             time_budget=time_budget,
+            companions=companions,
+            before_write=before_write,
         )
 
     def seed(self, *, actor: str, reason: str) -> ChangeResult:
@@ -349,6 +369,8 @@ class FlagStore:
         idempotency: Idempotency | None = None,
         time_budget: float | None = None,
         seed_only_missing: bool = False,
+        companions: Companions | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> ChangeResult:
         deadline = None if time_budget is None else self._monotonic() + time_budget
         budget = transaction.Budget(deadline, self._monotonic, self._call_seconds)
@@ -358,6 +380,8 @@ class FlagStore:
             replay = self._replay(idempotency)
             if replay is not None:
                 return replay
+        if before_write is not None:
+            before_write()
         conflicts = 0
         for attempt in range(1, attempts + 1):
             if not budget.allows():
@@ -375,7 +399,17 @@ class FlagStore:
                 return self._result(current.snapshot, applied=False, attempts=attempt)
             try:
                 new_raw = self._commit(
-                    current, diff, owner_sets, owner_removes, actor, reason, kind, extra_audit, idempotency, budget
+                    current,
+                    diff,
+                    owner_sets,
+                    owner_removes,
+                    actor,
+                    reason,
+                    kind,
+                    extra_audit,
+                    idempotency,
+                    budget,
+                    companions,
                 )
             except transaction.Conflict:
                 if idempotency is not None:
@@ -467,6 +501,7 @@ class FlagStore:
         extra_audit: Mapping[str, Any] | None,
         idempotency: Idempotency | None,
         budget: transaction.Budget,
+        companions: Companions | None = None,
     ) -> dict[str, Any]:
         """Build the attempt's transaction once, check the item's size, send it, and learn its outcome."""
         now = self._clock()
@@ -512,6 +547,8 @@ class FlagStore:
             )
         if idempotency is not None and applied:
             items.append({"Put": idempotency.put(self._table, next_version, now)})
+        if companions is not None and applied:
+            items.extend(companions(next_version))
         request = {"TransactItems": items, "ClientRequestToken": token}
         try:
             transaction.send(self._client, request, budget)

@@ -26,6 +26,16 @@ WINDOW_STARTS = "WindowStarts"
 WINDOW_ENDS = "WindowEnds"
 WINDOW_SKIPS = "WindowSkips"
 WINDOW_FAILURES = "WindowFailures"  # a delivery no retry can fix: rejected, late, or a change the store refuses
+GUARD_REVERTS = "GuardReverts"  # a guard's alarm fired while the flags were at its version: reverted
+GUARD_SKIPS = "GuardSkips"  # a guard's alarm fired after a newer change: nothing reverted (alarmed)
+GUARD_CLOSES = "GuardCloses"  # a bake ended without its alarms firing
+GUARD_FAILURES = "GuardFailures"  # a guard event no retry can fix, or a close schedule not created (alarmed)
 DIMENSION_SERVICE = "service"
 DIMENSION_REASON = "reason"
 DIMENSION_CODE = "code"
+
+# Kinds of version (an audit record's ``kind``): one vocabulary for the writers, the docs and event consumers.
+KIND_CHANGE = "change"
+KIND_REVERT = "revert"
+KIND_GUARD_REVERT = "guard-revert"  # a guard undid its change when one of its alarms fired (actor GUARD_ACTOR)
+GUARD_ACTOR = "guard"
