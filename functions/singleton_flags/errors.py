@@ -115,3 +115,21 @@ class StoreFault(FlagsError):
 
     status = HTTPStatus.INTERNAL_SERVER_ERROR
     code = "INTERNAL_ERROR"
+
+
+class SchedulerUnavailable(FlagsError):
+    """EventBridge Scheduler could not be reached or throttled the call: nothing was scheduled, a retry may work."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "SCHEDULER_UNAVAILABLE"
+    retry_after = 2
+
+
+class SchedulerFault(FlagsError):
+    """EventBridge Scheduler refused a call no client input explains (a denied call, a missing group or role).
+
+    500: it pages. The message names Scheduler's error code; details stay in the log, with the request id.
+    """
+
+    status = HTTPStatus.INTERNAL_SERVER_ERROR
+    code = "INTERNAL_ERROR"

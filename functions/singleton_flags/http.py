@@ -19,6 +19,7 @@ from singleton_flags.errors import (
     InvalidRequest,
     OutcomeUnknown,
     PreconditionFailed,
+    SchedulerUnavailable,
     StoreUnavailable,
     WriteConflict,
 )
@@ -166,7 +167,7 @@ def error_headers(error: FlagsError) -> dict[str, str]:
     is missing), when to retry a 409 or 503."""
     if isinstance(error, PreconditionFailed):
         return {"ETag": format_etag(error.current_version)} if error.current_version is not None else {}
-    if isinstance(error, (WriteConflict, StoreUnavailable, OutcomeUnknown)):
+    if isinstance(error, (WriteConflict, StoreUnavailable, OutcomeUnknown, SchedulerUnavailable)):
         return {"Retry-After": str(error.retry_after)}
     return {}
 
