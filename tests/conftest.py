@@ -18,6 +18,7 @@ from tests.support.events import invocation_context, rest_event
 
 TABLE_NAME = "singleton-flags-test"
 REGION = "us-east-1"
+GUARD_ALARM_PREFIX = "singleton-flags-test-guard-"
 
 
 @pytest.fixture(autouse=True)
@@ -30,6 +31,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "AWS_DEFAULT_REGION": REGION,
         "AWS_REGION": REGION,
         "TABLE_NAME": TABLE_NAME,
+        "FLAGS_GUARD_ALARM_PREFIX": GUARD_ALARM_PREFIX,
     }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)

@@ -19,6 +19,7 @@ from typing import Any
 
 from singleton_flags.declarations import Declarations, UnstorableNumber
 from singleton_flags.errors import InvalidRequest, PayloadTooLarge
+from singleton_flags.guards import validate_guard
 
 MAX_REASON_LENGTH = 500  # characters of the trimmed reason (what the audit trail keeps)
 
@@ -151,8 +152,8 @@ def validate_version(version: Any) -> int:
     return version
 
 
-PATCH_FIELDS = frozenset({"flags", "reason"})
-REVERT_FIELDS = frozenset({"version", "reason"})
+PATCH_FIELDS = frozenset({"flags", "reason", "guard"})
+REVERT_FIELDS = frozenset({"version", "reason", "guard"})
 RESTORE_FIELDS = frozenset({"reason"})
 
 
@@ -165,17 +166,25 @@ def _fields(payload: Any, expected: frozenset[str]) -> Mapping[str, Any]:
     return payload
 
 
-def validate_patch(payload: Any, declarations: Declarations) -> dict[str, Any]:
-    """A PATCH /flags body, every rule checked once: its fields, each flag against its declaration, the reason.
-    Returns the body with the values normalized and the reason trimmed."""
+def validate_patch(payload: Any, declarations: Declarations, guard_prefix: str = "") -> dict[str, Any]:
+    """A PATCH /flags body, every rule checked once: its fields, each flag against its declaration, the reason,
+    the optional guard. Returns the body with the values normalized and the reason trimmed."""
     body = _fields(payload, PATCH_FIELDS)
-    return {"flags": declarations.validate_changes(body.get("flags")), "reason": validate_reason(body.get("reason"))}
+    checked = {"flags": declarations.validate_changes(body.get("flags")), "reason": validate_reason(body.get("reason"))}
+    return _with_guard(checked, body, guard_prefix)
 
 
-def validate_revert(payload: Any) -> dict[str, Any]:
-    """A POST /flags/revert body, every rule checked once: its fields, the version, the reason."""
+def validate_revert(payload: Any, guard_prefix: str = "") -> dict[str, Any]:
+    """A POST /flags/revert body, every rule checked once: its fields, the version, the reason, the optional guard."""
     body = _fields(payload, REVERT_FIELDS)
-    return {"version": validate_version(body.get("version")), "reason": validate_reason(body.get("reason"))}
+    checked = {"version": validate_version(body.get("version")), "reason": validate_reason(body.get("reason"))}
+    return _with_guard(checked, body, guard_prefix)
+
+
+def _with_guard(checked: dict[str, Any], body: Mapping[str, Any], guard_prefix: str) -> dict[str, Any]:
+    if "guard" in body:
+        checked["guard"] = validate_guard(body["guard"], guard_prefix).as_json()
+    return checked
 
 
 def validate_restore(payload: Any) -> dict[str, Any]:
@@ -213,3 +222,21 @@ def media_type(content_type: str | None) -> str:
 
 def is_json_media_type(content_type: str | None) -> bool:
     return media_type(content_type) in ("", JSON_MEDIA_TYPE)
+
+
+def with_lowercase_json_media_type(event: dict[str, Any]) -> dict[str, Any]:
+    """Media types compare case-insensitively (RFC 9110 section 8.3.1), Powertools' validation does not: an
+    ``APPLICATION/JSON`` body is handed on as ``application/json`` (parameters kept), the event otherwise as is."""
+    headers = event.get("headers") or {}
+    name = next((key for key in headers if key.lower() == "content-type"), None)
+    value = headers.get(name) if name is not None else None
+    if not isinstance(value, str) or media_type(value) != JSON_MEDIA_TYPE or value.startswith(JSON_MEDIA_TYPE):
+        return event
+    _, separator, parameters = value.partition(";")
+    lowered = JSON_MEDIA_TYPE + separator + parameters
+    copy = {**event, "headers": {**headers, name: lowered}}
+    multi = event.get("multiValueHeaders") or {}
+    copy["multiValueHeaders"] = {
+        key: ([lowered] if key.lower() == "content-type" else values) for key, values in multi.items()
+    } or None
+    return copy

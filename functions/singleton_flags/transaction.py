@@ -80,12 +80,19 @@ def fault(operation: str, exc: ClientError) -> StoreFault:
     return StoreFault(f"DynamoDB {operation} failed with {code}: an internal error, reported to the operators")
 
 
-def call(client: Any, operation: str, **params: Any) -> Any:
-    """One DynamoDB call: its answer, or ``StoreUnavailable`` (retryable) or ``StoreFault`` (our fault)."""
+class ConditionFailed(Exception):
+    """A conditioned single-item write found the item not as its condition wanted (``call(conditional=True)``)."""
+
+
+def call(client: Any, operation: str, *, conditional: bool = False, **params: Any) -> Any:
+    """One DynamoDB call: its answer, or ``StoreUnavailable`` (retryable) or ``StoreFault`` (our fault); with
+    ``conditional``, a failed ``ConditionExpression`` is ``ConditionFailed`` (an answer, not a fault)."""
     try:
         return getattr(client, operation)(**params)
     except ClientError as exc:
         code = error_code(exc)
+        if conditional and code == "ConditionalCheckFailedException":
+            raise ConditionFailed(operation) from exc
         if code in _RETRYABLE:
             raise StoreUnavailable(f"DynamoDB {operation} failed: {code}") from exc
         raise fault(operation, exc) from exc

@@ -1,4 +1,5 @@
-"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore (IAM, admin).
+"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore, GET /flags/guards
+(IAM, admin). A PATCH or revert may carry a ``guard`` (singleton_flags.guard_writes).
 
 Thin routes over ``singleton_flags.store``. A request is validated once, by its model (whose first validator
 runs the domain rules: ``singleton_flags.api_models``); every refusal, whoever raised it, reaches the error
@@ -30,6 +31,8 @@ from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.codec import iso_time
 from singleton_flags.declarations import load_declarations
 from singleton_flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
+from singleton_flags.guard_writes import GuardedWrites, guarded_request, store_options
+from singleton_flags.guards import DEFAULT_GUARDS_LIMIT, MAX_GUARDS_LIMIT, guards_page_json
 from singleton_flags.http import (
     Versions,
     acceptable_versions,
@@ -45,16 +48,24 @@ from singleton_flags.observability import ReadCounter, emit_count, logger, metri
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.requests import (
-    JSON_MEDIA_TYPE,
     is_json_media_type,
     media_type,
     parse_json_body,
     query_integer,
     single_query_value,
+    with_lowercase_json_media_type,
 )
 from singleton_flags.settings import Settings
 from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
-from singleton_flags.vocabulary import CHANGES_APPLIED, DIMENSION_CODE, REFUSALS, STATIC, WRITE_CONFLICTS, WRITE_RETRIES
+from singleton_flags.vocabulary import (
+    CHANGES_APPLIED,
+    DIMENSION_CODE,
+    GUARD_FAILURES,
+    REFUSALS,
+    STATIC,
+    WRITE_CONFLICTS,
+    WRITE_RETRIES,
+)
 from singleton_flags.windows import windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)
@@ -79,17 +90,26 @@ READER = FlagReader(
     max_stale=SETTINGS.max_stale_seconds,
     counter=ReadCounter(),
 )
-MODELS = build_models(DECLARATIONS)
+GUARDS = GuardedWrites.for_function(
+    CLIENT, SETTINGS, os.environ, lambda: metrics.add_metric(name=GUARD_FAILURES, unit=MetricUnit.Count, value=1)
+)
+MODELS = build_models(DECLARATIONS, SETTINGS.guard_alarm_prefix)
 if TYPE_CHECKING:  # the request models' shape for the type checker; at run time they come from the declarations
     from pydantic import BaseModel
+
+    class GuardRequest(BaseModel):
+        alarms: list[str]
+        bake_minutes: int
 
     class PatchRequest(BaseModel):
         flags: BaseModel
         reason: str
+        guard: GuardRequest | None
 
     class RevertRequest(BaseModel):
         version: int
         reason: str
+        guard: GuardRequest | None
 
     class RestoreRequest(BaseModel):
         reason: str
@@ -100,6 +120,7 @@ else:
     RestoreRequest = MODELS["RestoreRequest"]
 FlagsState = MODELS["FlagsState"]
 History = MODELS["History"]
+GuardsPage = MODELS["Guards"]
 
 
 def _json_body(text: str) -> dict[str, Any]:
@@ -122,6 +143,16 @@ IfMatch = Annotated[
 ]
 
 
+Cursor = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")]
+
+
+def _limit_query(what: str, default: int, maximum: int) -> Any:
+    """A ``limit`` as documented; read from the raw query (_history_query): once, ASCII digits only."""
+    return Query(
+        description=f"{what} per page (1-{maximum}, default {default}).", json_schema_extra={"pattern": "^[0-9]{1,3}$"}
+    )
+
+
 def _actor() -> str:
     if SETTINGS.local_actor:
         return SETTINGS.local_actor
@@ -139,7 +170,7 @@ def _expected_version() -> int | Versions | None:
     return next(iter(versions)) if len(versions) == 1 and len(tags) == 1 else versions
 
 
-def _history_query() -> tuple[int, str | None]:
+def _history_query(default: int = DEFAULT_HISTORY_LIMIT, maximum: int = MAX_HISTORY_LIMIT) -> tuple[int, str | None]:
     """limit and cursor from the raw query: each at most once, limit ASCII digits only (sign, superscripts and
     over-long numbers refused before any int())."""
     event = app.current_event.raw_event
@@ -148,8 +179,8 @@ def _history_query() -> tuple[int, str | None]:
     if cursor is not None:
         decode_cursor(cursor)  # one this API gave out, or the precise refusal
     if limit is None:
-        return DEFAULT_HISTORY_LIMIT, cursor
-    return query_integer(limit, "limit", 1, MAX_HISTORY_LIMIT, rule="limit"), cursor
+        return default, cursor
+    return query_integer(limit, "limit", 1, maximum, rule="limit"), cursor
 
 
 def _time_budget() -> float:
@@ -170,7 +201,7 @@ def _idempotency(actor: str, request: dict[str, Any], expected: int | Versions |
     )
 
 
-def _state_response(result: ChangeResult) -> Response[str]:
+def _state_response(result: ChangeResult, guard: dict[str, Any] | None = None) -> Response[str]:
     snapshot = result.snapshot
     if result.applied or result.restored:
         READER.prime(snapshot)
@@ -186,6 +217,8 @@ def _state_response(result: ChangeResult) -> Response[str]:
     }
     if result.restored:
         body["restored"] = True
+    if guard is not None:
+        body["guard"] = guard
     headers = {"ETag": format_etag(snapshot.version or 0), "Cache-Control": "no-store"}
     if result.replayed:
         headers["Idempotent-Replayed"] = "true"
@@ -200,7 +233,8 @@ def _state_response(result: ChangeResult) -> Response[str]:
 def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None):  # type: ignore[no-untyped-def]  # on purpose, see above
     changes, reason = body.flags.model_dump(exclude_unset=True), body.reason  # validated by the model, once
     expected, actor = _expected_version(), _actor()
-    idempotency = _idempotency(actor, {"flags": changes, "reason": reason}, expected)
+    guard = GUARDS.new(body.guard, actor)
+    idempotency = _idempotency(actor, guarded_request({"flags": changes, "reason": reason}, guard), expected)
     result = STORE.change(
         changes,
         actor=actor,
@@ -208,8 +242,9 @@ def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None)
         expected_version=expected,
         idempotency=idempotency,
         time_budget=_time_budget(),
+        **store_options(guard),
     )
-    return _state_response(result)
+    return _state_response(result, GUARDS.answer(result, guard))
 
 
 @app.post(
@@ -218,7 +253,10 @@ def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None)
 )
 def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):  # type: ignore[no-untyped-def]  # on purpose, see above
     expected, actor = _expected_version(), _actor()
-    idempotency = _idempotency(actor, {"version": body.version, "reason": body.reason}, expected)
+    guard = GUARDS.new(body.guard, actor)
+    idempotency = _idempotency(
+        actor, guarded_request({"version": body.version, "reason": body.reason}, guard), expected
+    )
     result = STORE.revert(
         body.version,
         actor=actor,
@@ -226,8 +264,9 @@ def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = Non
         expected_version=expected,
         idempotency=idempotency,
         time_budget=_time_budget(),
+        **store_options(guard),
     )
-    return _state_response(result)
+    return _state_response(result, GUARDS.answer(result, guard))
 
 
 @app.post(
@@ -247,19 +286,26 @@ def restore_flags(body: Annotated[RestoreRequest, Body()]):  # type: ignore[no-u
     responses={200: {"description": "Audit records", "content": {"application/json": {"model": History}}}},
 )
 def get_history(  # type: ignore[no-untyped-def]  # on purpose, see above
-    # Documented here, read from the raw query (_history_query): a repeat is refused, digits are ASCII only.
-    limit: Annotated[
-        str | None,
-        Query(
-            description=f"Records per page (1-{MAX_HISTORY_LIMIT}, default {DEFAULT_HISTORY_LIMIT}).",
-            json_schema_extra={"pattern": "^[0-9]{1,3}$"},
-        ),
-    ] = None,
-    cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
+    limit: Annotated[str | None, _limit_query("Records", DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)] = None,
+    cursor: Cursor = None,
 ):
     limit_value, cursor = _history_query()
     records, next_cursor = STORE.history(limit=limit_value, cursor=cursor)
     return json_response(HTTPStatus.OK, {"records": records, "next_cursor": next_cursor})
+
+
+@app.get(
+    "/flags/guards",
+    responses={200: {"description": "Guards", "content": {"application/json": {"model": GuardsPage}}}},
+)
+def get_guards(  # type: ignore[no-untyped-def]  # on purpose, see above
+    limit: Annotated[str | None, _limit_query("Guards", DEFAULT_GUARDS_LIMIT, MAX_GUARDS_LIMIT)] = None,
+    cursor: Cursor = None,
+):
+    """Guards newest first, from their items (state, alarms, bake end, guarded version, outcome)."""
+    limit_value, cursor = _history_query(DEFAULT_GUARDS_LIMIT, MAX_GUARDS_LIMIT)
+    guards, next_cursor = GUARDS.book.page(limit=limit_value, cursor=cursor)
+    return json_response(HTTPStatus.OK, guards_page_json(guards, next_cursor, GUARDS.clock()))
 
 
 def _content_type() -> str:
@@ -322,25 +368,7 @@ def handle_no_route(_: NotFoundError) -> Response[str]:
 @metrics.log_metrics
 @tracer().capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return app.resolve(_with_lowercase_json_media_type(event), context)
-
-
-def _with_lowercase_json_media_type(event: dict[str, Any]) -> dict[str, Any]:
-    """Media types compare case-insensitively (RFC 9110 section 8.3.1), Powertools' validation does not: an
-    ``APPLICATION/JSON`` body is handed on as ``application/json`` (parameters kept), the event otherwise as is."""
-    headers = event.get("headers") or {}
-    name = next((key for key in headers if key.lower() == "content-type"), None)
-    value = headers.get(name) if name is not None else None
-    if not isinstance(value, str) or media_type(value) != JSON_MEDIA_TYPE or value.startswith(JSON_MEDIA_TYPE):
-        return event
-    _, separator, parameters = value.partition(";")
-    lowered = JSON_MEDIA_TYPE + separator + parameters
-    copy = {**event, "headers": {**headers, name: lowered}}
-    multi = event.get("multiValueHeaders") or {}
-    copy["multiValueHeaders"] = {
-        key: ([lowered] if key.lower() == "content-type" else values) for key, values in multi.items()
-    } or None
-    return copy
+    return app.resolve(with_lowercase_json_media_type(event), context)
 
 
 gc.freeze()  # what init built moves to the permanent generation: warm collections never rescan it
