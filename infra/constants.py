@@ -46,6 +46,7 @@ ACCOUNT_ID = "ApiGatewayAccount"
 READER_POLICY_ID = "ReaderPolicy"
 ADMIN_POLICY_ID = "AdminPolicy"
 MAINTENANCE_ID = "Maintenance"
+GUARDS_ID = "Guards"
 MONITORING_ID = "Monitoring"
 
 # Stack outputs
@@ -55,10 +56,10 @@ OUTPUT_READER_POLICY_ARN = "ReaderPolicyArn"
 OUTPUT_ADMIN_POLICY_ARN = "AdminPolicyArn"
 
 # Function settings (names are those of singleton_flags.routes.HANDLERS)
-MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "seed": 256}
+MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "guard": 256, "seed": 256}
 # The write function works against a deadline taken from its remaining time; 20 s leaves API Gateway's 29 s
 # integration limit a margin, so a caller gets the function's answer, never a gateway timeout.
-TIMEOUT_SECONDS = {"read": 5, "write": 20, "maintenance": 30, "seed": 60}
+TIMEOUT_SECONDS = {"read": 5, "write": 20, "maintenance": 30, "guard": 30, "seed": 60}
 # Explicit on every Lambda integration: REST API Gateway's maximum (50 ms - 29 s without a quota increase).
 INTEGRATION_TIMEOUT_SECONDS = 29
 
@@ -70,6 +71,9 @@ DLQ_RETENTION_DAYS = 14
 # Lambda's asynchronous invocation of the maintenance function (what Scheduler's delivery hands over to)
 ASYNC_RETRY_ATTEMPTS = 2  # Lambda's maximum
 ASYNC_MAX_EVENT_AGE_SECONDS = 3600
+# The guards' alarm rule target (EventBridge's own retries of an undelivered event, then its DLQ)
+GUARD_RULE_RETRY_ATTEMPTS = 10
+GUARD_RULE_MAX_EVENT_AGE_SECONDS = 3600
 # Custom resources (seed, API Gateway account role): CloudFormation gives up after this, not after an hour
 CUSTOM_RESOURCE_TIMEOUT_SECONDS = 300
 

@@ -24,8 +24,8 @@ from infra.logs import log_group
 from infra.nag import acknowledge
 from infra.powertools import bundled_layer_directory
 from singleton_flags import vocabulary
-from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
-from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
+from singleton_flags.keys import AUDIT_PK, GUARD_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
+from singleton_flags.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 SEED_FUNCTION = "seed"
 SEED_HANDLER = "seed.handler.handler"
@@ -37,16 +37,21 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: ("dynamodb:GetItem",),
     WRITE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
     MAINTENANCE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
+    # a guard-revert is a revert (GetItem, the transaction's Update and Put, Query to restore a missing item); the
+    # guards' partition: GetItem, Query (the baking guards of an alarm), UpdateItem (a guard's end)
+    GUARD_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
     # FlagStore.seed: read the item, restore it from the trail (Query), add flags as a version (transaction)
     SEED_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
 }
 TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
-# and nothing else; the writers also the audit trail, and the write API its Idempotency-Key items.
+# and nothing else; the writers also the audit trail, the write API its Idempotency-Key items and the guards it
+# creates and lists, the guard function the guards it ends.
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
-    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, f"{IDEMPOTENCY_PK_PREFIX}*"),
+    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, f"{IDEMPOTENCY_PK_PREFIX}*"),
     MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK),
+    GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
     SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK),
 }
 
@@ -100,6 +105,10 @@ class Functions(Construct):
     @property
     def maintenance(self) -> lambda_.Function:
         return self.functions[MAINTENANCE_FUNCTION]
+
+    @property
+    def guard(self) -> lambda_.Function:
+        return self.functions[GUARD_FUNCTION]
 
     def _build_powertools_layer(self) -> lambda_.ILayerVersion:
         if self._config.powertools == POWERTOOLS_BUNDLED:

@@ -13,6 +13,7 @@ from infra.account import ApiGatewayAccount
 from infra.api import Api
 from infra.config import FlagsConfig
 from infra.functions import Functions
+from infra.guards import Guards
 from infra.maintenance import Maintenance
 from infra.monitoring import Monitoring
 from infra.storage import Storage
@@ -28,6 +29,7 @@ class Service:
     apigw_account: ApiGatewayAccount
     api: Api
     maintenance: Maintenance
+    guards: Guards
     monitoring: Monitoring
 
 
@@ -46,6 +48,9 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         account_setting=apigw_account.setting,
     )
     maintenance = Maintenance(scope, constants.MAINTENANCE_ID, config=config, function=functions.maintenance)
+    guards = Guards(
+        scope, constants.GUARDS_ID, config=config, guard_function=functions.guard, write_function=functions.write
+    )
     monitoring = Monitoring(
         scope,
         constants.MONITORING_ID,
@@ -54,8 +59,9 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         functions=functions.functions,
         dead_letter_queue=maintenance.dead_letter_queue,
         failure_queue=maintenance.failure_queue,
+        guard_queues=guards.queues,
     )
-    return Service(storage, functions, apigw_account, api, maintenance, monitoring)
+    return Service(storage, functions, apigw_account, api, maintenance, guards, monitoring)
 
 
 class FlagsStack(Stack):
@@ -77,6 +83,7 @@ class FlagsStack(Stack):
         self.apigw_account = service.apigw_account
         self.api = service.api
         self.maintenance = service.maintenance
+        self.guards = service.guards
         self.monitoring = service.monitoring
         self._build_outputs()
 

@@ -25,7 +25,7 @@ from local.server import LOOPBACK, LocalServer
 from singleton_flags import vocabulary
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.errors import DeclarationError
-from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
+from singleton_flags.routes import HANDLERS, WRITE_FUNCTION
 from singleton_flags.settings import Settings, SettingsError
 
 DEFAULT_PORT = 3000
@@ -52,7 +52,7 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     The user's own TABLE_NAME, cache age, region... win; the windows always come from cdk.json, as deployed.
     """
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
-    deployed = deployed_environment(config, DEFAULT_TABLE, MAINTENANCE_FUNCTION)  # one process: the widest env
+    deployed = deployed_environment(config, DEFAULT_TABLE, WRITE_FUNCTION)  # one process: the widest env
     windows = deployed.pop("MAINTENANCE_WINDOWS")
     defaults = {
         **deployed,

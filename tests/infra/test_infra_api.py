@@ -14,7 +14,13 @@ from singleton_flags.routes import HANDLERS, ROUTES
 
 pytestmark = pytest.mark.infra
 
-WRITE_ROUTES = {("PATCH", "/flags"), ("GET", "/flags/history"), ("POST", "/flags/revert"), ("POST", "/flags/restore")}
+WRITE_ROUTES = {
+    ("PATCH", "/flags"),
+    ("GET", "/flags/history"),
+    ("POST", "/flags/revert"),
+    ("POST", "/flags/restore"),
+    ("GET", "/flags/guards"),
+}
 
 
 def resource_paths(synth: Synth) -> dict[str, str]:
@@ -76,7 +82,8 @@ def test_path_parameters_are_required_and_validated(synth: Synth) -> None:
 
 def test_lambda_permissions_are_per_method_without_test_invoke(synth: Synth) -> None:
     permissions = synth.resources("AWS::Lambda::Permission").values()
-    source_arns = [tt.render(p["Properties"]["SourceArn"]) for p in permissions]
+    api_permissions = [p for p in permissions if p["Properties"]["Principal"] == "apigateway.amazonaws.com"]
+    source_arns = [tt.render(p["Properties"]["SourceArn"]) for p in api_permissions]
     assert len(source_arns) == len(ROUTES)
     assert not [arn for arn in source_arns if "/test-invoke-stage/" in arn]
     ((stage_id, _),) = synth.resources("AWS::ApiGateway::Stage").items()
@@ -222,6 +229,8 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
         "GET/flags/revert/*",
         "GET/flags/restore",
         "GET/flags/restore/*",
+        "GET/flags/guards",
+        "GET/flags/guards/*",
     }
 
 
@@ -256,6 +265,9 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
         ("POST/flags/revert", False),
         ("POST/flags/restore", False),
         ("GET/flags/restore/", False),
+        ("GET/flags/guards", False),
+        ("GET/flags/guards/", False),
+        ("GET/flags/guards/x", False),
         ("PATCH/flags", False),
         ("PATCH/flags/signup_enabled", False),
         ("DELETE/flags", False),
@@ -285,6 +297,7 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "GET/flags/history",
         "POST/flags/revert",
         "POST/flags/restore",
+        "GET/flags/guards",
         "POST/ofrep/v1/evaluate/flags",
         "POST/ofrep/v1/evaluate/flags/*",
     }
@@ -311,6 +324,7 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
         "/flags/history": "GET",
         "/flags/revert": "POST",
         "/flags/restore": "POST",
+        "/flags/guards": "GET",
         "/ofrep/v1/evaluate/flags": "POST",
         "/ofrep/v1/evaluate/flags/{key}": "POST",
     }
