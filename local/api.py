@@ -4,6 +4,11 @@
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
   (``infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
   function; never deployed;
+- ``POST /_alarms/{name}`` with ``{"state": "ALARM"|"OK"|"INSUFFICIENT_DATA"}`` (default ALARM): sets a state in
+  the local alarm registry (local/alarms.py), creating the alarm; a change to ALARM of an alarm the stack's
+  guard rule hears is delivered to the guard function as EventBridge would; ``GET /_alarms`` lists the registry;
+- ``POST /_guards/{version}/close``: the guard's close payload (what its one-time schedule sends at the bake's
+  end), delivered to the guard function now;
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
@@ -16,6 +21,7 @@ and codes as ``singleton_flags.http.no_route_response``).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -25,19 +31,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, TypeGuard
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
+from local.alarms import LocalAlarms, alarm_state_change, rule_matches
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, http_response, proxy_event
+from singleton_flags.alarms import ALARM, STATES
+from singleton_flags.guard_writes import close_payload
 from singleton_flags.http import error_body, json_response, no_route_response
-from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
+from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 
 OPENAPI = "openapi"
 DOCS = "docs"
 SCHEDULER = "scheduler"
 THROTTLE = "throttle"
+ALARMS = "alarms"
+ALARM_STATE = "alarm-state"
+GUARD_CLOSE = "guard-close"
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
 THROTTLE_PATH = "/_throttle"
 LOCAL_ROUTES: tuple[Route, ...] = (
@@ -45,6 +58,9 @@ LOCAL_ROUTES: tuple[Route, ...] = (
     Route("GET", "/docs", DOCS),
     Route("POST", SCHEDULER_PATH, SCHEDULER),
     Route("POST", THROTTLE_PATH, THROTTLE),
+    Route("GET", "/_alarms", ALARMS),
+    Route("POST", "/_alarms/{name}", ALARM_STATE),
+    Route("POST", "/_guards/{version}/close", GUARD_CLOSE),
 )
 MAX_THROTTLED_REQUESTS = 1000
 MAX_RETRY_AFTER_SECONDS = 3600
@@ -108,8 +124,10 @@ class LocalApi:
         openapi_document: dict[str, Any],
         *,
         caller: Caller | None = None,
+        alarms: LocalAlarms | None = None,
     ) -> None:
         self._functions = functions
+        self._alarms = alarms or LocalAlarms()
         self._config = config
         self._openapi = json.dumps(openapi_document, indent=2).encode("utf-8")
         self._caller = caller or Caller()
@@ -139,6 +157,12 @@ class LocalApi:
             return self._schedule(found.path_parameters["window"], found.path_parameters["action"])
         if found.route.function == THROTTLE:
             return self._set_throttle(request.body)
+        if found.route.function == ALARMS:
+            return _json(200, {"alarms": self._alarms.all()})
+        if found.route.function == ALARM_STATE:
+            return self._set_alarm(unquote(found.path_parameters["name"]), request.body)
+        if found.route.function == GUARD_CLOSE:
+            return self._close_guard(found.path_parameters["version"])
         throttled = self._throttled()
         if throttled is not None:
             return throttled
@@ -212,6 +236,43 @@ class LocalApi:
         except Exception as exc:  # noqa: BLE001 - the scheduler would retry, then dead-letter; we report it
             return self._function_error(MAINTENANCE_FUNCTION, exc)
         return _json(200, {"delivered": payload, "result": result})
+
+    def _set_alarm(self, name: str, body: bytes) -> HttpResponse:
+        try:
+            payload = json.loads(body or b"{}")
+        except ValueError:
+            payload = None
+        state = payload.get("state", ALARM) if isinstance(payload, dict) else None
+        if state not in STATES or not 1 <= len(name) <= 255:
+            return _error(
+                HTTPStatus.BAD_REQUEST,
+                "INVALID_REQUEST",
+                f'send {{"state": one of {list(STATES)}}} (default ALARM) to /_alarms/<name of 1-255 characters>',
+            )
+        previous = self._alarms.set(name, state)
+        answer: dict[str, Any] = {"alarm": name, "state": state, "previous": previous, "delivered": None}
+        if rule_matches(name, state, previous, self._config.guard_prefix):
+            event = alarm_state_change(name, state, previous, self._region)
+            try:
+                answer["result"] = self._functions.invoke(GUARD_FUNCTION, event)
+            except Exception as exc:  # noqa: BLE001 - Lambda would retry, then the on-failure queue; we report it
+                return self._function_error(GUARD_FUNCTION, exc)
+            answer["delivered"] = event
+        return _json(200, answer)
+
+    def _close_guard(self, version: str) -> HttpResponse:
+        if not version.isascii() or not version.isdigit() or len(version) > 12 or int(version) < 1:
+            return _error(HTTPStatus.NOT_FOUND, "GUARD_NOT_FOUND", f"no guard {version!r}: a guarded version is >= 1")
+        payload = close_payload(int(version))
+        try:
+            result = self._functions.invoke(GUARD_FUNCTION, payload)
+        except Exception as exc:  # noqa: BLE001 - Lambda would retry, then the on-failure queue; we report it
+            return self._function_error(GUARD_FUNCTION, exc)
+        return _json(200, {"delivered": payload, "result": result})
+
+    @property
+    def _region(self) -> str:
+        return os.environ.get("AWS_REGION", "us-east-1")
 
     @staticmethod
     def _function_error(function: str, exc: Exception) -> HttpResponse:

@@ -17,6 +17,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
+from local.alarms import LocalAlarms, LocalSchedules
 from local.api import LocalApi
 from local.backend import BackendError, choose_backend, prepare_table
 from local.functions import Functions, load_handler
@@ -25,7 +26,7 @@ from local.server import LOOPBACK, LocalServer
 from singleton_flags import vocabulary
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.errors import DeclarationError
-from singleton_flags.routes import HANDLERS, WRITE_FUNCTION
+from singleton_flags.routes import GUARD_FUNCTION, HANDLERS, WRITE_FUNCTION
 from singleton_flags.settings import Settings, SettingsError
 
 DEFAULT_PORT = 3000
@@ -100,6 +101,17 @@ def _cold_starts() -> Functions:
     return Functions(handlers, name_prefix=f"{vocabulary.DEFAULT_SERVICE}-local")
 
 
+def use_local_alarms() -> LocalAlarms:
+    """The write and guard functions read alarm states from the runner's registry and record their close
+    schedules (local/alarms.py): nothing reaches CloudWatch or Scheduler."""
+    alarms = LocalAlarms()
+    write = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]]
+    write.GUARDS.alarms = alarms
+    write.GUARDS.schedules = LocalSchedules()
+    sys.modules[HANDLERS[GUARD_FUNCTION].rpartition(".")[0]].GUARDS.alarms = alarms
+    return alarms
+
+
 def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_label: str, table: str) -> str:
     flag = next((spec for spec in declarations.values() if spec.type == "bool"), None)
     change = f'{{"{flag.name}": {str(not flag.initial).lower()}}}' if flag else "{}"
@@ -113,6 +125,7 @@ def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_la
     ]
     if windows:
         lines.append(f"  Schedules   POST {url}/_scheduler/{{{'|'.join(windows)}}}/{{start|end}}")
+    lines.append(f"  Alarms      POST {url}/_alarms/{config.guard_prefix}<name> (guarded changes; local registry)")
     lines += [
         "Try:",
         f"  curl -i {url}/flags",
@@ -149,7 +162,7 @@ def run() -> None:
         functions = _cold_starts()
         write_app = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]].app
         document = build_document(write_app, list(declarations), server_url=server.url, stage=config.stage)
-        server.api = LocalApi(functions, config, document)
+        server.api = LocalApi(functions, config, document, alarms=use_local_alarms())
         state = "created and seeded" if created else "seeded (existing values kept)"
         print(banner(server.url, config, declarations, backend.label, f"{settings.table_name} ({state})"), flush=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)
