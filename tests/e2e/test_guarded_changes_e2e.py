@@ -7,7 +7,7 @@ The runner is shared: each test reads the version it starts from and names alarm
 
 from __future__ import annotations
 
-from e2e_support import Answer, Runner, eventually
+from e2e_support import Answer, Runner, eventually, run_module
 
 from infra.config import load_config
 
@@ -106,3 +106,19 @@ def test_the_close_route_ends_a_quiet_bake_only_at_its_end(runner):
     (outcome,) = closed.body["result"]["outcomes"]
     assert outcome["status"] == "early"  # a minute's bake has not ended: the guard keeps baking
     assert runner.send("POST", "/_guards/0/close").status == 404
+
+
+def test_flagctl_sets_a_guarded_change_and_lists_its_guard(runner):
+    name = f"{PREFIX}e2e-flagctl"
+    alarm(runner, name, "OK")
+    runner.send("PATCH", "/flags", {"flags": {"api_rate_limit_per_minute": 600}, "reason": "e2e setup"})
+    argv = ["set", "api_rate_limit_per_minute=900", "--reason", "flagctl guarded"]
+
+    changed = run_module("flagctl", "--url", runner.url, *argv, "--guard-alarm", name, "--bake-minutes", "15")
+    listed = run_module("flagctl", "--url", runner.url, "guards", "--limit", "1")
+
+    assert changed.returncode == 0, changed.stderr
+    assert f"guarded by {name} until" in changed.stdout
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0].split()[:2] == ["VERSION", "STATE"]
+    assert "baking" in listed.stdout and name in listed.stdout
