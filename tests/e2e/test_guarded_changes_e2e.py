@@ -122,3 +122,11 @@ def test_flagctl_sets_a_guarded_change_and_lists_its_guard(runner):
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[0].split()[:2] == ["VERSION", "STATE"]
     assert "baking" in listed.stdout and name in listed.stdout
+
+
+def test_an_alarm_outside_the_prefix_reaches_no_guard(runner):
+    # the stack's rule matches alarm names by the prefix: the runner delivers what the rule would, nothing else
+    answer = alarm(runner, "someone-elses-alarm")
+
+    assert (answer.body["state"], answer.body["delivered"]) == ("ALARM", None)
+    assert runner.get("/_alarms").body["alarms"]["someone-elses-alarm"] == "ALARM"

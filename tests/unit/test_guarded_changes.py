@@ -541,3 +541,31 @@ def test_get_guards_refuses_a_bad_query_with_400(guarded: Guarded, query: dict[s
 
     assert response["statusCode"] == 400
     assert body_of(response)["error"]["rule"] in ("limit", "cursor")
+
+
+class CompositeOnly:
+    """DescribeAlarms as CloudWatch answers it for one composite alarm (moto has no composite alarms): it is in
+    CompositeAlarms only, and only when the request asks for that type."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.requests: list[dict[str, Any]] = []
+
+    def describe_alarms(self, **params: Any) -> dict[str, Any]:
+        self.requests.append(params)
+        wanted = "CompositeAlarm" in params.get("AlarmTypes", []) and self.name in params["AlarmNames"]
+        composite = [{"AlarmName": self.name, "StateValue": OK}] if wanted else []
+        return {"MetricAlarms": [], "CompositeAlarms": composite}
+
+
+def test_a_composite_alarm_may_guard_a_change(guarded: Guarded, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = f"{GUARD_ALARM_PREFIX}composite"
+    cloudwatch = CompositeOnly(name)
+    monkeypatch.setattr(guarded.api.module.GUARDS, "alarms", CloudWatchAlarms(lambda: cloudwatch))
+
+    response = guarded.patch({"signup_enabled": False}, {"alarms": [name], "bake_minutes": 5})
+
+    assert response["statusCode"] == 200, body_of(response)
+    assert body_of(response)["guard"]["alarms"] == [name]
+    (request,) = cloudwatch.requests
+    assert request == {"AlarmNames": [name], "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
