@@ -20,10 +20,9 @@ from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import load_declarations
 from singleton_flags.guarding import GuardService
 from singleton_flags.guards import GuardBook
-from singleton_flags.observability import logger, metrics, tracer
+from singleton_flags.observability import count_write_retry, logger, metrics, tracer
 from singleton_flags.settings import Settings
 from singleton_flags.store import FlagStore
-from singleton_flags.vocabulary import WRITE_RETRIES
 from singleton_flags.windows import windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)
@@ -33,7 +32,7 @@ STORE = FlagStore.for_function(
     SETTINGS,
     load_declarations(),
     reserve_owner=max(windows_from_env(os.environ), key=len, default=""),
-    on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
+    on_retry=count_write_retry,
 )
 GUARDS = GuardService(STORE, GuardBook(CLIENT, SETTINGS.table_name), CloudWatchAlarms())
 

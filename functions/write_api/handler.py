@@ -44,7 +44,7 @@ from singleton_flags.http import (
     parse_entity_tags,
 )
 from singleton_flags.idempotency import Idempotency, parse_key
-from singleton_flags.observability import ReadCounter, emit_count, logger, metrics, tracer
+from singleton_flags.observability import ReadCounter, count_write_retry, emit_count, logger, metrics, tracer
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.requests import (
@@ -64,7 +64,6 @@ from singleton_flags.vocabulary import (
     REFUSALS,
     STATIC,
     WRITE_CONFLICTS,
-    WRITE_RETRIES,
 )
 from singleton_flags.windows import windows_from_env
 
@@ -77,7 +76,7 @@ STORE = FlagStore.for_function(
     DECLARATIONS,
     # every write keeps room in the item for the longest window's bookkeeping, so a window start always fits
     reserve_owner=max(windows_from_env(os.environ), key=len, default=""),
-    on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
+    on_retry=count_write_retry,
 )
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
 DEADLINE_MARGIN_SECONDS = 1.0
