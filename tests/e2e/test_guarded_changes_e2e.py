@@ -7,6 +7,9 @@ The runner is shared: each test reads the version it starts from and names alarm
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from e2e_support import Answer, Runner, eventually, run_module
 
 from infra.config import load_config
@@ -29,6 +32,17 @@ def flags(runner: Runner) -> dict:
     answer = runner.send("GET", "/flags/history?limit=1")
     assert answer.status == 200, answer.body
     return answer.body["records"][0]
+
+
+@pytest.fixture(autouse=True)
+def settled(runner: Runner) -> Iterator[None]:
+    """After each test, readers are served its last write (the read function's cache is 1 s old at most), so
+    the next test of the shared runner starts from what GET /flags says."""
+    yield
+    records = runner.send("GET", "/flags/history?limit=1").body["records"]
+    if records:
+        latest = records[0]["version"]
+        eventually(lambda: runner.get("/flags"), lambda answer: answer.body["version"] == latest)
 
 
 def test_an_alarm_during_the_bake_reverts_the_guarded_change_as_actor_guard(runner):

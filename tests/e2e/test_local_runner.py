@@ -177,6 +177,7 @@ def test_the_openapi_document_and_swagger_ui_are_served(runner):
         "/flags/history",
         "/flags/revert",
         "/flags/restore",
+        "/flags/guards",
         "/ofrep/v1/evaluate/flags",
         "/ofrep/v1/evaluate/flags/{key}",
     } == set(document["paths"])
