@@ -125,7 +125,7 @@ class NewGuard:
 
     @property
     def companions(self) -> Companions:
-        def items(version: int) -> list[dict[str, Any]]:
+        def items(version: int, now: float) -> list[dict[str, Any]]:  # the bake runs from the request's time
             return [
                 guard_put(
                     self.table,

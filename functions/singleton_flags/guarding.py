@@ -190,10 +190,10 @@ class GuardService:
     def _revert(self, guard: Guard, alarm: str, why: str) -> Outcome:
         version = guard.version
 
-        def companions(new_version: int) -> list[dict[str, Any]]:
+        def companions(new_version: int, now: float) -> list[dict[str, Any]]:
             outcome = f"{why}: reverted to version {version - 1}'s state as version {new_version}"
             update = guard_transition(
-                self.book.table, version, REVERTED, outcome, self._clock(), alarm=alarm, reverted_by=new_version
+                self.book.table, version, REVERTED, outcome, now, alarm=alarm, reverted_by=new_version
             )
             return [{"Update": update}]
 

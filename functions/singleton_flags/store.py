@@ -29,7 +29,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,17 +77,18 @@ from singleton_flags.observability import logger
 from singleton_flags.requests import validate_version
 from singleton_flags.settings import Settings
 from singleton_flags.snapshot import Snapshot
-from singleton_flags.vocabulary import KIND_REVERT
+from singleton_flags.vocabulary import KIND_CHANGE, KIND_REVERT
 
 __all__ = [
     "ChangeResult",
+    "Companions",
     "FlagStore",
     "Ownership",
     "Plan",
 ]
 
-# Items that commit in the same transaction as a new version, built from that version's number (a guard).
-Companions = Callable[[int], Sequence[dict[str, Any]]]
+# (version about to be written, its time) -> more TransactWriteItems entries committed with it
+Companions = Callable[[int, float], list[dict[str, Any]]]
 
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
@@ -250,7 +251,7 @@ class FlagStore:
         expected_version: int | frozenset[int] | None = None,
         ownership: Ownership | None = None,
         condition: Callable[[Snapshot], bool] | None = None,
-        kind: str = "change",
+        kind: str = KIND_CHANGE,
         extra_audit: Mapping[str, Any] | None = None,
         idempotency: Idempotency | None = None,
         time_budget: float | None = None,
@@ -548,7 +549,7 @@ class FlagStore:
         if idempotency is not None and applied:
             items.append({"Put": idempotency.put(self._table, next_version, now)})
         if companions is not None and applied:
-            items.extend(companions(next_version))
+            items.extend(companions(next_version, now))
         request = {"TransactItems": items, "ClientRequestToken": token}
         try:
             transaction.send(self._client, request, budget)

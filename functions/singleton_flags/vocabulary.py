@@ -14,6 +14,16 @@ STALE = "STALE"
 DEFAULT = "DEFAULT"
 READ_REASONS = (STATIC, CACHED, STALE, DEFAULT)
 
+# Kinds of version (an audit record's ``kind``): every change of the flags is one of these.
+KIND_CHANGE = "change"
+KIND_REVERT = "revert"
+KIND_RESTORE = "restore"
+KIND_SEED = "seed"
+KIND_WINDOW_START = "window-start"
+KIND_WINDOW_END = "window-end"
+KIND_GUARD_REVERT = "guard-revert"  # a guard undid its change when one of its alarms fired (actor ``guard``)
+GUARD_ACTOR = "guard"
+
 # EMF metrics. Every metric carries the dimension `service`; Reads adds `reason`, Refusals adds `code`.
 READS = "Reads"
 CACHE_REFRESHES = "CacheRefreshes"
@@ -33,9 +43,3 @@ GUARD_FAILURES = "GuardFailures"  # a guard event no retry can fix, or a close s
 DIMENSION_SERVICE = "service"
 DIMENSION_REASON = "reason"
 DIMENSION_CODE = "code"
-
-# Kinds of version (an audit record's ``kind``): one vocabulary for the writers, the docs and event consumers.
-KIND_CHANGE = "change"
-KIND_REVERT = "revert"
-KIND_GUARD_REVERT = "guard-revert"  # a guard undid its change when one of its alarms fired (actor GUARD_ACTOR)
-GUARD_ACTOR = "guard"
