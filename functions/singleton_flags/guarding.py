@@ -159,6 +159,8 @@ class GuardService:
             return [Outcome(status=REJECTED, detail=str(exc))]
 
     def on_alarm(self, guard: Guard, event: AlarmEvent) -> Outcome:
+        if guard.state != BAKING:  # ended by another delivery since it was read
+            return self._log(Outcome(DUPLICATE, guard.version, event.alarm, f"the guard is already {guard.state}"))
         if event.at < guard.created_at:
             return self._log(Outcome(IGNORED, guard.version, event.alarm, "the alarm changed state before the guard"))
         if not guard.baking_at(event.at):

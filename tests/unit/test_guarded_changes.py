@@ -19,8 +19,9 @@ from unit_support import CALLER, REASON, Clock, FailingClient, WriteApi, body_of
 
 from local.functions import load_module
 from singleton_flags.alarms import ALARM, INSUFFICIENT_DATA, OK, CloudWatchAlarms
+from singleton_flags.codec import iso_time
 from singleton_flags.guard_writes import close_payload
-from singleton_flags.guarding import GuardService
+from singleton_flags.guarding import AlarmEvent, GuardService
 from singleton_flags.guards import GuardBook
 from singleton_flags.keys import GUARD_PK, audit_key, guard_key
 from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
@@ -95,8 +96,6 @@ class Guarded:
 
 def alarm_event(name: str, at: float, state: str = ALARM) -> dict[str, Any]:
     """A "CloudWatch Alarm State Change" event as EventBridge delivers it (CloudWatch's documented shape)."""
-    from singleton_flags.codec import iso_time
-
     return {
         "version": "0",
         "id": "c4c1c1c9-6542-e61b-6ef0-8c4d36933a92",
@@ -569,3 +568,16 @@ def test_a_composite_alarm_may_guard_a_change(guarded: Guarded, monkeypatch: pyt
     assert body_of(response)["guard"]["alarms"] == [name]
     (request,) = cloudwatch.requests
     assert request == {"AlarmNames": [name], "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
+
+
+def test_an_alarm_for_a_guard_another_delivery_ended_is_a_duplicate(guarded: Guarded) -> None:
+    guarded.patch({"signup_enabled": False}, GUARD)
+    guarded.fire(ERRORS)  # reverted
+    service = guarded.guard_module.GUARDS
+    ended = service.book.get(2)
+    before = guarded.api.state()
+
+    outcome = service.on_alarm(ended, AlarmEvent(LATENCY, guarded.clock()))
+
+    assert (outcome.status, outcome.detail) == ("duplicate", "the guard is already reverted")
+    assert guarded.api.state() == before
