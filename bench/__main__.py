@@ -1,4 +1,4 @@
-"""Run every bench, or the ones named: ``python -m bench [read_path] [write_path]``.
+"""Run every bench, or the ones named: ``python -m bench [read_path] [client] [write_path]``.
 
 Each bench is a module of this package with a ``main()`` that prints its figures. A bench that cannot run
 here (say, no Java for DynamoDB Local) prints why and the others still run; the exit status is always 0
@@ -12,7 +12,7 @@ import sys
 import time
 import traceback
 
-BENCHES = ["read_path", "write_path"]
+BENCHES = ["read_path", "client", "write_path"]
 
 
 def main(names: list[str]) -> int:

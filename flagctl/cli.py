@@ -6,6 +6,10 @@
       history [--limit N] [--cursor C]
       revert VERSION --reason TEXT [--if-match VERSION]
       restore --reason TEXT
+      console [--port N] [--open]                  the console on 127.0.0.1, its API calls signed and forwarded
+      schedule create NAME=VALUE ... --at TIME [--timezone ZONE] --reason TEXT [--if-version VERSION]
+      schedule list [--limit N] [--cursor C]
+      schedule cancel ID
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
@@ -124,6 +128,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     restore = commands.add_parser("restore", help="bring a missing flags item back from its audit trail")
     restore.add_argument("--reason", required=True)
+
+    console = commands.add_parser("console", help="serve the console on 127.0.0.1, signing its API calls")
+    console.add_argument("--port", type=parse_port, default=0, help="port on 127.0.0.1 (default 0: a free one)")
+    console.add_argument("--open", action="store_true", help="open the console in the default browser")
+    schedule = commands.add_parser("schedule", help="changes applied at a set time: create, list, cancel")
+    schedule_commands = schedule.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
+    create = schedule_commands.add_parser("create", help="schedule NAME=VALUE ... --at TIME --reason TEXT")
+    create.add_argument("assignments", nargs="+", metavar="NAME=VALUE")
+    create.add_argument(
+        "--at",
+        required=True,
+        metavar="TIME",
+        help="RFC 3339 with an offset (2027-03-01T09:00:00+01:00), or a local time with --timezone; whole minutes",
+    )
+    create.add_argument("--timezone", metavar="ZONE", help="IANA time zone of a local --at (Europe/Paris)")
+    create.add_argument("--reason", required=True, help="why (goes into the audit trail with the change)")
+    create.add_argument(
+        "--if-version", type=parse_version, metavar="VERSION", help="apply only if still at VERSION (else skipped)"
+    )
+    listing = schedule_commands.add_parser("list", help="scheduled changes, newest first")
+    listing.add_argument("--limit", type=parse_limit, help="per page (1-100, API default 20)")
+    listing.add_argument("--cursor", help="the next-page cursor a previous page printed")
+    cancel = schedule_commands.add_parser("cancel", help="cancel a pending scheduled change")
+    cancel.add_argument("id")
     return parser
 
 
@@ -151,6 +179,13 @@ def guard_of(args: argparse.Namespace) -> dict[str, Any] | None:
     if alarms is None or minutes is None:
         raise FlagctlError("--guard-alarm and --bake-minutes go together", BAD_INPUT, "USAGE")
     return {"alarms": list(alarms), "bake_minutes": minutes}
+
+
+def parse_port(text: str) -> int:
+    """A TCP port: ASCII digits, 0-65535 (0 picks a free one)."""
+    if not re.fullmatch(r"[0-9]{1,5}", text) or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"a port is an integer from 0 to 65535, got {text!r}")
+    return int(text)
 
 
 # -- tables ----------------------------------------------------------------------------------------------
@@ -255,6 +290,42 @@ def render_history(body: dict[str, Any]) -> str:
     return text
 
 
+def _schedule_row(schedule: dict[str, Any]) -> tuple[str, ...]:
+    when = schedule["at"] if schedule["timezone"] == "UTC" else f"{schedule['local_time']} {schedule['timezone']}"
+    flags = "; ".join(f"{name} = {_show(value)}" for name, value in schedule["flags"].items())
+    outcome = schedule.get("detail") or (f"version {schedule['version']}" if schedule.get("version") else "")
+    return (schedule["id"], schedule["status"], when, flags, schedule["reason"], outcome)
+
+
+_SCHEDULE_HEADERS = ("ID", "STATUS", "AT", "CHANGES", "REASON", "OUTCOME")
+
+
+def render_schedule(body: dict[str, Any]) -> str:
+    return table(_SCHEDULE_HEADERS, [_schedule_row(body)]) + safe(f"\napplies at {body['at']}")
+
+
+def render_schedules(body: dict[str, Any]) -> str:
+    rows = [_schedule_row(schedule) for schedule in body["schedules"]]
+    text = table(_SCHEDULE_HEADERS, rows) if rows else "no scheduled changes"
+    if body.get("next_cursor"):
+        text += f"\nolder: --cursor {safe(body['next_cursor'])}"
+    return text
+
+
+def render_cancellation(body: dict[str, Any]) -> str:
+    note = "" if body["schedule_deleted"] else " (its schedule was already gone)"
+    return safe(f"cancelled {body['schedule']['id']}{note}")
+
+
+def _schedule_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
+    if args.schedule_command == "create":
+        changes = parse_assignments(args.assignments)
+        return client.schedule(changes, args.reason, args.at, args.timezone, args.if_version), render_schedule
+    if args.schedule_command == "list":
+        return client.schedules(args.limit, args.cursor), render_schedules
+    return client.cancel_schedule(args.id), render_cancellation
+
+
 # -- main ------------------------------------------------------------------------------------------------
 
 
@@ -267,9 +338,41 @@ def _error_text(answer: Answer) -> str:
     return safe(f"HTTP {answer.status} {error.get('code')}: {error.get('message')}{extra}")
 
 
+def _url(args: argparse.Namespace) -> str:
+    return url_from_stack_outputs(args.stack_output_file) if args.stack_output_file else (args.url or DEFAULT_URL)
+
+
 def _client(args: argparse.Namespace, transport: Transport | None) -> FlagsClient:
-    url = url_from_stack_outputs(args.stack_output_file) if args.stack_output_file else (args.url or DEFAULT_URL)
+    url = _url(args)
     return FlagsClient(url, transport=transport) if transport else FlagsClient(url)
+
+
+def run_console(url: str, port: int, open_browser: bool, out: TextIO) -> int:
+    """Serve the console until Ctrl-C; the URL to open (with this start's token in its fragment) on ``out``."""
+    import webbrowser
+
+    from flagctl.console import ConsoleProxy, console_url, new_token, signer_for
+    from local.server import LocalServer
+
+    FlagsClient(url)  # an http(s) URL, or bad input
+    signer = signer_for(url)
+    token = new_token()
+    try:
+        server = LocalServer(port, ConsoleProxy(url, token, signer=signer))
+    except OSError as exc:
+        raise FlagctlError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", BAD_INPUT, "BAD_INPUT") from exc
+    link = console_url(server.port, token)
+    signing = "signed with your AWS credentials" if signer is not None else "unsigned: no AWS credentials found"
+    print(f"console: {link}\nAPI calls go to {url} ({signing}). Ctrl-C stops it.", file=out, flush=True)
+    if open_browser:
+        webbrowser.open(link)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return OK
 
 
 def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
@@ -287,6 +390,8 @@ def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callab
         return client.restore(args.reason), render_change
     if args.command == "guards":
         return client.guards(args.limit, args.cursor), render_guards
+    if args.command == "schedule":
+        return _schedule_call(args, client)
     guard = guard_of(args)
     return client.revert(args.version, args.reason, args.if_match, new_idempotency_key(), guard), render_change
 
@@ -301,6 +406,8 @@ def main(
     out, err = out or sys.stdout, err or sys.stderr
     args = build_parser().parse_args(argv)  # usage errors exit 2 (argparse)
     try:
+        if args.command == "console":
+            return run_console(_url(args), args.port, args.open, out)
         answer, render = _call(args, _client(args, transport))
     except FlagctlError as exc:
         if args.json:

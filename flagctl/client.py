@@ -219,6 +219,30 @@ class FlagsClient:
         """Bring a missing flags item back from its audit trail (nothing changes if it exists)."""
         return self.request("POST", "/flags/restore", body={"reason": reason})
 
+    def schedule(
+        self,
+        flags: Mapping[str, Any],
+        reason: str,
+        at: str,
+        timezone: str | None = None,
+        if_version: int | None = None,
+    ) -> Answer:
+        """Schedule a change of ``flags`` at ``at`` (RFC 3339 with an offset, or a local time with ``timezone``)."""
+        for name in flags:
+            check_flag_name(name)
+        body: dict[str, Any] = {"flags": dict(flags), "reason": reason, "at": at}
+        if timezone is not None:
+            body["timezone"] = timezone
+        if if_version is not None:
+            body["if_version"] = if_version
+        return self.request("POST", "/flags/schedules", body=body)
+
+    def schedules(self, limit: int | None = None, cursor: str | None = None) -> Answer:
+        return self.request("GET", "/flags/schedules", query={"limit": limit, "cursor": cursor})
+
+    def cancel_schedule(self, schedule_id: str) -> Answer:
+        return self.request("DELETE", "/flags/schedules/" + quote(schedule_id, safe=""))
+
 
 def check_flag_name(name: str) -> str:
     """A name the API could have declared, or bad input: the API would only answer 404 for anything else."""

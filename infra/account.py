@@ -21,11 +21,12 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING, FlagsConfig
-from infra.logs import log_group
-from infra.nag import acknowledge
 from singleton_flags import vocabulary
+
+from . import constants
+from .config import LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING, FlagsConfig
+from .logs import log_group
+from .nag import acknowledge
 
 HANDLER = "apigw_account.handler.handler"
 RESOURCE_TYPE = "Custom::ApiGatewayAccountLoggingRole"

@@ -20,12 +20,13 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import FlagsConfig
-from infra.logs import log_group
-from infra.nag import acknowledge, logical_id
 from singleton_flags.http import allowed_methods
 from singleton_flags.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
+
+from . import constants
+from .config import FlagsConfig
+from .logs import log_group
+from .nag import acknowledge, logical_id
 
 # One JSON line per request: who (the IAM identity), what, how it ended and how long it took. Every byte is
 # ingested for every request (reads included): fields another field or the function's log already carries are
@@ -321,6 +322,15 @@ class Api(Construct):
     def _arn(self, method: str, path: str) -> str:
         return self.rest_api.arn_for_execute_api(method, path, self.stage.stage_name)
 
+    def _route_arns(self, routes: tuple[Route, ...]) -> list[str]:
+        return [self._arn(route.method, execute_api_path(route)) for route in routes]
+
+    def grant_admin(self, grantee: iam.IGrantable) -> iam.Grant:
+        """What the admin policy allows (every route), added to ``grantee``'s own policy."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=["execute-api:Invoke"], resource_arns=self._route_arns(ROUTES)
+        )
+
     def _build_policy(
         self,
         construct_id: str,
@@ -333,7 +343,7 @@ class Api(Construct):
             iam.PolicyStatement(
                 sid="InvokeRoutes",
                 actions=["execute-api:Invoke"],
-                resources=[self._arn(route.method, execute_api_path(route)) for route in allow],
+                resources=self._route_arns(allow),
             )
         ]
         if deny:

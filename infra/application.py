@@ -8,11 +8,12 @@ from typing import Any
 from aws_cdk import App, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from infra import constants
-from infra.config import CONTEXT_KEY, STAGE_CONTEXT_KEY, FlagsConfig, parse_config
-from infra.stack import FlagsStack
 from singleton_flags import vocabulary
 from singleton_flags.declarations import Declarations
+
+from . import constants
+from .config import CONTEXT_KEY, STAGE_CONTEXT_KEY, FlagsConfig, parse_config
+from .stack import FlagsStack
 
 
 def add_stage(app: App, config: FlagsConfig, declarations: Declarations | None = None) -> FlagsStack:

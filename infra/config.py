@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterBadDateError, croniter
-
-from infra.constants import metrics_namespace
-from singleton_flags import vocabulary
+from singleton_flags import cron, vocabulary
+from singleton_flags.cron import Cron, CronError, fires_at, occurrences
 from singleton_flags.routes import READ_FUNCTION, WRITE_FUNCTION
+
+from .constants import CHANGE_EVENTS_FUNCTION, event_bus_name, metrics_namespace
 
 CONTEXT_KEY = "singleton-flags"
 STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
@@ -77,7 +77,9 @@ _TOP_FIELDS = {
     "powertools",
     "termination_protection",
     "guard_alarm_prefix",
+    "change_events",
 }
+_CHANGE_EVENTS_FIELDS = {"sns_topic"}
 # Guarded changes watch CloudWatch alarms whose names start with this prefix (one EventBridge rule matches them by
 # prefix). At least 8 characters, so that it cannot match most of an account's alarms; characters an alarm name
 # takes (CloudWatch: printable ASCII), without spaces or wildcards.
@@ -131,6 +133,13 @@ class MaintenanceWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class ChangeEventsConfig:
+    """``change_events``: ``sns_topic: true`` adds a rule forwarding the stage's events to a topic of the stack."""
+
+    sns_topic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class FlagsConfig:
     stage: str
     cache_max_age_seconds: int
@@ -145,6 +154,7 @@ class FlagsConfig:
     powertools: str = POWERTOOLS_LAYER
     termination_protection: bool = True
     guard_alarm_prefix: str = ""  # as given in cdk.json; "" means the stage's default (guard_prefix)
+    change_events: ChangeEventsConfig = ChangeEventsConfig()
 
     @property
     def guard_prefix(self) -> str:
@@ -226,148 +236,29 @@ def _throttling(raw: Any, path: str) -> ApiThrottling:
 # ---------------------------------------------------------------------------------------------- cron
 
 
-@dataclass(frozen=True, slots=True)
-class _CronField:
-    name: str
-    low: int
-    high: int
-    names: tuple[str, ...] = ()  # symbolic values, in order from ``low``
-    question_mark: bool = False  # dom and dow accept '?'
+def parse_cron(value: Any, path: str) -> Cron:
+    """Validate an EventBridge Scheduler ``cron(min hour dom month dow year)`` expression (singleton_flags.cron)."""
+    try:
+        return cron.parse_cron(_string(value, path))
+    except CronError as exc:
+        raise ConfigError(path, str(exc)) from exc
 
 
-_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
-_DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")  # EventBridge: 1 = SUN ... 7 = SAT
-_CRON_FIELDS = (
-    _CronField("minutes", 0, 59),
-    _CronField("hours", 0, 23),
-    _CronField("day-of-month", 1, 31, question_mark=True),
-    _CronField("month", 1, 12, names=_MONTHS),
-    _CronField("day-of-week", 1, 7, names=_DAYS, question_mark=True),
-    _CronField("year", 1970, 2199),
-)
-_CRON_PATTERN = re.compile(r"^cron\((?P<body>[^()]*)\)$")
-
-
-@dataclass(frozen=True, slots=True)
-class _Cron:
-    """An EventBridge cron expression split into its six fields, and its croniter (5 or 7 field) form."""
-
-    fields: tuple[str, ...]
-    croniter_form: str
-
-    @property
-    def expression(self) -> str:
-        return f"cron({' '.join(self.fields)})"
-
-
-def _cron_value(token: str, field: _CronField, path: str) -> int:
-    upper = token.upper()
-    if field.names and upper in field.names:
-        return field.low + field.names.index(upper)
-    if not token.isdigit():
-        raise ConfigError(
-            path,
-            f"{field.name} value {token!r} is not a number"
-            + (f" or one of {', '.join(field.names)}" if field.names else ""),
-        )
-    value = int(token)
-    if not field.low <= value <= field.high:
-        raise ConfigError(path, f"{field.name} value {value} is outside {field.low}-{field.high}")
-    return value
-
-
-def _croniter_value(value: int, field: _CronField) -> str:
-    return str(value - 1) if field.name == "day-of-week" else str(value)  # croniter: 0 = Sunday
-
-
-def _translate_part(part: str, field: _CronField, path: str) -> str:
-    """Validate one comma-separated part of a field and return it in croniter's dialect."""
-    if part == "*":
-        return "*"
-    if field.name == "day-of-month" and part == "L":
-        return "L"
-    if field.name == "day-of-month" and part == "LW":
-        raise ConfigError(path, f"{field.name} 'LW' cannot be evaluated at synth; name the days explicitly")
-    if field.name == "day-of-month" and part.endswith("W"):
-        return f"{_cron_value(part[:-1], field, path)}W"
-    if field.name == "day-of-week" and part.upper().endswith("L") and len(part) > 1:
-        return f"L{_croniter_value(_cron_value(part[:-1], field, path), field)}"
-    if field.name == "day-of-week" and "#" in part:
-        day, _, nth = part.partition("#")
-        if nth not in {"1", "2", "3", "4", "5"}:
-            raise ConfigError(path, f"{field.name} {part!r}: the week after '#' must be 1-5")
-        return f"{_croniter_value(_cron_value(day, field, path), field)}#{nth}"
-    base, slash, step = part.partition("/")
-    if slash and (not step.isdigit() or int(step) < 1):
-        raise ConfigError(path, f"{field.name} {part!r}: the step after '/' must be a positive integer")
-    if base == "*":
-        translated = "*"
-    elif "-" in base:
-        first, _, last = base.partition("-")
-        low, high = _cron_value(first, field, path), _cron_value(last, field, path)
-        if low > high:
-            raise ConfigError(path, f"{field.name} range {base!r} runs backwards")
-        translated = f"{_croniter_value(low, field)}-{_croniter_value(high, field)}"
-    else:
-        translated = _croniter_value(_cron_value(base, field, path), field)
-    return f"{translated}/{step}" if slash else translated
-
-
-def parse_cron(value: Any, path: str) -> _Cron:
-    """Validate an EventBridge Scheduler ``cron(min hour dom month dow year)`` expression."""
-    expression = _string(value, path)
-    match = _CRON_PATTERN.match(expression.strip())
-    if not match:
-        raise ConfigError(
-            path, f"must be an EventBridge cron expression 'cron(min hour dom month dow year)', got {expression!r}"
-        )
-    fields = tuple(match.group("body").split())
-    if len(fields) != len(_CRON_FIELDS):
-        raise ConfigError(path, f"a cron expression has 6 fields (min hour dom month dow year), got {len(fields)}")
-    translated: list[str] = []
-    for raw, field in zip(fields, _CRON_FIELDS, strict=True):
-        if raw == "?":
-            if not field.question_mark:
-                raise ConfigError(path, f"'?' is only allowed in day-of-month or day-of-week, not in {field.name}")
-            translated.append("*")
-            continue
-        translated.append(",".join(_translate_part(part, field, path) for part in raw.split(",")))
-    if (fields[2] == "?") == (fields[4] == "?"):
-        raise ConfigError(path, "exactly one of day-of-month and day-of-week must be '?' (EventBridge rule)")
-    minutes, hours, dom, month, dow, year = translated
-    croniter_form = f"{minutes} {hours} {dom} {month} {dow}"
-    if year != "*":
-        croniter_form += f" 0 {year}"  # croniter's 7-field form: seconds, then year
-    if not croniter.is_valid(croniter_form):
-        raise ConfigError(path, f"{expression!r} cannot be evaluated (as {croniter_form!r})")
-    return _Cron(fields=fields, croniter_form=croniter_form)
-
-
-def _occurrences(cron: _Cron, after: datetime) -> Iterator[datetime]:
-    """Wall-clock (naive local) occurrences strictly after ``after``, until there are none (a year ran out)."""
-    iterator = croniter(cron.croniter_form, after)
-    while True:
-        try:
-            yield iterator.get_next(datetime)
-        except CroniterBadDateError:
-            return
-
-
-def window_length(start: _Cron, end: _Cron, path: str) -> int:
+def window_length(start: Cron, end: Cron, path: str) -> int:
     """The window's wall-clock length in seconds, the same for each of its next starts, else ConfigError.
 
     Wall-clock (the schedules' own time zone, DST ignored): a window declared 03:00-04:00 lasts an hour.
     """
-    starts = _occurrences(start, REFERENCE_TIME - timedelta(minutes=1))
+    starts = occurrences(start, REFERENCE_TIME - timedelta(minutes=1))
     first = next(starts, None)
     if first is None:
         raise ConfigError(f"{path}.start", f"{start.expression} never fires after {REFERENCE_TIME:%Y-%m-%d}")
     lengths: set[timedelta] = set()
     opened = first
     for _ in range(OCCURRENCES_CHECKED):
-        if croniter.match(end.croniter_form, opened):
+        if fires_at(end, opened):
             raise ConfigError(f"{path}.end", f"the window ends at the moment it starts ({opened:%a %Y-%m-%d %H:%M})")
-        closed = next(_occurrences(end, opened), None)
+        closed = next(occurrences(end, opened), None)
         if closed is None or closed - opened > MAX_WINDOW:
             raise ConfigError(
                 f"{path}.end",
@@ -395,7 +286,7 @@ def window_length(start: _Cron, end: _Cron, path: str) -> int:
     return int(lengths.pop().total_seconds())
 
 
-def shifted_end(start: _Cron, duration_minutes: int, path: str) -> _Cron:
+def shifted_end(start: Cron, duration_minutes: int, path: str) -> Cron:
     """The end schedule of a window given as start + duration: the start's minute and hour moved on."""
     minute, hour, dom, month, dow, year = start.fields
     if not (minute.isdigit() and hour.isdigit()):
@@ -479,6 +370,17 @@ def _logging_role(value: Any, path: str) -> str:
     )
 
 
+def _change_events(raw: Any, path: str) -> ChangeEventsConfig:
+    raw = _object(raw, path, _CHANGE_EVENTS_FIELDS)
+    sns_topic = raw.get("sns_topic", False)
+    if not isinstance(sns_topic, bool):
+        raise ConfigError(
+            f"{path}.sns_topic",
+            f"must be true (forward the change events to an SNS topic this stack creates) or false, got {sns_topic!r}",
+        )
+    return ChangeEventsConfig(sns_topic=sns_topic)
+
+
 def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
     """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``).
 
@@ -534,6 +436,7 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
         powertools=powertools,
         termination_protection=termination_protection,
         guard_alarm_prefix=guard_prefix,
+        change_events=_change_events(raw.get("change_events", {}), f"{path}.change_events"),
     )
 
 
@@ -582,23 +485,32 @@ def schedule_payload(window_name: str, action: str, scheduled_time: str = SCHEDU
 def function_environment(config: FlagsConfig, table_name: str, function: str) -> dict[str, str]:
     """The environment the stack gives a function (``function`` as named in ``singleton_flags.routes.HANDLERS``).
 
-    One definition for the stack (infra/functions.py) and the local runner, so the two cannot drift.
+    One definition for the stack (infra/functions.py) and the local runner, so the two cannot drift. The
+    change-events function never touches the table's items: it gets the bus and the stage, not the table.
     """
+    observability = {
+        "POWERTOOLS_SERVICE_NAME": vocabulary.DEFAULT_SERVICE,
+        # One namespace per stage: two stages in one account and region never count each other's metrics.
+        "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config.stage),
+    }
+    if function == CHANGE_EVENTS_FUNCTION:
+        return {"EVENT_BUS_NAME": event_bus_name(config.stage), "FLAGS_STAGE": config.stage, **observability}
     environment = {
         "TABLE_NAME": table_name,
         "POWERTOOLS_PARAMETERS_MAX_AGE": str(config.cache_max_age_seconds),
         "FLAGS_MAX_STALE_SECONDS": str(config.max_stale_seconds),
         "FLAGS_AUDIT_RETENTION_DAYS": str(config.audit_retention_days),
-        "POWERTOOLS_SERVICE_NAME": vocabulary.DEFAULT_SERVICE,
-        # One namespace per stage: two stages in one account and region never count each other's metrics.
-        "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config.stage),
+        **observability,
     }
     if function != READ_FUNCTION:
         # Every writer of the item knows the windows (the maintenance function acts on them; the write
         # function and the seed can size the item with the owner a window may store on it).
         environment["MAINTENANCE_WINDOWS"] = windows_env(config)
-    if function == WRITE_FUNCTION:  # it checks a guard's alarm names against the prefix the stack's rule matches
+    if function == WRITE_FUNCTION:
+        # it checks a guard's alarm names against the prefix the stack's rule matches
         environment["FLAGS_GUARD_ALARM_PREFIX"] = config.guard_prefix
+        # GET /flags/windows: each window's schedules, evaluated by the function (singleton_flags.cron)
+        environment["MAINTENANCE_SCHEDULES"] = schedules_env(config)
     return environment
 
 
@@ -606,5 +518,17 @@ def windows_env(config: FlagsConfig) -> str:
     """MAINTENANCE_WINDOWS for the maintenance function: ``{"<name>": {"duration_seconds": N}, ...}``."""
     return json.dumps(
         {window.name: {"duration_seconds": window.duration_seconds} for window in config.maintenance_windows},
+        separators=(",", ":"),
+    )
+
+
+def schedules_env(config: FlagsConfig) -> str:
+    """MAINTENANCE_SCHEDULES for the write function: ``[{"name", "start", "end", "timezone"}, ...]`` in cdk.json's
+    order, the crons as the schedules are deployed (an end derived from ``duration_minutes`` included)."""
+    return json.dumps(
+        [
+            {"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}
+            for window in config.maintenance_windows
+        ],
         separators=(",", ":"),
     )

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from singleton_flags import vocabulary
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-FUNCTIONS_DIR = REPO_ROOT / "functions"  # the asset root of every function
+_CHECKOUT = Path(__file__).resolve().parents[1]
+# Builds kept between synths (layers, a staged functions asset): the checkout's .build/ (ignored by git), or,
+# built from the installed distribution, .build/ of the directory the CDK app runs in (never site-packages).
+BUILD_DIR = (_CHECKOUT if (_CHECKOUT / "functions" / "singleton_flags").is_dir() else Path.cwd()) / ".build"
 
 # Must equal the aws-lambda-powertools pin in requirements.txt (a test checks): what was tested deploys.
 POWERTOOLS_VERSION = "3.37.0"
@@ -35,6 +37,15 @@ def sampling_rule_name(stage: str) -> str:
     return f"flags-{stage}-read"
 
 
+def event_bus_name(stage: str) -> str:
+    """The stage's own event bus, where its ``Flags Changed`` events go (docs/change-workflows.md)."""
+    return f"{vocabulary.DEFAULT_SERVICE}-{stage}"
+
+
+# The function the table's stream invokes (not an API function: functions/change_events/handler.py)
+CHANGE_EVENTS_FUNCTION = "change_events"
+CHANGE_EVENTS_HANDLER = "change_events.handler.handler"
+
 # Construct ids (the stack's is its name: constants.stack_name)
 STORAGE_ID = "Storage"
 TABLE_ID = "Table"
@@ -47,19 +58,25 @@ READER_POLICY_ID = "ReaderPolicy"
 ADMIN_POLICY_ID = "AdminPolicy"
 MAINTENANCE_ID = "Maintenance"
 GUARDS_ID = "Guards"
+SCHEDULED_CHANGES_ID = "ScheduledChanges"
 MONITORING_ID = "Monitoring"
+DISCOVERY_ID = "Discovery"
+CHANGE_EVENTS_ID = "ChangeEvents"
 
 # Stack outputs
 OUTPUT_API_URL = "ApiUrl"
 OUTPUT_TABLE_NAME = "TableName"
 OUTPUT_READER_POLICY_ARN = "ReaderPolicyArn"
 OUTPUT_ADMIN_POLICY_ARN = "AdminPolicyArn"
+OUTPUT_EVENT_BUS_NAME = "EventBusName"
+OUTPUT_CHANGE_EVENTS_TOPIC_ARN = "ChangeEventsTopicArn"
 
 # Function settings (names are those of singleton_flags.routes.HANDLERS)
-MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "guard": 256, "seed": 256}
+MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "guard": 256, "seed": 256, CHANGE_EVENTS_FUNCTION: 256}
 # The write function works against a deadline taken from its remaining time; 20 s leaves API Gateway's 29 s
 # integration limit a margin, so a caller gets the function's answer, never a gateway timeout.
-TIMEOUT_SECONDS = {"read": 5, "write": 20, "maintenance": 30, "guard": 30, "seed": 60}
+# change_events: one batch (one PutEvents request, 3 calls of at most 2 x 7 s each, with backoff) fits in 60 s
+TIMEOUT_SECONDS = {"read": 5, "write": 20, "maintenance": 30, "guard": 30, "seed": 60, CHANGE_EVENTS_FUNCTION: 60}
 # Explicit on every Lambda integration: REST API Gateway's maximum (50 ms - 29 s without a quota increase).
 INTEGRATION_TIMEOUT_SECONDS = 29
 
@@ -74,6 +91,11 @@ ASYNC_MAX_EVENT_AGE_SECONDS = 3600
 # The guards' alarm rule target (EventBridge's own retries of an undelivered event, then its DLQ)
 GUARD_RULE_RETRY_ATTEMPTS = 10
 GUARD_RULE_MAX_EVENT_AGE_SECONDS = 3600
+# The change events' event source mapping (the table's stream -> the change-events function)
+STREAM_BATCH_SIZE = 10  # one PutEvents request per batch; its worst case stays inside the function's timeout
+STREAM_RETRY_ATTEMPTS = 10  # Lambda's retries of a failed batch (bisected on error), then the on-failure queue
+STREAM_MAX_RECORD_AGE_SECONDS = 6 * 3600  # a record not published within 6 h goes to the on-failure queue
+STREAM_LAG_ALARM_SECONDS = 600  # the function this far behind the stream (IteratorAge) alarms
 # Custom resources (seed, API Gateway account role): CloudFormation gives up after this, not after an hour
 CUSTOM_RESOURCE_TIMEOUT_SECONDS = 300
 

@@ -1,5 +1,6 @@
 """The Lambda functions, each with its own least-privilege role: read, write and maintenance (the handlers of
-``singleton_flags.routes.HANDLERS``), and the seed custom resource's function.
+``singleton_flags.routes.HANDLERS``), the seed custom resource's function, and the change-events function (the
+table's stream; no right on the table's items: infra/events.py grants it the stream and its bus).
 
 The code asset is ``functions/`` as it is (no Docker): boto3 comes with the runtime, Powertools from AWS's
 public layer pinned to the tested version, or (``powertools: bundled``) from a layer asset installed at synth
@@ -7,6 +8,8 @@ for the functions' runtime and architecture (infra/powertools.py).
 """
 
 from __future__ import annotations
+
+from importlib import metadata
 
 from aws_cdk import (
     Duration,
@@ -18,14 +21,17 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
-from infra.logs import log_group
-from infra.nag import acknowledge
-from infra.powertools import bundled_layer_directory
 from singleton_flags import vocabulary
-from singleton_flags.keys import AUDIT_PK, GUARD_PK, IDEMPOTENCY_PK_PREFIX, SINGLETON_PK
+from singleton_flags.keys import AUDIT_PK, GUARD_PK, IDEMPOTENCY_PK_PREFIX, SCHEDULE_PK, SINGLETON_PK
 from singleton_flags.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
+
+from . import constants
+from .assets import functions_asset_dir
+from .config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
+from .cron_layer import cron_layer_directory
+from .logs import log_group
+from .nag import acknowledge
+from .powertools import bundled_layer_directory
 
 SEED_FUNCTION = "seed"
 SEED_HANDLER = "seed.handler.handler"
@@ -46,11 +52,12 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
 TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
 # and nothing else; the writers also the audit trail, the write API its Idempotency-Key items and the guards it
-# creates and lists, the guard function the guards it ends.
+# creates and lists, the write API (create, list, cancel) and the maintenance function (apply) the scheduled
+# changes' items, the guard function the guards it ends.
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
-    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, f"{IDEMPOTENCY_PK_PREFIX}*"),
-    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK),
+    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, f"{IDEMPOTENCY_PK_PREFIX}*", SCHEDULE_PK),
+    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK),
     GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
     SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK),
 }
@@ -61,6 +68,11 @@ def leading_keys_condition(name: str) -> dict[str, dict[str, list[str]]]:
     keys = list(PARTITIONS[name])
     operator = "ForAllValues:StringLike" if any("*" in key for key in keys) else "ForAllValues:StringEquals"
     return {operator: {"dynamodb:LeadingKeys": keys}}
+
+
+def title_of(name: str) -> str:
+    """A function's name as its construct ids start: ``read`` -> ``Read``, ``change_events`` -> ``ChangeEvents``."""
+    return "".join(part.capitalize() for part in name.split("_"))
 
 
 # What never goes into the asset: caches, tests, editor and tool litter. declarations.json stays.
@@ -86,13 +98,17 @@ class Functions(Construct):
         super().__init__(scope, construct_id)
         self._config = config
         self._table = table
-        self.code = self._code = lambda_.Code.from_asset(str(constants.FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
+        self.code = self._code = lambda_.Code.from_asset(
+            str(functions_asset_dir(constants.BUILD_DIR)), exclude=ASSET_EXCLUDES
+        )
         self._layer = self._build_powertools_layer()
+        self._cron_layer = self._build_cron_layer()
         self.functions: dict[str, lambda_.Function] = {
             name: self._build_function(name, handler) for name, handler in HANDLERS.items()
         }
         # Not in `functions` (alarmed per invocation): CloudFormation reports a failed seed as a failed deploy.
         self.seed = self._build_function(SEED_FUNCTION, SEED_HANDLER)
+        self.change_events = self._build_function(constants.CHANGE_EVENTS_FUNCTION, constants.CHANGE_EVENTS_HANDLER)
 
     @property
     def read(self) -> lambda_.Function:
@@ -128,27 +144,42 @@ class Functions(Construct):
         arn = ssm.StringParameter.value_for_string_parameter(self, constants.POWERTOOLS_LAYER_PARAMETER)
         return lambda_.LayerVersion.from_layer_version_arn(self, constants.POWERTOOLS_LAYER_ID, arn)
 
+    def _build_cron_layer(self) -> lambda_.LayerVersion:
+        """croniter, which only the write function imports (GET /flags/windows)."""
+        return lambda_.LayerVersion(
+            self,
+            "CronLayer",
+            code=lambda_.Code.from_asset(str(cron_layer_directory())),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description=f"croniter {metadata.version('croniter')}: the write function's maintenance-window crons",
+        )
+
     def _environment(self, name: str) -> dict[str, str]:
         return function_environment(self._config, self._table.table_name, name)
 
     def _build_role(self, name: str, logs_group: logs.ILogGroup) -> iam.Role:
-        title = name.capitalize()
+        policies: dict[str, iam.PolicyDocument] = {}
+        if name in DYNAMODB_ACTIONS:
+            rights = f"{', '.join(DYNAMODB_ACTIONS[name])} on the flags table"
+            policies["Table"] = iam.PolicyDocument(
+                statements=[
+                    iam.PolicyStatement(
+                        actions=list(DYNAMODB_ACTIONS[name]),
+                        resources=[self._table.table_arn],
+                        conditions=leading_keys_condition(name),
+                    )
+                ]
+            )
+        else:
+            rights = "the flags table's stream, PutEvents to its bus"  # granted by infra/events.py
         return iam.Role(
             self,
-            f"{title}Role",
+            f"{title_of(name)}Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"{vocabulary.DEFAULT_SERVICE} {name} function: {', '.join(DYNAMODB_ACTIONS[name])} "
-            f"on the flags table",
+            description=f"{vocabulary.DEFAULT_SERVICE} {name} function: {rights}",
             inline_policies={
-                "Table": iam.PolicyDocument(
-                    statements=[
-                        iam.PolicyStatement(
-                            actions=list(DYNAMODB_ACTIONS[name]),
-                            resources=[self._table.table_arn],
-                            conditions=leading_keys_condition(name),
-                        )
-                    ]
-                ),
+                **policies,
                 # Instead of AWSLambdaBasicExecutionRole (any log group): only this function's own log group,
                 # which the stack creates, so CreateLogGroup is not needed.
                 "Logs": iam.PolicyDocument(
@@ -163,7 +194,7 @@ class Functions(Construct):
         )
 
     def _build_function(self, name: str, handler: str) -> lambda_.Function:
-        title = name.capitalize()
+        title = title_of(name)
         logs_group = log_group(self, f"{title}Logs", self._config.log_retention_days)
         role = self._build_role(name, logs_group)
         function = lambda_.Function(
@@ -174,7 +205,7 @@ class Functions(Construct):
             architecture=lambda_.Architecture.ARM_64,
             handler=handler,
             code=self._code,
-            layers=[self._layer],
+            layers=[self._layer, self._cron_layer] if name == WRITE_FUNCTION else [self._layer],
             memory_size=constants.MEMORY_MB[name],
             timeout=Duration.seconds(constants.TIMEOUT_SECONDS[name]),
             environment=self._environment(name),

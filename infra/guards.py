@@ -19,7 +19,6 @@ takes no resource-level permission for composite alarms (docs/decisions.md).
 from __future__ import annotations
 
 from aws_cdk import (
-    Aws,
     Duration,
     RemovalPolicy,
     aws_events as events,
@@ -32,13 +31,16 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import FlagsConfig
-from infra.maintenance import last_stop_queue, scheduler_role
-from infra.nag import acknowledge
 from singleton_flags import guard_writes
 from singleton_flags.alarms import ALARM
 from singleton_flags.guarding import ALARM_DETAIL_TYPE, ALARM_SOURCE
+
+from . import constants
+from .config import FlagsConfig
+from .maintenance import scheduler_role
+from .nag import acknowledge
+from .queues import last_stop_queue
+from .scheduled_changes import schedules_arn
 
 DESCRIBE_ALARMS = "cloudwatch:DescribeAlarms"
 
@@ -133,9 +135,7 @@ class Guards(Construct):
 
     def _grant_close_schedules(self) -> None:
         """The write function creates one-time schedules in the guards' group only, passing the guards' role only."""
-        schedules = (
-            f"arn:{Aws.PARTITION}:scheduler:{Aws.REGION}:{Aws.ACCOUNT_ID}:schedule/{self.group.schedule_group_name}/*"
-        )
+        schedules = schedules_arn(self.group.schedule_group_name)
         self._write.add_to_role_policy(iam.PolicyStatement(actions=["scheduler:CreateSchedule"], resources=[schedules]))
         self._write.add_to_role_policy(
             iam.PolicyStatement(

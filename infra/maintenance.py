@@ -31,9 +31,10 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import FlagsConfig, MaintenanceWindow, schedule_payload
-from infra.nag import acknowledge, logical_id
+from . import constants
+from .config import FlagsConfig, MaintenanceWindow, schedule_payload
+from .nag import acknowledge, logical_id
+from .queues import last_stop_queue
 
 
 def max_event_age_seconds(window: MaintenanceWindow, action: str) -> int:
@@ -73,7 +74,8 @@ class Maintenance(Construct):
             self.schedules[(window.name, "end")] = self._build_schedule(window, "end", window.end)
 
     def _build_dead_letter_queue(self) -> sqs.Queue:
-        return self._last_stop_queue(
+        return last_stop_queue(
+            self,
             "DeadLetterQueue",
             "the dead-letter queue of the maintenance schedules (EventBridge Scheduler DeadLetterConfig",
         )
@@ -81,7 +83,8 @@ class Maintenance(Construct):
     def _build_failure_queue(self) -> sqs.Queue:
         """The maintenance function's on-failure destination: invocations Lambda accepted but whose function
         kept failing through its asynchronous retries, or that grew too old to retry."""
-        queue = self._last_stop_queue(
+        queue = last_stop_queue(
+            self,
             "FailureQueue",
             "the on-failure destination of the maintenance function's asynchronous invocations (Lambda "
             "EventInvokeConfig",
@@ -92,9 +95,6 @@ class Maintenance(Construct):
             on_failure=destinations.SqsDestination(queue),
         )
         return queue
-
-    def _last_stop_queue(self, construct_id: str, what: str) -> sqs.Queue:
-        return last_stop_queue(self, construct_id, what)
 
     def _build_scheduler_role(self) -> iam.Role:
         return scheduler_role(
@@ -124,23 +124,6 @@ class Maintenance(Construct):
         )
         schedule.node.add_dependency(self.group)  # the schedule names its group by a literal, not a Ref
         return schedule
-
-
-def last_stop_queue(scope: Construct, construct_id: str, what: str) -> sqs.Queue:
-    """An encrypted, TLS-only queue where deliveries end that no retry delivered; alarmed on depth."""
-    queue = sqs.Queue(
-        scope,
-        construct_id,
-        encryption=sqs.QueueEncryption.SQS_MANAGED,
-        enforce_ssl=True,
-        retention_period=Duration.days(constants.DLQ_RETENTION_DAYS),
-    )
-    acknowledge(
-        queue,
-        "AwsSolutions-SQS3",
-        f"This queue is itself {what}, which cdk-nag does not see); it is alarmed on depth.",
-    )
-    return queue
 
 
 def scheduler_role(

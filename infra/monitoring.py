@@ -25,9 +25,12 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra import constants
-from infra.config import FlagsConfig
 from singleton_flags import vocabulary
+
+from . import constants
+from .config import FlagsConfig
+from .events import ChangeEvents
+from .functions import title_of
 
 ONE_MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
@@ -50,7 +53,8 @@ def reads(stage: str, reason: str, period: Duration = ONE_MINUTE) -> cw.Metric:
 
 
 class Monitoring(Construct):
-    """Alarms (5xx, function errors and throttles, DLQ depth, DEFAULT and sustained STALE reads), an optional
+    """Alarms (5xx, function errors and throttles, DLQ depth, DEFAULT and sustained STALE reads, change events
+    refused, lagging or given up), an optional
     SNS topic as their action, and one dashboard."""
 
     def __init__(
@@ -63,6 +67,7 @@ class Monitoring(Construct):
         functions: Mapping[str, lambda_.IFunction],
         dead_letter_queue: sqs.IQueue,
         failure_queue: sqs.IQueue,
+        change_events: ChangeEvents,
         guard_queues: Mapping[str, sqs.IQueue] | None = None,
     ) -> None:
         """``guard_queues``: alarm id -> a guarded changes' last-stop queue (infra/guards.py), alarmed on depth."""
@@ -72,13 +77,16 @@ class Monitoring(Construct):
         self._functions = functions
         self._dead_letter_queue = dead_letter_queue
         self._failure_queue = failure_queue
+        self._change_events = change_events
         self._guard_queues = dict(guard_queues or {})
         self.topic = self._build_topic() if config.alarm_email else None
         self.alarms: dict[str, cw.Alarm] = {}
         self._build_api_alarms()
         self._build_function_alarms()
         self._build_dead_letter_alarm()
+        self._build_scheduled_change_alarm()
         self._build_read_alarms()
+        self._build_change_event_alarms()
         self._build_guard_alarms()
         self.dashboard = self._build_dashboard()
 
@@ -127,13 +135,14 @@ class Monitoring(Construct):
         *,
         evaluation_periods: int = 1,
         datapoints_to_alarm: int = 1,
+        threshold: float = 0,
     ) -> cw.Alarm:
-        """Alarm when the metric is above zero in ``datapoints_to_alarm`` of ``evaluation_periods`` periods."""
+        """Alarm when the metric is above ``threshold`` in ``datapoints_to_alarm`` of ``evaluation_periods``."""
         alarm = cw.Alarm(
             self,
             construct_id,
             metric=metric,
-            threshold=0,
+            threshold=threshold,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=evaluation_periods,
             datapoints_to_alarm=datapoints_to_alarm,
@@ -153,8 +162,9 @@ class Monitoring(Construct):
         )
 
     def _build_function_alarms(self) -> None:
-        for name, function in self._functions.items():
-            title = name.capitalize()
+        watched = {**self._functions, constants.CHANGE_EVENTS_FUNCTION: self._change_events.function}
+        for name, function in watched.items():
+            title = title_of(name)
             self._alarm(
                 f"{title}Errors",
                 function.metric_errors(period=FIVE_MINUTES, statistic=cw.Stats.SUM),
@@ -213,6 +223,15 @@ class Monitoring(Construct):
             "an early close, or a close schedule not created. See the guard and write functions' ERROR logs.",
         )
 
+    def _build_scheduled_change_alarm(self) -> None:
+        self._alarm(
+            "ScheduledChangeFailures",
+            flags_metric(self._config.stage, vocabulary.SCHEDULED_CHANGE_FAILURES, FIVE_MINUTES),
+            "A scheduled change was not applied and will not be retried: no longer valid when due (a flag no "
+            "longer declared, a value out of its rules, the item too large), an unknown id, or a payload that "
+            "is not a scheduled change's. GET /flags/schedules shows why; see the maintenance function's ERROR logs.",
+        )
+
     def _build_read_alarms(self) -> None:
         self._alarm(
             "DefaultReads",
@@ -228,6 +247,30 @@ class Monitoring(Construct):
             f"{constants.STALE_ALARM_PERIODS} minutes: cache refreshes keep failing.",
             evaluation_periods=constants.STALE_ALARM_PERIODS,
             datapoints_to_alarm=constants.STALE_ALARM_DATAPOINTS,
+        )
+
+    def _build_change_event_alarms(self) -> None:
+        self._alarm(
+            "ChangeEventsRefused",
+            flags_metric(self._config.stage, vocabulary.CHANGE_EVENTS_REFUSED, FIVE_MINUTES),
+            "EventBridge refused Flags Changed entries (PutEvents FailedEntryCount, or the call failed): they are "
+            "retried, then the batch is retried from the first unpublished record. See the change-events "
+            "function's ERROR logs for the error codes.",
+        )
+        self._alarm(
+            "ChangeEventsLagging",
+            self._change_events.function.metric("IteratorAge", period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM),
+            f"The change-events function is more than {constants.STREAM_LAG_ALARM_SECONDS // 60} minutes behind the "
+            "table's stream: consumers hear of changes late (EventBridge refusing entries, or the function failing).",
+            threshold=constants.STREAM_LAG_ALARM_SECONDS * 1000,  # IteratorAge is in milliseconds
+        )
+        self._alarm(
+            "ChangeEventsUndelivered",
+            self._change_events.failure_queue.metric_approximate_number_of_messages_visible(
+                period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM
+            ),
+            "Flags Changed events were given up after the stream mapping's retries: the on-failure queue holds the "
+            "shard and sequence numbers; the versions themselves are in GET /flags/history (docs/change-workflows.md).",
         )
 
     # -------------------------------------------------------------------------------------------- dashboard
@@ -285,6 +328,32 @@ class Monitoring(Construct):
                         period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Failed (on-failure queue)"
                     ),
                 ],
+            ),
+            self._graph(
+                "Change events",
+                [
+                    *self._counts(vocabulary.CHANGE_EVENTS_PUBLISHED, vocabulary.CHANGE_EVENTS_REFUSED),
+                    self._change_events.failure_queue.metric_approximate_number_of_messages_visible(
+                        period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM, label="Given up (on-failure queue)"
+                    ),
+                ],
+            ),
+            self._graph(
+                "Scheduled changes",
+                self._counts(
+                    vocabulary.SCHEDULED_CHANGES_APPLIED,
+                    vocabulary.SCHEDULED_CHANGE_SKIPS,
+                    vocabulary.SCHEDULED_CHANGE_FAILURES,
+                ),
+            ),
+            self._graph(
+                "Guarded changes",
+                self._counts(
+                    vocabulary.GUARD_REVERTS,
+                    vocabulary.GUARD_SKIPS,
+                    vocabulary.GUARD_CLOSES,
+                    vocabulary.GUARD_FAILURES,
+                ),
             ),
             self._graph(
                 "API latency",

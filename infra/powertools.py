@@ -14,7 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from infra import constants
+from singleton_flags.layer import RUNTIME_PROVIDED
+
+from . import constants
 
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")  # Lambda arm64 (Amazon Linux 2023, glibc 2.34)
 PYTHON_VERSION = constants.LAMBDA_RUNTIME.removeprefix("python")
@@ -22,13 +24,10 @@ REQUIREMENTS = (
     f"aws-lambda-powertools[tracer]=={constants.POWERTOOLS_VERSION}",
     "pydantic>=2.14,<3",  # the write function's models (requirements.txt)
 )
-# In the Lambda runtime already: not shipped twice.
-RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six", "jmespath", "bin")
-BUILD_DIR = constants.REPO_ROOT / ".build"
 COMPLETE = ".complete"
 
 
-def bundled_layer_directory(build_dir: Path = BUILD_DIR) -> Path:
+def bundled_layer_directory(build_dir: Path = constants.BUILD_DIR) -> Path:
     """The layer's root (``python/`` inside), built now unless an identical build is already there."""
     name = f"powertools-{constants.POWERTOOLS_VERSION}-{constants.LAMBDA_RUNTIME}-{constants.LAMBDA_ARCHITECTURE}"
     target = build_dir / name
@@ -62,7 +61,7 @@ def bundled_layer_directory(build_dir: Path = BUILD_DIR) -> Path:
         )
     for entry in list(site.iterdir()):
         package = entry.name.split("-")[0].split(".")[0].lower()
-        if package in RUNTIME_PROVIDED or package == "python_dateutil" or entry.name == "__pycache__":
+        if package in RUNTIME_PROVIDED or entry.name == "__pycache__":
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
     (staging / COMPLETE).write_text(" ".join(REQUIREMENTS) + "\n")
     shutil.rmtree(target, ignore_errors=True)

@@ -8,16 +8,20 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from infra import constants
-from infra.account import ApiGatewayAccount
-from infra.api import Api
-from infra.config import FlagsConfig
-from infra.functions import Functions
-from infra.guards import Guards
-from infra.maintenance import Maintenance
-from infra.monitoring import Monitoring
-from infra.storage import Storage
 from singleton_flags.declarations import Declarations
+
+from . import constants
+from .account import ApiGatewayAccount
+from .api import Api
+from .config import FlagsConfig
+from .discovery import Discovery
+from .events import ChangeEvents
+from .functions import Functions
+from .guards import Guards
+from .maintenance import Maintenance
+from .monitoring import Monitoring
+from .scheduled_changes import ScheduledChanges
+from .storage import Storage
 
 
 @dataclass(frozen=True)
@@ -29,8 +33,11 @@ class Service:
     apigw_account: ApiGatewayAccount
     api: Api
     maintenance: Maintenance
+    change_events: ChangeEvents
+    scheduled_changes: ScheduledChanges
     guards: Guards
     monitoring: Monitoring
+    discovery: Discovery
 
 
 def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations | None = None) -> Service:
@@ -48,6 +55,16 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         account_setting=apigw_account.setting,
     )
     maintenance = Maintenance(scope, constants.MAINTENANCE_ID, config=config, function=functions.maintenance)
+    change_events = ChangeEvents(
+        scope, constants.CHANGE_EVENTS_ID, config=config, table=storage.table, function=functions.change_events
+    )
+    scheduled_changes = ScheduledChanges(
+        scope,
+        constants.SCHEDULED_CHANGES_ID,
+        writer=functions.write,
+        target=functions.maintenance,
+        maintenance=maintenance,
+    )
     guards = Guards(
         scope, constants.GUARDS_ID, config=config, guard_function=functions.guard, write_function=functions.write
     )
@@ -59,9 +76,29 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         functions=functions.functions,
         dead_letter_queue=maintenance.dead_letter_queue,
         failure_queue=maintenance.failure_queue,
+        change_events=change_events,
         guard_queues=guards.queues,
     )
-    return Service(storage, functions, apigw_account, api, maintenance, guards, monitoring)
+    discovery = Discovery(
+        scope,
+        constants.DISCOVERY_ID,
+        stage=config.stage,
+        table=storage.table,
+        api_url=api.rest_api.url,
+        declarations=declarations,
+    )
+    return Service(
+        storage,
+        functions,
+        apigw_account,
+        api,
+        maintenance,
+        change_events,
+        scheduled_changes,
+        guards,
+        monitoring,
+        discovery,
+    )
 
 
 class FlagsStack(Stack):
@@ -83,8 +120,11 @@ class FlagsStack(Stack):
         self.apigw_account = service.apigw_account
         self.api = service.api
         self.maintenance = service.maintenance
+        self.change_events = service.change_events
+        self.scheduled_changes = service.scheduled_changes
         self.guards = service.guards
         self.monitoring = service.monitoring
+        self.discovery = service.discovery
         self._build_outputs()
 
     def _build_outputs(self) -> None:
@@ -105,5 +145,17 @@ class FlagsStack(Stack):
                 self.api.admin_policy.managed_policy_arn,
                 "Attach to a caller that may change, list history, revert and restore flags",
             ),
+            (
+                constants.OUTPUT_EVENT_BUS_NAME,
+                self.change_events.bus.event_bus_name,
+                "Event bus of this stage's Flags Changed events (one per version)",
+            ),
         ):
             CfnOutput(self, output_id, value=value, description=description)
+        if self.change_events.topic is not None:
+            CfnOutput(
+                self,
+                constants.OUTPUT_CHANGE_EVENTS_TOPIC_ARN,
+                value=self.change_events.topic.topic_arn,
+                description="SNS topic receiving every Flags Changed event (change_events.sns_topic)",
+            )

@@ -13,9 +13,10 @@ import json
 from aws_cdk import CustomResource, Duration, RemovalPolicy, aws_dynamodb as dynamodb, aws_lambda as lambda_
 from constructs import Construct
 
-from infra import constants
-from local.table import table_definition
 from singleton_flags.declarations import Declarations, load_declarations
+
+from . import constants
+from .table import table_definition
 
 SEED_RESOURCE_TYPE = "Custom::FlagsSeed"
 _ATTRIBUTE_TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
@@ -29,8 +30,8 @@ def declarations_fingerprint(declarations: Declarations) -> str:
 
 
 class Storage(Construct):
-    """TableV2 of ``local.table.table_definition`` (PK/SK, on demand, TTL), with PITR, deletion protection,
-    retained; ``add_seed`` adds the seed."""
+    """TableV2 of ``infra.table.table_definition`` (PK/SK, on demand, TTL, NEW_IMAGE stream), with PITR,
+    deletion protection, retained; ``add_seed`` adds the seed."""
 
     def __init__(
         self,
@@ -72,5 +73,7 @@ class Storage(Construct):
             deletion_protection=True,
             removal_policy=RemovalPolicy.RETAIN,
             time_to_live_attribute=definition.ttl_attribute,
+            # the change events' source: every committed audit record, as written (infra/events.py)
+            dynamo_stream=dynamodb.StreamViewType[definition.stream_view_type],
             encryption=dynamodb.TableEncryptionV2.aws_managed_key(),
         )

@@ -1,5 +1,5 @@
-"""Guarded changes in the local runner: a fake alarm registry for DescribeAlarms, a recorder for the guards'
-close schedules, and the events CloudWatch, EventBridge and Scheduler would deliver. Never deployed.
+"""Guarded changes in the local runner: a fake alarm registry for DescribeAlarms, and the events CloudWatch and
+EventBridge would deliver. Never deployed.
 
 - ``LocalAlarms``: alarm name -> state, in memory. The write function's DescribeAlarms and the guard function's
   close check read it (``singleton_flags.alarms.AlarmStates``); ``POST /_alarms/<name>`` sets a state, creating
@@ -8,8 +8,8 @@ close schedules, and the events CloudWatch, EventBridge and Scheduler would deli
   to the guard function as the "CloudWatch Alarm State Change" event the stack's EventBridge rule would send (the
   rule's filter: the prefix, the state ALARM, and a change: setting ALARM on an alarm already in ALARM sends
   nothing, as CloudWatch sends no event without a state change).
-- ``LocalSchedules``: the guards' close schedules, recorded instead of created in Scheduler;
-  ``POST /_guards/<version>/close`` delivers a guard's close payload now (the bake's end, brought forward).
+- The guards' close schedules are held by the runner's scheduler (local.scheduler), which delivers each to the
+  guard function at its bake's end; ``POST /_guards/<version>/close`` delivers one now (the end, brought forward).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from local.gateway import LOCAL_ACCOUNT
@@ -51,22 +50,6 @@ class LocalAlarms:
     def all(self) -> dict[str, str]:
         with self._lock:
             return dict(self._states)
-
-
-class LocalSchedules:
-    """``singleton_flags.guard_writes.CloseSchedules`` that records each schedule instead of creating it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.created: dict[str, dict[str, Any]] = {}
-
-    def create(
-        self, name: str, local_time: datetime, timezone: str, payload: Mapping[str, Any], description: str = ""
-    ) -> str:
-        with self._lock:
-            at = f"{local_time.isoformat()} {timezone}"
-            self.created.setdefault(name, {"at": at, "payload": dict(payload), "description": description})
-        return f"arn:aws:scheduler:local:{LOCAL_ACCOUNT}:schedule/local/{name}"
 
 
 def alarm_state_change(

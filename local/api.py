@@ -1,18 +1,25 @@
-"""What the local runner answers: the deployed routes (through the functions) plus three local-only routes.
+"""What the local runner answers: the deployed routes (through the functions) plus local-only routes.
 
 - every route of ``singleton_flags.routes.ROUTES``: a REST proxy event to the function the stack maps it to;
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
   (``infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
   function; never deployed;
+- ``GET /_events``: the ``Flags Changed`` events the deployed publisher made from the table's stream (every
+  audit record the writes committed), oldest first (``local.events``); never deployed;
+- ``POST /_scheduler/changes/{id}``: what a scheduled change's one-time schedule sends (``{"scheduled_change":
+  id}``), delivered to the maintenance function now (its local schedule, if still held, is taken as fired);
+  due schedules are also delivered on their own, by the runner's tick (``local.scheduler``); never deployed;
 - ``POST /_alarms/{name}`` with ``{"state": "ALARM"|"OK"|"INSUFFICIENT_DATA"}`` (default ALARM): sets a state in
   the local alarm registry (local/alarms.py), creating the alarm; a change to ALARM of an alarm the stack's
   guard rule hears is delivered to the guard function as EventBridge would; ``GET /_alarms`` lists the registry;
 - ``POST /_guards/{version}/close``: the guard's close payload (what its one-time schedule sends at the bake's
-  end), delivered to the guard function now;
+  end), delivered to the guard function now (its local schedule, if still held, is taken as fired);
+  never deployed;
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
-- ``GET /openapi.json`` and ``GET /docs`` (Swagger UI).
+- ``GET /openapi.json``; the console (``/``, ``/console/<file>``) and Swagger UI (``/docs``) as static files
+  (``local.web``).
 
 A path no route knows answers 404; a known path under another method 405 with ``Allow`` (the same answers
 and codes as ``singleton_flags.http.no_route_response``).
@@ -27,8 +34,6 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, TypeGuard
 from urllib.parse import unquote
@@ -37,27 +42,35 @@ from aws_lambda_powertools.event_handler import Response
 
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.alarms import LocalAlarms, alarm_state_change, rule_matches
+from local.events import StreamEvents, StreamUnavailable
 from local.functions import Functions
-from local.gateway import Caller, HttpResponse, http_response, proxy_event
+from local.gateway import Caller, HttpResponse, Request, http_response, proxy_event
+from local.scheduler import LocalScheduler
+from local.web import static_file
 from singleton_flags.alarms import ALARM, STATES
-from singleton_flags.guard_writes import close_payload
+from singleton_flags.guard_writes import close_payload, close_schedule_name
 from singleton_flags.http import error_body, json_response, no_route_response
 from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
+from singleton_flags.scheduled import PAYLOAD_KEY, schedule_name
 
 OPENAPI = "openapi"
-DOCS = "docs"
 SCHEDULER = "scheduler"
 THROTTLE = "throttle"
+EVENTS = "events"
+EVENTS_PATH = "/_events"
+SCHEDULED_CHANGE = "scheduled-change"
 ALARMS = "alarms"
 ALARM_STATE = "alarm-state"
 GUARD_CLOSE = "guard-close"
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
+SCHEDULED_CHANGE_PATH = "/_scheduler/changes/{id}"  # static "changes" wins over {window} (routes._specificity)
 THROTTLE_PATH = "/_throttle"
 LOCAL_ROUTES: tuple[Route, ...] = (
     Route("GET", "/openapi.json", OPENAPI),
-    Route("GET", "/docs", DOCS),
     Route("POST", SCHEDULER_PATH, SCHEDULER),
+    Route("POST", SCHEDULED_CHANGE_PATH, SCHEDULED_CHANGE),
     Route("POST", THROTTLE_PATH, THROTTLE),
+    Route("GET", EVENTS_PATH, EVENTS),
     Route("GET", "/_alarms", ALARMS),
     Route("POST", "/_alarms/{name}", ALARM_STATE),
     Route("POST", "/_guards/{version}/close", GUARD_CLOSE),
@@ -65,34 +78,6 @@ LOCAL_ROUTES: tuple[Route, ...] = (
 MAX_THROTTLED_REQUESTS = 1000
 MAX_RETRY_AFTER_SECONDS = 3600
 THROTTLED_MESSAGE = "Too Many Requests"  # API Gateway's message for its THROTTLED response
-SWAGGER_UI_VERSION = "5"  # swagger-ui-dist major version, from unpkg (the browser needs internet for /docs)
-
-SWAGGER_PAGE = """<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>singleton-flags (local)</title>
-  <link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@{version}/swagger-ui.css">
-</head>
-<body>
-  <div id="swagger-ui"></div>
-  <script src="https://unpkg.com/swagger-ui-dist@{version}/swagger-ui-bundle.js" crossorigin></script>
-  <script>
-    window.ui = SwaggerUIBundle({{url: "/openapi.json", dom_id: "#swagger-ui", tryItOutEnabled: true}});
-  </script>
-</body>
-</html>
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    method: str
-    raw_path: str
-    query: str
-    headers: Sequence[tuple[str, str]]
-    body: bytes
-    client_ip: str = "127.0.0.1"
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> HttpResponse:
@@ -125,9 +110,13 @@ class LocalApi:
         *,
         caller: Caller | None = None,
         alarms: LocalAlarms | None = None,
+        events: StreamEvents | None = None,
+        scheduler: LocalScheduler | None = None,
     ) -> None:
         self._functions = functions
         self._alarms = alarms or LocalAlarms()
+        self._events = events
+        self._scheduler = scheduler
         self._config = config
         self._openapi = json.dumps(openapi_document, indent=2).encode("utf-8")
         self._caller = caller or Caller()
@@ -145,18 +134,22 @@ class LocalApi:
         )
 
     def _answer(self, request: Request) -> HttpResponse:
+        static = static_file(request.method, request.raw_path)
+        if static is not None:
+            return static
         found = match_route((*ROUTES, *LOCAL_ROUTES), request.method, request.raw_path)
         if not isinstance(found, RouteMatch):
             return self._no_route(request)
         if found.route.function == OPENAPI:
             return HttpResponse(200, [("Content-Type", "application/json")], self._openapi)
-        if found.route.function == DOCS:
-            page = SWAGGER_PAGE.format(version=SWAGGER_UI_VERSION).encode("utf-8")
-            return HttpResponse(200, [("Content-Type", "text/html; charset=utf-8")], page)
         if found.route.function == SCHEDULER:
             return self._schedule(found.path_parameters["window"], found.path_parameters["action"])
+        if found.route.function == SCHEDULED_CHANGE:
+            return self._deliver_change(found.path_parameters["id"])
         if found.route.function == THROTTLE:
             return self._set_throttle(request.body)
+        if found.route.function == EVENTS:
+            return self._change_events()
         if found.route.function == ALARMS:
             return _json(200, {"alarms": self._alarms.all()})
         if found.route.function == ALARM_STATE:
@@ -184,6 +177,15 @@ class LocalApi:
         with self._throttle_lock:
             self._throttled_left, self._retry_after = requests, retry_after
         return _json(200, {"throttling": {"requests": requests, "retry_after": retry_after}})
+
+    def _change_events(self) -> HttpResponse:
+        if self._events is None:
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "EVENTS_UNAVAILABLE", "this runner reads no table stream")
+        try:
+            published = self._events.events()
+        except StreamUnavailable as exc:
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "EVENTS_UNAVAILABLE", str(exc))
+        return _json(200, {"events": published, "errors": list(self._events.errors)})
 
     def _throttled(self) -> HttpResponse | None:
         """API Gateway's THROTTLED answer (infra.api's gateway response) while requests are left to refuse."""
@@ -263,6 +265,8 @@ class LocalApi:
     def _close_guard(self, version: str) -> HttpResponse:
         if not version.isascii() or not version.isdigit() or len(version) > 12 or int(version) < 1:
             return _error(HTTPStatus.NOT_FOUND, "GUARD_NOT_FOUND", f"no guard {version!r}: a guarded version is >= 1")
+        if self._scheduler is not None:
+            self._scheduler.take(close_schedule_name(int(version)))  # fired: Scheduler deletes it after completion
         payload = close_payload(int(version))
         try:
             result = self._functions.invoke(GUARD_FUNCTION, payload)
@@ -273,6 +277,16 @@ class LocalApi:
     @property
     def _region(self) -> str:
         return os.environ.get("AWS_REGION", "us-east-1")
+
+    def _deliver_change(self, schedule_id: str) -> HttpResponse:
+        if self._scheduler is not None:
+            self._scheduler.take(schedule_name(schedule_id))  # fired: Scheduler deletes it after completion
+        payload = {PAYLOAD_KEY: schedule_id}
+        try:
+            result = self._functions.invoke(MAINTENANCE_FUNCTION, payload)
+        except Exception as exc:  # noqa: BLE001 - the scheduler would retry, then dead-letter; we report it
+            return self._function_error(MAINTENANCE_FUNCTION, exc)
+        return _json(200, {"delivered": payload, "result": result})
 
     @staticmethod
     def _function_error(function: str, exc: Exception) -> HttpResponse:

@@ -7,8 +7,9 @@ each answer as it would over the wire, only the socket is skipped. moto's condit
 under concurrency, so the runner serialises invocations (``local.functions``).
 
 Either way the table is created if absent (as the stack creates it: PK/SK strings, on demand, TTL on
-``expires_at``) and seeded with ``FlagStore.seed``, the code the stack's seed runs on every deploy that
-changes the declarations (newly declared flags become a version of kind ``seed``; no live value changes).
+``expires_at``, a NEW_IMAGE stream; an existing table without a stream gets one, for ``GET /_events``) and
+seeded with ``FlagStore.seed``, the code the stack's seed runs on every deploy that changes the declarations
+(newly declared flags become a version of kind ``seed``; no live value changes).
 """
 
 from __future__ import annotations
@@ -103,14 +104,22 @@ def _translated(label: str, operation: str) -> Iterator[None]:
         raise BackendError(f"{label} failed on {operation}: {exc}") from exc
 
 
-def _table_exists(client: Any, table_name: str) -> bool:
+def _describe(client: Any, table_name: str) -> dict[str, Any] | None:
     try:
-        client.describe_table(TableName=table_name)
+        table: dict[str, Any] = client.describe_table(TableName=table_name)["Table"]
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
-            return False
+            return None
         raise
-    return True
+    return table
+
+
+def _enable_stream(client: Any, table_name: str) -> None:
+    """A table made before change events (no stream): its stream is turned on, as the stack's table has it."""
+    from infra.table import table_definition
+
+    spec = table_definition().create_table_params(table_name)["StreamSpecification"]
+    client.update_table(TableName=table_name, StreamSpecification=spec)
 
 
 def prepare_table(table_name: str, sort_key: str, declarations: Declarations, label: str) -> bool:
@@ -120,10 +129,14 @@ def prepare_table(table_name: str, sort_key: str, declarations: Declarations, la
     except ValueError as exc:  # e.g. an endpoint URL botocore cannot parse
         raise BackendError(f"cannot use {label}: {exc}") from exc
     with _translated(label, "DescribeTable"):
-        exists = _table_exists(client, table_name)
-    if not exists:
+        table = _describe(client, table_name)
+    exists = table is not None
+    if table is None:
         with _translated(label, "CreateTable"):
             create_table(client, table_name)
+    elif not table.get("StreamSpecification", {}).get("StreamEnabled"):
+        with _translated(label, "UpdateTable (its stream, for GET /_events)"):
+            _enable_stream(client, table_name)
     store = FlagStore(client, table_name, declarations, sort_key=sort_key)
     with _translated(label, "the seed"):
         try:

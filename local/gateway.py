@@ -22,6 +22,18 @@ LOCAL_API_ID = "local"
 
 
 @dataclass(frozen=True, slots=True)
+class Request:
+    """An HTTP request as the server read it (the path still percent-encoded, as API Gateway matches it)."""
+
+    method: str
+    raw_path: str
+    query: str
+    headers: Sequence[tuple[str, str]]
+    body: bytes
+    client_ip: str = "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
 class HttpResponse:
     status: int
     headers: list[tuple[str, str]]

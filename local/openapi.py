@@ -24,10 +24,11 @@ from typing import Any
 
 from local.functions import load_module
 from local.paths import REPO_ROOT
+from local.scheduler import local_one_time_environment
 from singleton_flags.declarations import TYPES
 from singleton_flags.errors import FlagsError
 from singleton_flags.ofrep import FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR, VARIANTS
-from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
+from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, SCHEDULES, WRITE_FUNCTION, Route
 from singleton_flags.vocabulary import READ_REASONS
 
 SCHEMAS = "#/components/schemas/"
@@ -133,12 +134,32 @@ def _read_schemas() -> dict[str, Any]:
             "description": "Present when a maintenance window's stored deadline, not its end event, ended it.",
         },
     }
+    maintenance = {
+        "type": "object",
+        "description": "Who holds maintenance_mode now (its effective value, as in flags).",
+        "required": ["on", "held_by", "window", "deadline"],
+        "additionalProperties": False,
+        "properties": {
+            "on": {"type": "boolean", "description": "The same as flags.maintenance_mode."},
+            "held_by": {
+                "type": ["string", "null"],
+                "enum": ["window", "manual", None],
+                "description": "window: a window holds it until its deadline; manual: on otherwise; null: off.",
+            },
+            "window": {"type": ["string", "null"], "description": "The holding window's name."},
+            "deadline": {
+                "type": ["string", "null"],
+                "format": "date-time",
+                "description": "When the holding window's hold ends (RFC 3339, UTC).",
+            },
+        },
+    }
     return {
         "FlagsRead": {
             "type": "object",
-            "required": ["flags", "version", "reason", "fetched_at"],
+            "required": ["flags", "version", "reason", "fetched_at", "maintenance"],
             "additionalProperties": False,
-            "properties": {"flags": {"$ref": SCHEMAS + "FlagValues"}, **meta},
+            "properties": {"flags": {"$ref": SCHEMAS + "FlagValues"}, **meta, "maintenance": maintenance},
         },
         "FlagRead": {
             "type": "object",
@@ -381,10 +402,11 @@ def _write_operation(method: str, path: str, generated: dict[str, Any]) -> dict[
     if parameters:
         operation["parameters"] = parameters
     responses = {status: answer for status, answer in operation["responses"].items() if status != "422"}
-    ok = responses["200"]
-    ok["headers"] = {"ETag": ETAG, "Cache-Control": CACHE_CONTROL} if method != "GET" else {}
-    if not ok["headers"]:
-        del ok["headers"]
+    ok = responses["201"] if "201" in responses else responses["200"]
+    if path.startswith(SCHEDULES):  # a scheduled change is no version of the flags: no ETag
+        ok["headers"] = {"Cache-Control": CACHE_CONTROL}
+    elif method != "GET":
+        ok["headers"] = {"ETag": ETAG, "Cache-Control": CACHE_CONTROL}
     operation["responses"] = responses
     return operation
 
@@ -519,6 +541,7 @@ def main() -> int:
         "TABLE_NAME": "singleton-flags-local",
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_TRACE_DISABLED": "1",
+        **local_one_time_environment("us-east-1"),
     }.items():
         os.environ.setdefault(key, value)
     from singleton_flags.declarations import load_declarations

@@ -17,16 +17,24 @@ from contextlib import ExitStack
 from typing import Any
 
 from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
-from local.alarms import LocalAlarms, LocalSchedules
+from local.alarms import LocalAlarms
 from local.api import LocalApi
-from local.backend import BackendError, choose_backend, prepare_table
+from local.backend import ENDPOINT_ENV, BackendError, choose_backend, prepare_table
+from local.events import StreamEvents
 from local.functions import Functions, load_handler
 from local.openapi import build_document
+from local.scheduler import (
+    Deliveries,
+    LocalScheduler,
+    local_one_time_environment,
+    target_function,
+    use_local_scheduler,
+)
 from local.server import LOOPBACK, LocalServer
 from singleton_flags import vocabulary
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.errors import DeclarationError
-from singleton_flags.routes import GUARD_FUNCTION, HANDLERS, WRITE_FUNCTION
+from singleton_flags.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
 from singleton_flags.settings import Settings, SettingsError
 
 DEFAULT_PORT = 3000
@@ -53,10 +61,15 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     The user's own TABLE_NAME, cache age, region... win; the windows always come from cdk.json, as deployed.
     """
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
-    deployed = deployed_environment(config, DEFAULT_TABLE, WRITE_FUNCTION)  # one process: the widest env
+    deployed = {  # one process: the widest env (the windows of both writers, the write function's schedules)
+        **deployed_environment(config, DEFAULT_TABLE, MAINTENANCE_FUNCTION),
+        **deployed_environment(config, DEFAULT_TABLE, WRITE_FUNCTION),
+    }
     windows = deployed.pop("MAINTENANCE_WINDOWS")
+    schedules = deployed.pop("MAINTENANCE_SCHEDULES")
     defaults = {
         **deployed,
+        **local_one_time_environment(region),
         "FLAGS_LOCAL_ACTOR": LOCAL_ACTOR,
         "POWERTOOLS_METRICS_DISABLED": "1",  # no EMF blobs in a terminal
         "AWS_REGION": region,
@@ -64,6 +77,7 @@ def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[st
     }
     resolved = {key: env.get(key) or value for key, value in defaults.items()}
     resolved["MAINTENANCE_WINDOWS"] = windows
+    resolved["MAINTENANCE_SCHEDULES"] = schedules
     resolved["POWERTOOLS_TRACE_DISABLED"] = "1"  # no X-Ray daemon here
     return resolved
 
@@ -102,12 +116,11 @@ def _cold_starts() -> Functions:
 
 
 def use_local_alarms() -> LocalAlarms:
-    """The write and guard functions read alarm states from the runner's registry and record their close
-    schedules (local/alarms.py): nothing reaches CloudWatch or Scheduler."""
+    """The write and guard functions read alarm states from the runner's registry (local/alarms.py): nothing
+    reaches CloudWatch. (Their close schedules go to the runner's scheduler: local.scheduler.)"""
     alarms = LocalAlarms()
     write = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]]
     write.GUARDS.alarms = alarms
-    write.GUARDS.schedules = LocalSchedules()
     sys.modules[HANDLERS[GUARD_FUNCTION].rpartition(".")[0]].GUARDS.alarms = alarms
     return alarms
 
@@ -119,12 +132,15 @@ def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_la
     lines = [
         "singleton-flags: local runner",
         f"  API         {url}  (caller: {LOCAL_ACTOR}, stage {config.stage})",
+        f"  Console     {url}/",
         f"  Swagger UI  {url}/docs",
         f"  OpenAPI     {url}/openapi.json",
         f"  DynamoDB    {backend_label}, table {table}",
     ]
     if windows:
         lines.append(f"  Schedules   POST {url}/_scheduler/{{{'|'.join(windows)}}}/{{start|end}}")
+    lines.append(f"  Events      GET {url}/_events  (Flags Changed, from the table's stream)")
+    lines.append(f"  Scheduled   changes delivered when due; POST {url}/_scheduler/changes/{{id}} delivers one now")
     lines.append(f"  Alarms      POST {url}/_alarms/{config.guard_prefix}<name> (guarded changes; local registry)")
     lines += [
         "Try:",
@@ -160,9 +176,17 @@ def run() -> None:
         except BackendError as exc:
             raise StartupError(str(exc)) from exc
         functions = _cold_starts()
-        write_app = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]].app
-        document = build_document(write_app, list(declarations), server_url=server.url, stage=config.stage)
-        server.api = LocalApi(functions, config, document, alarms=use_local_alarms())
+        write_module = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]]
+        scheduler = LocalScheduler()
+        use_local_scheduler(write_module, scheduler)
+        deliveries = Deliveries(scheduler, lambda payload: functions.invoke(target_function(payload), payload))
+        deliveries.start()
+        stack.callback(deliveries.stop)
+        document = build_document(write_module.app, list(declarations), server_url=server.url, stage=config.stage)
+        events = StreamEvents(settings.table_name, config.stage, endpoint_url=os.environ.get(ENDPOINT_ENV, "").strip())
+        server.api = LocalApi(
+            functions, config, document, alarms=use_local_alarms(), events=events, scheduler=scheduler
+        )
         state = "created and seeded" if created else "seeded (existing values kept)"
         print(banner(server.url, config, declarations, backend.label, f"{settings.table_name} ({state})"), flush=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)

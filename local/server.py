@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
-import uuid
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
 from urllib.parse import urlsplit
 
-from local.api import LocalApi, Request
-from local.gateway import HttpResponse
+from local.gateway import HttpResponse, Request
+from local.web import error, refuse_foreign
 
 LOOPBACK = "127.0.0.1"
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
@@ -32,6 +31,12 @@ _STDLIB_ERRORS = {
 }
 
 
+class Answers(Protocol):
+    """What the server hands each request to: the local API, or flagctl console's proxy."""
+
+    def handle(self, request: Request) -> HttpResponse: ...
+
+
 class BodyTooLarge(ValueError):
     pass
 
@@ -43,7 +48,6 @@ class MalformedRequest(ValueError):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: every answer carries Content-Length
     server_version = "singleton-flags-local"
-    api: LocalApi  # set on the subclass made by make_server
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -80,11 +84,15 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_body()
         except BodyTooLarge:
             self.close_connection = True
-            self._send(_error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "REQUEST_TOO_LARGE", "request body over 10 MB"))
+            self._send(error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "REQUEST_TOO_LARGE", "request body over 10 MB"))
             return
         except MalformedRequest as exc:
             self.close_connection = True
-            self._send(_error(HTTPStatus.BAD_REQUEST, "BAD_REQUEST", str(exc)))
+            self._send(error(HTTPStatus.BAD_REQUEST, "BAD_REQUEST", str(exc)))
+            return
+        foreign = refuse_foreign(list(self.headers.items()), self.server.port)  # type: ignore[attr-defined]
+        if foreign is not None:
+            self._send(foreign)
             return
         target = urlsplit(self.path)
         request = Request(
@@ -120,7 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
         text = message or status.phrase
         if not self.command:  # the request line itself was unreadable: answer as HTTP/1.1 anyway
             self.request_version = "HTTP/1.1"
-        self._send(_error(status, _STDLIB_ERRORS.get(code, status.name), text))
+        self._send(error(status, _STDLIB_ERRORS.get(code, status.name), text))
 
     def __getattr__(self, name: str) -> object:
         # BaseHTTPRequestHandler looks up do_<METHOD>: every method goes to the route table (404/405 there)
@@ -135,19 +143,17 @@ class _Handler(BaseHTTPRequestHandler):
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
 
 
-def _error(status: HTTPStatus, code: str, message: str) -> HttpResponse:
-    body = json.dumps({"error": {"code": code, "message": message}}, separators=(",", ":")).encode("utf-8")
-    headers = [("Content-Type", "application/json"), ("x-amzn-RequestId", str(uuid.uuid4()))]
-    return HttpResponse(int(status), headers, body)
-
-
 class LocalServer(ThreadingHTTPServer):
     daemon_threads = True  # Ctrl-C does not wait for keep-alive connections
 
-    def __init__(self, port: int, api: LocalApi | None = None) -> None:
+    def __init__(self, port: int, api: Answers | None = None) -> None:
         self.api = api  # set once the functions are loaded, before serving
         super().__init__((LOOPBACK, port), _Handler)
 
     @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.server_address[1]}"
+        return f"http://{LOOPBACK}:{self.port}"

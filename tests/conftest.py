@@ -19,6 +19,16 @@ from tests.support.events import invocation_context, rest_event
 TABLE_NAME = "singleton-flags-test"
 REGION = "us-east-1"
 GUARD_ALARM_PREFIX = "singleton-flags-test-guard-"
+SCHEDULE_GROUP = "singleton-flags-test"
+# What the stack gives the write function for its one-time schedules (infra/scheduled_changes.py)
+ONE_TIME_ENV = {
+    "ONE_TIME_SCHEDULE_GROUP": SCHEDULE_GROUP,
+    "ONE_TIME_SCHEDULE_TARGET_ARN": f"arn:aws:lambda:{REGION}:123456789012:function:singleton-flags-test-maintenance",
+    "ONE_TIME_SCHEDULE_ROLE_ARN": "arn:aws:iam::123456789012:role/singleton-flags-test-scheduler",
+    "ONE_TIME_SCHEDULE_DLQ_ARN": f"arn:aws:sqs:{REGION}:123456789012:singleton-flags-test-dlq",
+    "ONE_TIME_SCHEDULE_RETRY_ATTEMPTS": "3",
+    "ONE_TIME_SCHEDULE_MAX_EVENT_AGE_SECONDS": "3600",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +42,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "AWS_REGION": REGION,
         "TABLE_NAME": TABLE_NAME,
         "FLAGS_GUARD_ALARM_PREFIX": GUARD_ALARM_PREFIX,
+        **ONE_TIME_ENV,
     }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)

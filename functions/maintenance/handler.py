@@ -1,5 +1,9 @@
 """Maintenance function: EventBridge Scheduler delivers ``{"action": "start"|"end", "window": NAME,
-"scheduled_time": TIME}``, invoking it asynchronously.
+"scheduled_time": TIME}`` (a maintenance window) or ``{"scheduled_change": ID}`` (a scheduled change's one-time
+schedule), invoking it asynchronously.
+
+Scheduled changes are applied by ``singleton_flags.scheduled_apply`` (the same shape of outcome: a failure no
+retry can fix returns, logged at ERROR and counted as ``ScheduledChangeFailures``; a DynamoDB failure raises).
 
 Thin: the rules (ownership, idempotency, lateness, rejection) live in ``singleton_flags.windows``. An outcome no retry
 can fix (``rejected``, ``late``, ``failed``) is returned without raising, logged at ERROR and counted as
@@ -20,9 +24,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import load_declarations
 from singleton_flags.observability import count_write_retry, logger, metrics, tracer
+from singleton_flags.scheduled import ScheduleItems
+from singleton_flags.scheduled_apply import Outcome as ScheduledOutcome, ScheduledChangeRunner, is_scheduled_change
 from singleton_flags.settings import Settings
 from singleton_flags.store import FlagStore
-from singleton_flags.windows import MaintenanceWindows, windows_from_env
+from singleton_flags.windows import MaintenanceWindows, Outcome, windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
@@ -33,13 +39,24 @@ STORE = FlagStore.for_function(
     on_retry=count_write_retry,
 )
 MAINTENANCE = MaintenanceWindows(STORE, windows_from_env(os.environ))
+SCHEDULED = ScheduledChangeRunner(
+    STORE,
+    ScheduleItems(CLIENT, SETTINGS.table_name, retention_seconds=SETTINGS.audit_retention_days * 86400),
+    STORE.declarations,
+)
+DEADLINE_MARGIN_SECONDS = 1.0  # answer (and let Lambda retry) before the invocation times out
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 @tracer().capture_lambda_handler(capture_response=False)
 def handler(event: Any, context: Any) -> dict[str, Any]:
-    outcome = MAINTENANCE.handle(event)
+    outcome: Outcome | ScheduledOutcome
+    if is_scheduled_change(event):
+        budget = context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS
+        outcome = SCHEDULED.handle(event, time_budget=budget)
+    else:
+        outcome = MAINTENANCE.handle(event)
     if outcome.metric is not None:
         metrics.add_metric(name=outcome.metric, unit=MetricUnit.Count, value=1)
     return outcome.as_dict()

@@ -99,7 +99,9 @@ class _BodyMemo:
         return self._body
 
 
-_all_flags_body = _BodyMemo(lambda state: {"flags": dict(state.values), **_metadata(state)})
+_all_flags_body = _BodyMemo(
+    lambda state: {"flags": dict(state.values), **_metadata(state), "maintenance": state.maintenance()}
+)
 _one_flag_body = _BodyMemo(
     lambda state, name: {
         "name": name,

@@ -24,7 +24,15 @@ from pydantic import (
 
 from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
 from singleton_flags.guards import MAX_ALARMS, MAX_BAKE_MINUTES, MIN_BAKE_MINUTES, STATES
-from singleton_flags.requests import MAX_REASON_LENGTH, validate_patch, validate_restore, validate_revert
+from singleton_flags.requests import (
+    MAX_REASON_LENGTH,
+    MAX_VERSION,
+    validate_patch,
+    validate_restore,
+    validate_revert,
+    validate_schedule,
+)
+from singleton_flags.scheduled import STATUSES
 from singleton_flags.vocabulary import READ_REASONS
 
 # The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
@@ -162,6 +170,8 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         reverted_to: int | None = None
         window: str | None = None
         restored_from: int | None = Field(None, description="A restore: the version whose state it re-applied.")
+        schedule: str | None = Field(None, description="A scheduled change: the id of the schedule that applied it.")
+        requested_by: str | None = Field(None, description="A scheduled change: who created the schedule.")
         state: dict[str, Any] = Field(
             description="The full state after this version: every flag, plus maintenance owner and deadline."
         )
@@ -174,6 +184,49 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
             "version and the alarm that fired.",
         )
 
+    class ScheduleRequest(_Request):
+        rules = staticmethod(lambda payload: validate_schedule(payload, declarations))
+        flags: changes = Field(description="Flags to change when it is due, by name (as PATCH /flags).")  # type: ignore[valid-type]
+        reason: StrictStr = Field(
+            description="Why (audited with the version it writes).", json_schema_extra=_REASON_SCHEMA
+        )
+        at: StrictStr = Field(
+            description="When: RFC 3339 with an offset (2027-03-01T09:00:00+01:00), or a local time "
+            "(2027-03-01T09:00:00) with 'timezone'. Whole minutes, 2 minutes to 366 days ahead."
+        )
+        timezone: StrictStr | None = Field(None, description="IANA time zone of a local 'at' (Europe/Paris).")
+        if_version: StrictInt | None = Field(
+            None,
+            ge=0,
+            le=MAX_VERSION,
+            description="Apply only if the flags are still at this version when it is due (else skipped).",
+        )
+
+    class Schedule(BaseModel):
+        id: str
+        status: Literal[STATUSES]  # type: ignore[valid-type]
+        flags: dict[str, Any]
+        reason: str
+        at: str = Field(description="The instant it applies, UTC.")
+        local_time: str = Field(description="As asked for, in 'timezone'.")
+        timezone: str
+        if_version: int | None
+        created_by: str
+        created_at: str
+        cancelled_by: str | None = None
+        cancelled_at: str | None = None
+        finished_at: str | None = Field(None, description="When it was applied, skipped or failed.")
+        version: int | None = Field(None, description="The version it wrote (applied).")
+        detail: str | None = Field(None, description="Why it was skipped or failed, or applied without a version.")
+
+    class Schedules(BaseModel):
+        schedules: list[Schedule]
+        next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
+
+    class Cancellation(BaseModel):
+        schedule: Schedule
+        schedule_deleted: bool = Field(description="False when its Scheduler schedule was already gone.")
+
     class History(BaseModel):
         records: list[AuditRecord]
         next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
@@ -182,11 +235,46 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         guards: list[GuardState]
         next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
 
+    class Declaration(BaseModel):
+        name: str
+        type: Literal["bool", "int", "float", "string"]
+        initial: StrictBool | StrictInt | StrictFloat | StrictStr
+        fallback: StrictBool | StrictInt | StrictFloat | StrictStr = Field(
+            description="Served when the flags cannot be read (fail closed)."
+        )
+        description: str
+        min: StrictInt | StrictFloat | None = Field(None, description="Numbers only; absent when unbounded.")
+        max: StrictInt | StrictFloat | None = Field(None, description="Numbers only; absent when unbounded.")
+        enum: list[StrictInt | StrictFloat | StrictStr] | None = Field(None, description="The allowed values, if any.")
+        max_length: int | None = Field(None, description="Strings only; absent for the default limit.")
+
+    class DeclarationList(BaseModel):
+        declarations: list[Declaration] = Field(description="In declaration order; only the constraints a flag has.")
+
+    class WindowSchedule(BaseModel):
+        name: str
+        start: str = Field(description="EventBridge Scheduler cron expression of the start.")
+        end: str = Field(description="EventBridge Scheduler cron expression of the end.")
+        timezone: str = Field(description="IANA time zone the crons are evaluated in.")
+        next_start: str | None = Field(description="RFC 3339 with the zone's offset on that date; null: never again.")
+        next_end: str | None = Field(description="The next end after now (inside a window: before next_start).")
+        next_start_utc: str | None = Field(description="next_start in UTC (RFC 3339, Z).")
+        next_end_utc: str | None = Field(description="next_end in UTC (RFC 3339, Z).")
+
+    class WindowList(BaseModel):
+        windows: list[WindowSchedule] = Field(description="In cdk.json's order.")
+
     return {
         "Guards": Guards,
+        "DeclarationList": DeclarationList,
+        "WindowList": WindowList,
         "PatchRequest": PatchRequest,
         "RevertRequest": RevertRequest,
         "RestoreRequest": RestoreRequest,
         "FlagsState": FlagsState,
         "History": History,
+        "ScheduleRequest": ScheduleRequest,
+        "Schedule": Schedule,
+        "Schedules": Schedules,
+        "Cancellation": Cancellation,
     }

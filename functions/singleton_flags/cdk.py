@@ -1,34 +1,109 @@
 """The CDK construct (extra ``singleton-flags[cdk]``): the flags service in your stack, and read grants.
 
     flags = SingletonFlags(self, "Flags", declarations="flags.json", config=config)  # the whole service
-    flags = SingletonFlags(self, "Flags", table=table)  # or a deployed service's table
-    flags.bind(my_function)  # SINGLETON_FLAGS_* variables (what Flags.from_env reads) and the read grant
+    flags = SingletonFlags(self, "Flags", stage="prod", declarations="flags.json")  # a deployed one, found in SSM
+    flags = SingletonFlags(self, "Flags", table=table, declarations="flags.json")  # or its table, given
+    flags.bind(my_function)  # the client's layer, its SINGLETON_FLAGS_* variables and the read grant
+    flags.bind(bundling_function, layer=False)  # a function that bundles singleton-flags itself
     flags.grant_read(role)   # the grant alone
 
 ``grant_read`` adds one statement to the grantee's policy: ``dynamodb:GetItem`` on the table, conditioned on
 ``dynamodb:LeadingKeys`` being ``SETTINGS#APP``: the flags, never an audit record (``AUDIT#APP``) or an
-Idempotency-Key item. Building the whole service needs this repository's CDK app (``infra``: the functions'
-code, the API, the alarms); binding to a table needs aws-cdk-lib alone. Never imported by the package's
-``__init__``: a function that only reads flags does not need aws-cdk-lib.
+Idempotency-Key item. ``bind`` attaches a layer built without Docker (``singleton_flags.layer``) for the
+function's architecture, carrying the client and the application's declarations. A deployed service is found
+through its SSM parameters ``/singleton-flags/<stage>/...`` (``discovery_parameter``), resolved by
+CloudFormation at deploy time: no CloudFormation export ties the application's stack to the flags stack.
+Building the whole service uses the CDK app the distribution carries (``singleton_flags.service``, this
+repository's ``infra/``, with the functions' handlers); binding to a deployed service needs aws-cdk-lib alone.
+Never imported by the package's ``__init__``: a function that only reads flags does not need aws-cdk-lib.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Stack, aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda_
+from aws_cdk import Stack, aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda_, aws_ssm as ssm
 from constructs import Construct
 
-from singleton_flags.client import ENV_MAX_AGE, ENV_MAX_STALE, ENV_REGION, ENV_SORT_KEY, ENV_TABLE
+from singleton_flags.client import (
+    ENV_DECLARATIONS,
+    ENV_MAX_AGE,
+    ENV_MAX_STALE,
+    ENV_REGION,
+    ENV_SORT_KEY,
+    ENV_TABLE,
+)
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.keys import SINGLETON_PK, SINGLETON_SK
+from singleton_flags.layer import LAYER_DECLARATIONS_PATH, build_client_layer
 from singleton_flags.settings import DEFAULT_MAX_AGE_SECONDS
 
-__all__ = ["READ_ACTIONS", "SingletonFlags", "read_condition"]
+__all__ = [
+    "ARCHITECTURES",
+    "READ_ACTIONS",
+    "SingletonFlags",
+    "client_layer_version",
+    "discovery_parameter",
+    "read_condition",
+]
 
 READ_ACTIONS = ("dynamodb:GetItem",)
+# The Python runtimes the client layer is published for (the package requires Python 3.11 or later).
+LAYER_RUNTIMES = (lambda_.Runtime.PYTHON_3_11, lambda_.Runtime.PYTHON_3_12, lambda_.Runtime.PYTHON_3_13)
+ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
+# What the service publishes in SSM for the applications that bind to it (discovery_parameter names them).
+TABLE_NAME_PARAMETER = "table-name"
+TABLE_ARN_PARAMETER = "table-arn"
+API_URL_PARAMETER = "api-url"
+CLIENT_LAYER_PARAMETER = "client-layer-arn"  # one per architecture: client-layer-arn/arm64, .../x86_64
+
+
+def discovery_parameter(stage: str, name: str) -> str:
+    """The SSM parameter holding what a stage's service publishes: ``/singleton-flags/<stage>/<name>``."""
+    return f"/singleton-flags/{stage}/{name}"
+
+
+def _service_builders() -> tuple[Any, Any]:
+    """The CDK app's ``compose`` and ``parse_config``, from ``singleton_flags.service`` (the distribution's copy
+    of ``infra/``, installed with the ``[cdk]`` extra; in a checkout's editable install, ``infra/`` itself)."""
+    # By name: type checkers read the CDK app as ``infra`` (its source folder), not under the installed name.
+    config = importlib.import_module("singleton_flags.service.config")
+    stack = importlib.import_module("singleton_flags.service.stack")
+    return stack.compose, config.parse_config
+
+
+def default_build_dir() -> Path:
+    """Where layer builds are kept between synths: ``.build/`` of the directory the CDK app runs in."""
+    return Path.cwd() / ".build"
+
+
+def client_layer_version(
+    scope: Construct,
+    construct_id: str,
+    *,
+    declarations: Declarations | Path,
+    architecture: str,
+    build_dir: Path | None = None,
+) -> lambda_.LayerVersion:
+    """The client and ``declarations`` as a layer for ``architecture`` (``arm64`` or ``x86_64``)."""
+    directory = build_client_layer(
+        declarations,
+        architecture=architecture,
+        build_dir=build_dir or default_build_dir(),
+    )
+    return lambda_.LayerVersion(
+        scope,
+        construct_id,
+        code=lambda_.Code.from_asset(str(directory)),
+        compatible_runtimes=list(LAYER_RUNTIMES),
+        compatible_architectures=[ARCHITECTURES[architecture]],
+        description=f"singleton-flags client and declarations ({architecture}); {ENV_DECLARATIONS}="
+        f"{LAYER_DECLARATIONS_PATH}",
+    )
 
 
 def read_condition() -> dict[str, dict[str, list[str]]]:
@@ -37,7 +112,13 @@ def read_condition() -> dict[str, dict[str, list[str]]]:
 
 
 class SingletonFlags(Construct):
-    """The flags service (``config``: built as the project's stack builds it) or a deployed one's ``table``."""
+    """The flags service (``config``: built as the project's stack builds it), or a deployed one: found by its
+    ``stage`` in SSM, or given as its ``table``.
+
+    ``declarations`` (a path or ``Declarations``) are the application's: the layer ``bind`` attaches carries
+    them. Building the service without them uses the service's own (functions/singleton_flags/declarations.json).
+    ``build_dir`` keeps the layer builds (default ``.build/`` of the working directory).
+    """
 
     def __init__(
         self,
@@ -46,33 +127,44 @@ class SingletonFlags(Construct):
         *,
         declarations: Declarations | str | os.PathLike[str] | None = None,
         config: Any = None,
+        stage: str | None = None,
         table: dynamodb.ITableV2 | dynamodb.ITable | None = None,
         sort_key: str = SINGLETON_SK,
         max_age: int | None = None,
         max_stale: int | None = None,
+        build_dir: Path | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        if sum(option is not None for option in (config, stage, table)) != 1:
+            raise ValueError(
+                "SingletonFlags needs exactly one of config= (build the service), stage= (a deployed service, "
+                "found in SSM) or table= (a deployed service's table)"
+            )
         self.sort_key = sort_key
         self.service: Any = None
+        self.build_dir = build_dir
+        self.declarations: Declarations | None = (
+            declarations
+            if isinstance(declarations, Declarations) or declarations is None
+            else load_declarations(Path(declarations))
+        )
+        self._layers: dict[str, lambda_.ILayerVersion] = {}
         if table is not None:
             self.table = table
+        elif stage is not None:
+            # The ARN alone: CloudFormation derives the name from it (one parameter, one source of truth).
+            self.table = dynamodb.TableV2.from_table_arn(
+                self,
+                "Table",
+                ssm.StringParameter.value_for_string_parameter(self, discovery_parameter(stage, TABLE_ARN_PARAMETER)),
+            )
         else:
-            if config is None:
-                raise ValueError("SingletonFlags needs a config to build the service, or the table= of a deployed one")
-            try:
-                from infra.stack import compose
-            except ImportError as exc:
-                raise ImportError(
-                    "building the whole service needs the singleton-flags CDK app (infra/) on the path; "
-                    "to bind functions to a deployed service, pass its table="
-                ) from exc
-            loaded: Declarations | None = None  # the stack's default: functions/singleton_flags/declarations.json
-            if isinstance(declarations, Declarations):
-                loaded = declarations
-            elif declarations is not None:
-                loaded = load_declarations(Path(declarations))
-            self.service = compose(self, config=config, declarations=loaded)
+            compose, parse_config = _service_builders()
+            if isinstance(config, Mapping):
+                config = parse_config(config)  # cdk.json's "singleton-flags" object, validated
+            self.service = compose(self, config=config, declarations=self.declarations)
             self.table = self.service.storage.table
+            self._layers = dict(self.service.discovery.layers)
         self.max_age = max_age if max_age is not None else getattr(config, "cache_max_age_seconds", None)
         self.max_stale = max_stale if max_stale is not None else getattr(config, "max_stale_seconds", None)
 
@@ -84,6 +176,16 @@ class SingletonFlags(Construct):
             resource_arns=[self.table.table_arn],
             conditions=read_condition(),
         )
+
+    def grant_admin(self, principal: iam.IGrantable) -> iam.Grant:
+        """Every route of the service's API (change, history, revert, restore): its admin policy's statements."""
+        if self.service is None:
+            raise ValueError(
+                "grant_admin needs the service built here (config=); for a deployed one, attach its "
+                "AdminPolicyArn output to the principal"
+            )
+        grant: iam.Grant = self.service.api.grant_admin(principal)
+        return grant
 
     def environment(self) -> dict[str, str]:
         """The variables ``Flags.from_env`` reads."""
@@ -97,8 +199,33 @@ class SingletonFlags(Construct):
             env[ENV_MAX_STALE] = str(self.max_stale)
         return env
 
-    def bind(self, function: lambda_.Function) -> iam.Grant:
-        """Give ``function`` the client's variables and the read grant."""
+    def client_layer(self, architecture: lambda_.Architecture) -> lambda_.ILayerVersion:
+        """The client and the application's declarations as a layer for ``architecture`` (built once per synth)."""
+        [name] = [key for key, value in ARCHITECTURES.items() if value.name == architecture.name]
+        if name not in self._layers:
+            if self.declarations is None:
+                raise ValueError(
+                    "the client layer carries the application's declarations: pass declarations= to "
+                    "SingletonFlags, or bind(function, layer=False) for a function that bundles singleton-flags "
+                    "and its declarations"
+                )
+            self._layers[name] = client_layer_version(
+                self,
+                f"ClientLayer-{name}",
+                declarations=self.declarations,
+                architecture=name,
+                build_dir=self.build_dir,
+            )
+        return self._layers[name]
+
+    def bind(self, function: lambda_.Function, *, layer: bool = True) -> iam.Grant:
+        """Give ``function`` the read grant and the client's variables, and (``layer``) the client's layer, for its
+        architecture, with the declarations at the path ``SINGLETON_FLAGS_DECLARATIONS`` names."""
+        if layer:
+            if not function.runtime.name.startswith("python3"):
+                raise ValueError(f"the client layer is for Python runtimes, not {function.runtime.name}")
+            function.add_layers(self.client_layer(function.architecture))
+            function.add_environment(ENV_DECLARATIONS, LAYER_DECLARATIONS_PATH)
         for key, value in self.environment().items():
             function.add_environment(key, value)
         return self.grant_read(function)

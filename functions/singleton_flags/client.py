@@ -129,6 +129,7 @@ class Flags:
         if not sort_key.startswith("FLAGS#V"):
             raise FlagsConfigError(f"sort_key must look like FLAGS#V<n>, got {sort_key!r}")
         self.declarations = _declarations(declarations)
+        self._names = frozenset(self.declarations)  # a set lookup: ``in`` on the Mapping costs a __getitem__ call
         if client is None:
             import boto3  # deferred: a client given a source or a client of its own never builds one
 
@@ -202,7 +203,8 @@ class Flags:
         return {name: _details(state, name) for name in self.declarations}
 
     def get(self, name: str) -> FlagValue:
-        self._check(name)
+        if name not in self._names:  # _check, inlined: this is the hot read
+            raise UndeclaredFlag(name)
         return self.source.read().values[name]
 
     def get_bool(self, name: str) -> bool:
@@ -218,7 +220,7 @@ class Flags:
         return self._typed(name, "string", str)
 
     def _check(self, name: str) -> None:
-        if name not in self.declarations:
+        if name not in self._names:
             raise UndeclaredFlag(name)
 
     def _typed(self, name: str, flag_type: str, python_type: type[T]) -> T:

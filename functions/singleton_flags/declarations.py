@@ -165,8 +165,16 @@ class Declarations(Mapping[str, FlagSpec]):
     def fallbacks(self) -> dict[str, FlagValue]:
         return {name: spec.fallback for name, spec in self._specs.items()}
 
+    def as_documents(self) -> list[dict[str, Any]]:
+        """Every declaration as JSON, its name first, in file order (GET /flags/declarations)."""
+        return [{"name": name, **spec.as_doc()} for name, spec in self._specs.items()]
+
     def initials(self) -> dict[str, FlagValue]:
         return {name: spec.initial for name, spec in self._specs.items()}
+
+    def document(self) -> dict[str, Any]:
+        """The declarations file these declarations parse from (``parse_declarations(d.document())`` equals d)."""
+        return {"flags": [{"name": spec.name, **spec.as_doc()} for spec in self._specs.values()]}
 
     def validate_changes(self, changes: Any) -> dict[str, FlagValue]:
         """A requested change checked against the declarations (declared, typed, within its rules); nothing is

@@ -46,6 +46,18 @@ class VersionNotFound(FlagsError):
     code = "VERSION_NOT_FOUND"
 
 
+class ScheduleNotFound(FlagsError):
+    status = HTTPStatus.NOT_FOUND
+    code = "SCHEDULE_NOT_FOUND"
+
+
+class ScheduleNotPending(FlagsError):
+    """The scheduled change was already applied, skipped, failed or cancelled: nothing left to cancel."""
+
+    status = HTTPStatus.CONFLICT
+    code = "SCHEDULE_NOT_PENDING"
+
+
 class PreconditionFailed(FlagsError):
     status = HTTPStatus.PRECONDITION_FAILED
     code = "PRECONDITION_FAILED"

@@ -24,15 +24,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from singleton_flags import one_time
 from singleton_flags.alarms import ALARM, AlarmStates, CloudWatchAlarms
 from singleton_flags.codec import iso_time
 from singleton_flags.errors import GuardAlarmActive, GuardAlarmNotFound, SchedulerFault, SchedulerUnavailable
 from singleton_flags.guards import BAKING, Guard, GuardBook, GuardSpec, bake_end, guard_put
-from singleton_flags.observability import logger
-from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget, scheduler_client
+from singleton_flags.observability import logger, metrics
+from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
 from singleton_flags.settings import Settings, SettingsError
 from singleton_flags.store import ChangeResult, Companions
+from singleton_flags.vocabulary import GUARD_FAILURES
 
 CLOSE_ACTION = "close"
 SCHEDULE_TIMEZONE = "UTC"
@@ -162,19 +165,18 @@ class GuardedWrites:
         self._on_failure = on_failure
 
     @classmethod
-    def for_function(
-        cls, client: Any, settings: Settings, env: Mapping[str, str], on_failure: Callable[[], None]
-    ) -> GuardedWrites:
+    def for_function(cls, client: Any, scheduler: Any, settings: Settings, env: Mapping[str, str]) -> GuardedWrites:
         """What the write function builds at cold start: CloudWatch's alarms (its client made on first use) and,
-        when the stack configured them, the close schedules."""
+        when the stack configured them, the close schedules (through ``scheduler``, the function's one Scheduler
+        client, which its scheduled changes use too); a failure counted as ``GuardFailures``."""
         target = close_target_from_env(env)
-        schedules = OneTimeSchedules(scheduler_client(), target) if target is not None else None
+        schedules = OneTimeSchedules(scheduler, target) if target is not None else None
         return cls(
             GuardBook(client, settings.table_name),
             settings.audit_retention_days * 86400,
             CloudWatchAlarms(),
             schedules,
-            on_failure=on_failure,
+            on_failure=lambda: metrics.add_metric(name=GUARD_FAILURES, unit=MetricUnit.Count, value=1),
         )
 
     @property

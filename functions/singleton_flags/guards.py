@@ -290,7 +290,7 @@ class GuardBook:
         """Apply a ``guard_transition``; False when the guard was no longer baking (someone ended it first)."""
         try:
             transaction.call(self._client, "update_item", conditional=True, **update)
-        except transaction.ConditionFailed:
+        except transaction.Conflict:
             return False
         return True
 

@@ -15,6 +15,9 @@ IDEMPOTENCY_SK = "IDEMPOTENCY"
 # Guards of guarded changes: one item per guarded version, in a partition of their own (never on the read path).
 GUARD_PK = "GUARD#APP"
 GUARD_SK_PREFIX = "GUARD#"  # + the guarded version, AUDIT_VERSION_DIGITS digits: newest first in a Query
+# Scheduled changes: one item per schedule in a partition of its own (never on the read path).
+SCHEDULE_PK = "SCHEDULE#APP"
+SCHEDULE_SK_PREFIX = "SCHEDULE#"
 
 VERSION_ATTR = "schema_version"
 UPDATED_AT_ATTR = "updated_at"
@@ -53,6 +56,11 @@ def audit_key(version: int) -> dict[str, dict[str, str]]:
 def idempotency_key(digest: str) -> dict[str, dict[str, str]]:
     """The full primary key of the item that remembers one Idempotency-Key's outcome."""
     return {PARTITION_KEY: {"S": IDEMPOTENCY_PK_PREFIX + digest}, SORT_KEY: {"S": IDEMPOTENCY_SK}}
+
+
+def schedule_key(schedule_id: str) -> dict[str, dict[str, str]]:
+    """The full primary key of one scheduled change's item."""
+    return {PARTITION_KEY: {"S": SCHEDULE_PK}, SORT_KEY: {"S": SCHEDULE_SK_PREFIX + schedule_id}}
 
 
 def audit_sort_key(version: int) -> str:

@@ -1,4 +1,4 @@
-"""Logger, metrics and (lazily) tracer, shared by all three functions (never imported by the embedded client).
+"""Logger, metrics and (lazily) tracer, shared by the functions (never imported by the embedded client).
 
 Service and namespace come from Powertools' own variables (POWERTOOLS_SERVICE_NAME,
 POWERTOOLS_METRICS_NAMESPACE) with this project's defaults; the stack sets the namespace per stage
@@ -9,7 +9,8 @@ start); the write and maintenance functions ask for ``tracer()``.
 Metric vocabulary (EMF, namespace ``SingletonFlags/<stage>``, dimension ``service`` plus the one named):
 ``Reads`` {reason}, ``CacheRefreshes``, ``CacheRefreshFailures``, ``WriteConflicts``, ``WriteRetries``,
 ``ChangesApplied``, ``Refusals`` {code}, ``WindowStarts``, ``WindowEnds``, ``WindowSkips``, ``WindowFailures``,
-``GuardReverts``, ``GuardSkips``, ``GuardCloses``, ``GuardFailures``.
+``ChangeEventsPublished``, ``ChangeEventsRefused``, ``ScheduledChangesApplied``, ``ScheduledChangeSkips``,
+``ScheduledChangeFailures``, ``GuardReverts``, ``GuardSkips``, ``GuardCloses``, ``GuardFailures``.
 """
 
 from __future__ import annotations

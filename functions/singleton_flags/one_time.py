@@ -42,8 +42,9 @@ RETRY_ATTEMPTS_ENV = "ONE_TIME_SCHEDULE_RETRY_ATTEMPTS"
 MAX_EVENT_AGE_ENV = "ONE_TIME_SCHEDULE_MAX_EVENT_AGE_SECONDS"
 ENV_NAMES = (GROUP_ENV, TARGET_ENV, ROLE_ENV, DEAD_LETTER_ENV, RETRY_ATTEMPTS_ENV, MAX_EVENT_AGE_ENV)
 
-# Scheduler's own limits: a name is 1-64 of [0-9a-zA-Z-_.]; retries 0-185; event age 60-86400 s.
-NAME_PATTERN = re.compile(r"[0-9A-Za-z_.-]{1,64}")
+# Scheduler's own limits: a name is 1-64 of [0-9a-zA-Z-_.] and a ClientToken 1-64 of [a-zA-Z0-9-_] (the name is
+# sent as both, so no "."); retries 0-185; event age 60-86400 s.
+NAME_PATTERN = re.compile(r"[0-9A-Za-z_-]{1,64}")
 MAX_RETRY_ATTEMPTS = 185
 MIN_EVENT_AGE_SECONDS = 60
 MAX_EVENT_AGE_SECONDS = 86400
@@ -115,7 +116,7 @@ class OneTimeSchedules:
     ) -> dict[str, Any]:
         """The CreateSchedule parameters for ``name`` (exposed so tests and docs show exactly what is sent)."""
         if not NAME_PATTERN.fullmatch(name):
-            raise ValueError(f"a schedule name is 1-64 of [0-9A-Za-z_.-], got {name!r}")
+            raise ValueError(f"a schedule name is 1-64 of [0-9A-Za-z_-], got {name!r}")
         target = self._target
         return {
             "Name": name,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.shared import constants
@@ -67,6 +68,23 @@ class SingletonProvider(BaseProvider):
     def is_fresh(self, name: str = SINGLETON_SK) -> bool:
         """True while a cached snapshot of ``name`` is younger than its max age."""
         return self.has_not_expired_in_cache(self._build_cache_key(name=name))
+
+    def cached_entry(self, name: str, snapshot: Snapshot) -> tuple[tuple[Any, ...], object, float] | None:
+        """The cache key of ``name``, its entry (an object that changes whenever the entry is replaced) and when
+        that entry expires on the ``time.monotonic`` clock, if the entry holds ``snapshot``; else None (nothing
+        cached, the entry expired, or another thread's refresh replaced it meanwhile).
+
+        Powertools keeps an entry's expiry as a naive ``datetime`` and compares it with ``datetime.now()`` on
+        each ``get``; converted once to the monotonic clock, a reader can check it for a few tens of nanoseconds
+        (the remaining age is the same; a step of the wall clock no longer stretches or shortens it).
+        """
+        key = self._build_cache_key(name=name)
+        entry = self.store.get(key)
+        cached: object = None if entry is None else entry.value  # Powertools types it str | bytes | dict
+        if entry is None or cached is not snapshot:
+            return None
+        remaining = (entry.ttl - datetime.now()).total_seconds()
+        return (key, entry, time.monotonic() + remaining) if remaining >= 0 else None
 
     def prime(self, name: str, snapshot: Snapshot, max_age: int | None = None) -> None:
         """Cache a snapshot this environment just wrote (read-your-writes), with the usual max age.

@@ -14,13 +14,16 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from singleton_flags.declarations import Declarations, UnstorableNumber
 from singleton_flags.errors import InvalidRequest, PayloadTooLarge
 from singleton_flags.guards import validate_guard
+from singleton_flags.keys import AUDIT_VERSION_DIGITS
+from singleton_flags.schedule_time import parse_schedule_time
 
+MAX_VERSION = 10**AUDIT_VERSION_DIGITS - 1  # the largest version an audit record's key can name
 MAX_REASON_LENGTH = 500  # characters of the trimmed reason (what the audit trail keeps)
 
 MAX_BODY_BYTES = 64 * 1024
@@ -155,6 +158,7 @@ def validate_version(version: Any) -> int:
 PATCH_FIELDS = frozenset({"flags", "reason", "guard"})
 REVERT_FIELDS = frozenset({"version", "reason", "guard"})
 RESTORE_FIELDS = frozenset({"reason"})
+SCHEDULE_FIELDS = frozenset({"flags", "reason", "at", "timezone", "if_version"})
 
 
 def _fields(payload: Any, expected: frozenset[str]) -> Mapping[str, Any]:
@@ -192,6 +196,35 @@ def validate_restore(payload: Any) -> dict[str, Any]:
     return {"reason": validate_reason(_fields(payload, RESTORE_FIELDS).get("reason"))}
 
 
+def validate_if_version(value: Any) -> int | None:
+    """A scheduled change's optional ``if_version``: the version the flags must still be at when it is due."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_VERSION:
+        raise InvalidRequest(
+            f"'if_version' must be an integer 0-{MAX_VERSION}: the version the flags must still be at when the "
+            "change is due",
+            rule="if_version",
+            field="if_version",
+        )
+    return value
+
+
+def validate_schedule(payload: Any, declarations: Declarations) -> dict[str, Any]:
+    """A POST /flags/schedules body: ``flags`` and ``reason`` as PATCH checks them, ``at`` and ``timezone`` as one
+    instant (singleton_flags.schedule_time; how far ahead is checked against the clock when it is created),
+    ``if_version``. Returns the body normalized."""
+    body = _fields(payload, SCHEDULE_FIELDS)
+    patch = validate_patch({"flags": body.get("flags"), "reason": body.get("reason")}, declarations)
+    parse_schedule_time(body.get("at"), body.get("timezone"))
+    return {
+        **patch,
+        "at": body["at"],
+        "timezone": body.get("timezone"),
+        "if_version": validate_if_version(body.get("if_version")),
+    }
+
+
 def query_values(event: Mapping[str, Any], name: str) -> list[str]:
     """Every value of query parameter ``name`` (REST proxy events carry repeats in the multi-value map)."""
     multi = event.get("multiValueQueryStringParameters") or {}
@@ -213,6 +246,20 @@ def query_integer(text: str, name: str, low: int, high: int, rule: str) -> int:
     if not _DIGITS.fullmatch(text) or len(text) > len(str(high)) or not low <= int(text) <= high:
         raise InvalidRequest(f"'{name}' must be an integer between {low} and {high} (digits only)", rule=rule)
     return int(text)
+
+
+def page_query(
+    event: Mapping[str, Any], decode: Callable[[str], object], default: int, maximum: int
+) -> tuple[int, str | None]:
+    """limit and cursor of a paginated GET from the raw query: each at most once, limit ASCII digits only (sign,
+    superscripts and over-long numbers refused before any int()), the cursor one ``decode`` accepts."""
+    limit = single_query_value(event, "limit", rule="limit")
+    cursor = single_query_value(event, "cursor", rule="cursor")
+    if cursor is not None:
+        decode(cursor)  # one this API gave out, or the precise refusal
+    if limit is None:
+        return default, cursor
+    return query_integer(limit, "limit", 1, maximum, rule="limit"), cursor
 
 
 def media_type(content_type: str | None) -> str:

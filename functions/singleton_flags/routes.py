@@ -25,12 +25,16 @@ class Route(NamedTuple):
     path: str
     function: str
     summary: str = ""
-    errors: tuple[int, ...] = (400, 500, 503)  # what the function answers besides 200 (and a read's 304)
+    errors: tuple[int, ...] = (400, 500, 503)  # what the function answers besides success (and a read's 304)
+    success: int = 200  # 201 where a request creates something
 
 
 # The OpenFeature Remote Evaluation Protocol's paths (docs/ofrep.md): errors there are OFREP's shape.
 OFREP_FLAGS = "/ofrep/v1/evaluate/flags"
 OFREP_FLAG = OFREP_FLAGS + "/{key}"
+
+SCHEDULES = "/flags/schedules"
+SCHEDULE = SCHEDULES + "/{id}"
 
 _WRITE_ERRORS = (400, 409, 412, 413, 415, 422, 500, 503)  # a write: refused, conflicted, stale, too big, ...
 
@@ -54,6 +58,20 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("GET", "/flags/history", WRITE_FUNCTION, "Audit records, newest first, paginated", (400, 500, 503)),
     Route(
+        "GET",
+        "/flags/declarations",
+        WRITE_FUNCTION,
+        "The flag declarations: type, fallback, initial value, description and constraints, in declaration order",
+        (500,),
+    ),
+    Route(
+        "GET",
+        "/flags/windows",
+        WRITE_FUNCTION,
+        "The maintenance windows as deployed, with each one's next start and end",
+        (500,),
+    ),
+    Route(
         "POST",
         "/flags/revert",
         WRITE_FUNCTION,
@@ -67,6 +85,16 @@ ROUTES: tuple[Route, ...] = (
         "Bring a missing flags item back from its audit trail",
         (400, 413, 415, 500, 503),
     ),
+    Route(
+        "POST",
+        SCHEDULES,
+        WRITE_FUNCTION,
+        "Schedule a change of the flags at a set time (applied once, as a version of kind scheduled)",
+        (400, 413, 415, 500, 503),
+        201,
+    ),
+    Route("GET", SCHEDULES, WRITE_FUNCTION, "Scheduled changes, newest first, paginated", (400, 500, 503)),
+    Route("DELETE", SCHEDULE, WRITE_FUNCTION, "Cancel a pending scheduled change", (404, 409, 500, 503)),
     Route(
         "GET",
         "/flags/guards",

@@ -65,3 +65,20 @@ class Settings:
             local_actor=env.get("FLAGS_LOCAL_ACTOR") or None,
             guard_alarm_prefix=env.get("FLAGS_GUARD_ALARM_PREFIX", ""),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEventSettings:
+    """The change-events function's configuration: the bus it publishes to and the stage its events name."""
+
+    event_bus_name: str
+    stage: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ChangeEventSettings:
+        bus, stage = env.get("EVENT_BUS_NAME", ""), env.get("FLAGS_STAGE", "")
+        if not bus:
+            raise SettingsError("EVENT_BUS_NAME is required")
+        if not stage:
+            raise SettingsError("FLAGS_STAGE is required")
+        return cls(event_bus_name=bus, stage=stage)

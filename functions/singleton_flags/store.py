@@ -77,7 +77,7 @@ from singleton_flags.observability import logger
 from singleton_flags.requests import validate_version
 from singleton_flags.settings import Settings
 from singleton_flags.snapshot import Snapshot
-from singleton_flags.vocabulary import KIND_CHANGE, KIND_REVERT
+from singleton_flags.vocabulary import KIND_CHANGE, KIND_RESTORE, KIND_REVERT, KIND_SEED
 
 __all__ = [
     "ChangeResult",
@@ -198,6 +198,10 @@ class FlagStore:
             on_retry=on_retry,
         )
 
+    @property
+    def declarations(self) -> Declarations:
+        return self._declarations
+
     # -- reads -------------------------------------------------------------------------------------
 
     def current(self) -> Snapshot:
@@ -265,9 +269,11 @@ class FlagStore:
         with the same value). ``condition`` is re-checked on every attempt against the fresh state; when it
         says no, nothing is written and the result is not applied. ``time_budget`` (seconds from now) bounds
         the DynamoDB calls the change may still start, so it answers before its caller's own timeout.
-        ``companions`` are transaction items committed with the new version (given its number), in the same
-        transaction as the change and its record; ``before_write`` runs once before the first attempt, after an
-        Idempotency-Key replay would have answered (a check that may refuse the write, e.g. a guard's alarms).
+        ``companions`` gives, for the version about to be written and its time, more items for the same
+        transaction (each with its own condition): they commit with the change or not at all, and a failed
+        condition of theirs is a conflict like any other (re-read, ``condition`` re-checked, retried).
+        ``before_write`` runs once before the first attempt, after an Idempotency-Key replay would have
+        answered (a check that may refuse the write, e.g. a guard's alarms).
         """
         if ownership is None and MAINTENANCE_FLAG in changes:
             ownership = Ownership(owner=None)
@@ -351,12 +357,12 @@ class FlagStore:
             missing = {name: spec.initial for name, spec in self._declarations.items() if name in current.fallen_back}
             return Plan(changes=missing)
 
-        return self._write(planned, actor=actor, reason=reason, kind="seed", seed_only_missing=True)
+        return self._write(planned, actor=actor, reason=reason, kind=KIND_SEED, seed_only_missing=True)
 
     def restore(self, *, actor: str, reason: str) -> ChangeResult:
         """Bring a missing item back now, by the restore rule (its newest record's state at a new version; the
         initial values at version 0 when no record remains); an item that exists is left as it is."""
-        return self._write(lambda current: Plan(changes={}), actor=actor, reason=reason, kind="restore")
+        return self._write(lambda current: Plan(changes={}), actor=actor, reason=reason, kind=KIND_RESTORE)
 
     def _write(
         self,
@@ -428,7 +434,7 @@ class FlagStore:
                 "flags changed",
                 actor=actor,
                 version=snapshot.version,
-                kind=kind if applied else "restore",
+                kind=kind if applied else KIND_RESTORE,
                 changed={name: change["new"] for name, change in diff.items()},
                 restored_from=current.restored_from if current.missing else None,
                 attempts=attempt,
@@ -518,7 +524,7 @@ class FlagStore:
         if current.missing and current.restored_from is not None:
             restore_reason = (  # an explicit restore keeps its operator's reason; one a write caused says so
                 reason
-                if kind == "restore"
+                if kind == KIND_RESTORE
                 else f"restored the missing flags item from version {current.restored_from}'s audit record"
             )
             items.append(
@@ -529,7 +535,7 @@ class FlagStore:
                             now,
                             actor,
                             restore_reason,
-                            "restore",
+                            KIND_RESTORE,
                             {},
                             current.raw,
                             token,

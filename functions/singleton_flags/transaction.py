@@ -80,19 +80,17 @@ def fault(operation: str, exc: ClientError) -> StoreFault:
     return StoreFault(f"DynamoDB {operation} failed with {code}: an internal error, reported to the operators")
 
 
-class ConditionFailed(Exception):
-    """A conditioned single-item write found the item not as its condition wanted (``call(conditional=True)``)."""
-
-
 def call(client: Any, operation: str, *, conditional: bool = False, **params: Any) -> Any:
-    """One DynamoDB call: its answer, or ``StoreUnavailable`` (retryable) or ``StoreFault`` (our fault); with
-    ``conditional``, a failed ``ConditionExpression`` is ``ConditionFailed`` (an answer, not a fault)."""
+    """One DynamoDB call: its answer, or ``StoreUnavailable`` (retryable) or ``StoreFault`` (our fault).
+
+    ``conditional``: the call has a ConditionExpression the caller expects to fail sometimes; its failure is
+    ``Conflict`` (the item is not in the state the condition names), not a fault."""
     try:
         return getattr(client, operation)(**params)
     except ClientError as exc:
         code = error_code(exc)
         if conditional and code == "ConditionalCheckFailedException":
-            raise ConditionFailed(operation) from exc
+            raise Conflict([code]) from exc
         if code in _RETRYABLE:
             raise StoreUnavailable(f"DynamoDB {operation} failed: {code}") from exc
         raise fault(operation, exc) from exc

@@ -49,7 +49,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from singleton_flags.codec import iso_time
 from singleton_flags.errors import ItemTooLarge, StoreUnavailable, WriteConflict
@@ -58,9 +59,20 @@ from singleton_flags.observability import logger
 from singleton_flags.settings import SettingsError
 from singleton_flags.snapshot import Snapshot
 from singleton_flags.store import FlagStore, Ownership
-from singleton_flags.vocabulary import WINDOW_ENDS, WINDOW_FAILURES, WINDOW_SKIPS, WINDOW_STARTS
+from singleton_flags.vocabulary import (
+    KIND_WINDOW_END,
+    KIND_WINDOW_START,
+    WINDOW_ENDS,
+    WINDOW_FAILURES,
+    WINDOW_SKIPS,
+    WINDOW_STARTS,
+)
+
+if TYPE_CHECKING:  # croniter is imported where a schedule is evaluated: the maintenance function never needs it
+    from singleton_flags.cron import Cron
 
 WINDOWS_ENV = "MAINTENANCE_WINDOWS"
+SCHEDULES_ENV = "MAINTENANCE_SCHEDULES"  # the write function's: each window's crons and zone (GET /flags/windows)
 ACTIONS = ("start", "end")
 PAYLOAD_KEYS = frozenset({"action", "window", "scheduled_time"})
 MAX_DURATION_SECONDS = 24 * 3600  # infra/config.py refuses longer windows at synth
@@ -95,19 +107,26 @@ class Window:
         return f"scheduler:{self.name}"
 
 
+def _json_env(env: Mapping[str, str], name: str) -> Any:
+    """The JSON document in variable ``name``; None when it is absent or blank; SettingsError when not JSON."""
+    raw = env.get(name, "")
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} is not valid JSON: {exc}") from exc
+
+
 def windows_from_env(env: Mapping[str, str]) -> dict[str, Window]:
     """The configured windows by name; absent or empty ``MAINTENANCE_WINDOWS`` means none.
 
     Raises ``SettingsError`` naming the variable and the window: a function deployed with a broken
     configuration fails at cold start (every delivery fails, is retried, and ends in the dead-letter queue).
     """
-    raw = env.get(WINDOWS_ENV, "")
-    if not raw.strip():
+    document = _json_env(env, WINDOWS_ENV)
+    if document is None:
         return {}
-    try:
-        document = json.loads(raw)
-    except ValueError as exc:
-        raise SettingsError(f"{WINDOWS_ENV} is not valid JSON: {exc}") from exc
     if not isinstance(document, dict):
         raise SettingsError(f"{WINDOWS_ENV} must be a JSON object of window name -> {{'duration_seconds': N}}")
     windows: dict[str, Window] = {}
@@ -124,6 +143,70 @@ def windows_from_env(env: Mapping[str, str]) -> dict[str, Window]:
             )
         windows[name] = Window(name=name, duration_seconds=duration)
     return windows
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSchedule:
+    """A window's two schedules as deployed: EventBridge crons evaluated in an IANA time zone."""
+
+    name: str
+    start: Cron
+    end: Cron
+    timezone: str
+
+    def upcoming(self, now: datetime) -> dict[str, str | None]:
+        """The next start and the next end after ``now`` (each on its own: inside a window, the next end comes
+        before the next start), in the window's zone with that date's offset, and in UTC."""
+        answer: dict[str, str | None] = {
+            "name": self.name,
+            "start": self.start.expression,
+            "end": self.end.expression,
+            "timezone": self.timezone,
+        }
+        from singleton_flags.cron import next_occurrence
+
+        for key, cron in (("start", self.start), ("end", self.end)):
+            moment = next_occurrence(cron, self.timezone, now)
+            answer[f"next_{key}"] = moment.isoformat() if moment is not None else None
+            answer[f"next_{key}_utc"] = _iso_utc(moment.timestamp()) if moment is not None else None
+        return answer
+
+
+_SCHEDULE_KEYS = frozenset({"name", "start", "end", "timezone"})
+
+
+def schedules_from_env(env: Mapping[str, str]) -> tuple[WindowSchedule, ...]:
+    """The windows' schedules in cdk.json's order; absent or empty ``MAINTENANCE_SCHEDULES`` means none.
+
+    Raises ``SettingsError`` naming the variable and the window (the stack writes it from a validated cdk.json)."""
+    document = _json_env(env, SCHEDULES_ENV)
+    if document is None:
+        return ()
+    from singleton_flags.cron import CronError, parse_cron
+
+    if not isinstance(document, list):
+        raise SettingsError(f"{SCHEDULES_ENV} must be a JSON list of {{name, start, end, timezone}}")
+    schedules: list[WindowSchedule] = []
+    for index, spec in enumerate(document):
+        where = f"{SCHEDULES_ENV}[{index}]"
+        if (
+            not isinstance(spec, dict)
+            or set(spec) != _SCHEDULE_KEYS
+            or not all(isinstance(v, str) for v in spec.values())
+        ):
+            raise SettingsError(f"{where} must be exactly {sorted(_SCHEDULE_KEYS)} (strings), got {spec!r}")
+        try:
+            ZoneInfo(spec["timezone"])
+            schedule = WindowSchedule(
+                name=spec["name"],
+                start=parse_cron(spec["start"]),
+                end=parse_cron(spec["end"]),
+                timezone=spec["timezone"],
+            )
+        except (CronError, ZoneInfoNotFoundError, ValueError) as exc:
+            raise SettingsError(f"{where} ({spec['name']!r}): {exc}") from exc
+        schedules.append(schedule)
+    return tuple(schedules)
 
 
 # ---------------------------------------------------------------------------------------------- payload
@@ -368,7 +451,7 @@ class MaintenanceWindows:
             reason=reason,
             ownership=ownership,
             condition=condition,
-            kind=f"window-{action}",
+            kind=KIND_WINDOW_START if action == "start" else KIND_WINDOW_END,
             extra_audit={"window": window.name},
         )
         decision = decisions[-1]

@@ -1,5 +1,7 @@
-"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore, GET /flags/guards
-(IAM, admin). A PATCH or revert may carry a ``guard`` (singleton_flags.guard_writes).
+"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore, GET /flags/guards,
+the console's reads (GET /flags/declarations, GET /flags/windows) and the scheduled changes (POST and GET
+/flags/schedules, DELETE /flags/schedules/{id}) (IAM, admin). A PATCH or revert may carry a ``guard``
+(singleton_flags.guard_writes).
 
 Thin routes over ``singleton_flags.store``. A request is validated once, by its model (whose first validator
 runs the domain rules: ``singleton_flags.api_models``); every refusal, whoever raised it, reaches the error
@@ -21,7 +23,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -29,10 +31,11 @@ from singleton_flags.api_models import build_models
 from singleton_flags.audit import decode_cursor
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.codec import iso_time
+from singleton_flags.console_routes import console_routes
 from singleton_flags.declarations import load_declarations
 from singleton_flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
+from singleton_flags.guard_routes import GUARDS_PATH, guard_routes, guards_query
 from singleton_flags.guard_writes import GuardedWrites, guarded_request, store_options
-from singleton_flags.guards import DEFAULT_GUARDS_LIMIT, MAX_GUARDS_LIMIT, guards_page_json
 from singleton_flags.http import (
     Versions,
     acceptable_versions,
@@ -45,27 +48,30 @@ from singleton_flags.http import (
 )
 from singleton_flags.idempotency import Idempotency, parse_key
 from singleton_flags.observability import ReadCounter, count_write_retry, emit_count, logger, metrics, tracer
+from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget, scheduler_client
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.requests import (
     is_json_media_type,
     media_type,
+    page_query,
     parse_json_body,
-    query_integer,
-    single_query_value,
     with_lowercase_json_media_type,
 )
+from singleton_flags.route_params import Cursor, limit_param
+from singleton_flags.routes import SCHEDULES
+from singleton_flags.schedule_routes import schedule_routes, schedules_query
+from singleton_flags.scheduled import ScheduledChanges, ScheduleItems
 from singleton_flags.settings import Settings
 from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
 from singleton_flags.vocabulary import (
     CHANGES_APPLIED,
     DIMENSION_CODE,
-    GUARD_FAILURES,
     REFUSALS,
     STATIC,
     WRITE_CONFLICTS,
 )
-from singleton_flags.windows import windows_from_env
+from singleton_flags.windows import schedules_from_env, windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_declarations()
@@ -78,6 +84,13 @@ STORE = FlagStore.for_function(
     reserve_owner=max(windows_from_env(os.environ), key=len, default=""),
     on_retry=count_write_retry,
 )
+_NO_STORE = {"Cache-Control": "no-store"}
+
+SCHEDULER = scheduler_client()  # one client for the scheduled changes' and the guards' one-time schedules
+SCHEDULED = ScheduledChanges(
+    ScheduleItems(CLIENT, SETTINGS.table_name, retention_seconds=SETTINGS.audit_retention_days * 86400),
+    OneTimeSchedules(SCHEDULER, OneTimeTarget.from_env(os.environ)),
+)
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
 DEADLINE_MARGIN_SECONDS = 1.0
 # The writing environment's own cache, primed with every write it makes (read-your-writes).
@@ -89,26 +102,20 @@ READER = FlagReader(
     max_stale=SETTINGS.max_stale_seconds,
     counter=ReadCounter(),
 )
-GUARDS = GuardedWrites.for_function(
-    CLIENT, SETTINGS, os.environ, lambda: metrics.add_metric(name=GUARD_FAILURES, unit=MetricUnit.Count, value=1)
-)
+GUARDS = GuardedWrites.for_function(CLIENT, SCHEDULER, SETTINGS, os.environ)
 MODELS = build_models(DECLARATIONS, SETTINGS.guard_alarm_prefix)
 if TYPE_CHECKING:  # the request models' shape for the type checker; at run time they come from the declarations
     from pydantic import BaseModel
 
-    class GuardRequest(BaseModel):
-        alarms: list[str]
-        bake_minutes: int
-
     class PatchRequest(BaseModel):
         flags: BaseModel
         reason: str
-        guard: GuardRequest | None
+        guard: Any  # singleton_flags.api_models.GuardRequest | None
 
     class RevertRequest(BaseModel):
         version: int
         reason: str
-        guard: GuardRequest | None
+        guard: Any  # singleton_flags.api_models.GuardRequest | None
 
     class RestoreRequest(BaseModel):
         reason: str
@@ -119,7 +126,10 @@ else:
     RestoreRequest = MODELS["RestoreRequest"]
 FlagsState = MODELS["FlagsState"]
 History = MODELS["History"]
-GuardsPage = MODELS["Guards"]
+# What GET /flags/declarations answers, built once: the declarations never change in a running function.
+DECLARATION_LIST = {"declarations": DECLARATIONS.as_documents()}
+# The windows' schedules as deployed (cdk.json, through the stack), evaluated per GET /flags/windows.
+WINDOW_SCHEDULES = schedules_from_env(os.environ)
 
 
 def _json_body(text: str) -> dict[str, Any]:
@@ -142,16 +152,6 @@ IfMatch = Annotated[
 ]
 
 
-Cursor = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")]
-
-
-def _limit_query(what: str, default: int, maximum: int) -> Any:
-    """A ``limit`` as documented; read from the raw query (_history_query): once, ASCII digits only."""
-    return Query(
-        description=f"{what} per page (1-{maximum}, default {default}).", json_schema_extra={"pattern": "^[0-9]{1,3}$"}
-    )
-
-
 def _actor() -> str:
     if SETTINGS.local_actor:
         return SETTINGS.local_actor
@@ -169,17 +169,8 @@ def _expected_version() -> int | Versions | None:
     return next(iter(versions)) if len(versions) == 1 and len(tags) == 1 else versions
 
 
-def _history_query(default: int = DEFAULT_HISTORY_LIMIT, maximum: int = MAX_HISTORY_LIMIT) -> tuple[int, str | None]:
-    """limit and cursor from the raw query: each at most once, limit ASCII digits only (sign, superscripts and
-    over-long numbers refused before any int())."""
-    event = app.current_event.raw_event
-    limit = single_query_value(event, "limit", rule="limit")
-    cursor = single_query_value(event, "cursor", rule="cursor")
-    if cursor is not None:
-        decode_cursor(cursor)  # one this API gave out, or the precise refusal
-    if limit is None:
-        return default, cursor
-    return query_integer(limit, "limit", 1, maximum, rule="limit"), cursor
+def _history_query() -> tuple[int, str | None]:
+    return page_query(app.current_event.raw_event, decode_cursor, DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)
 
 
 def _time_budget() -> float:
@@ -285,26 +276,12 @@ def restore_flags(body: Annotated[RestoreRequest, Body()]):  # type: ignore[no-u
     responses={200: {"description": "Audit records", "content": {"application/json": {"model": History}}}},
 )
 def get_history(  # type: ignore[no-untyped-def]  # on purpose, see above
-    limit: Annotated[str | None, _limit_query("Records", DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)] = None,
+    limit: Annotated[str | None, limit_param("Records", DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)] = None,
     cursor: Cursor = None,
 ):
     limit_value, cursor = _history_query()
     records, next_cursor = STORE.history(limit=limit_value, cursor=cursor)
     return json_response(HTTPStatus.OK, {"records": records, "next_cursor": next_cursor})
-
-
-@app.get(
-    "/flags/guards",
-    responses={200: {"description": "Guards", "content": {"application/json": {"model": GuardsPage}}}},
-)
-def get_guards(  # type: ignore[no-untyped-def]  # on purpose, see above
-    limit: Annotated[str | None, _limit_query("Guards", DEFAULT_GUARDS_LIMIT, MAX_GUARDS_LIMIT)] = None,
-    cursor: Cursor = None,
-):
-    """Guards newest first, from their items (state, alarms, bake end, guarded version, outcome)."""
-    limit_value, cursor = _history_query(DEFAULT_GUARDS_LIMIT, MAX_GUARDS_LIMIT)
-    guards, next_cursor = GUARDS.book.page(limit=limit_value, cursor=cursor)
-    return json_response(HTTPStatus.OK, guards_page_json(guards, next_cursor, GUARDS.clock()))
 
 
 def _content_type() -> str:
@@ -335,7 +312,7 @@ def _as_refusal(error: Exception) -> FlagsError:
         first = error.errors()[0] if error.errors() else {}
         if event.http_method == "GET":  # the raw query's rules name the parameter the schema refused
             try:
-                _history_query()
+                PAGE_QUERIES.get(event.resource, lambda raw: _history_query())(event.raw_event)
             except FlagsError as precise:
                 return precise
         elif first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
@@ -361,6 +338,13 @@ def handle_refusal(error: Exception) -> Response[str]:
 @app.not_found
 def handle_no_route(_: NotFoundError) -> Response[str]:
     return no_route_response(app.current_event.http_method, app.current_event.path)
+
+
+app.include_router(schedule_routes(lambda: SCHEDULED, _actor, MODELS))
+app.include_router(guard_routes(lambda: GUARDS, MODELS))
+app.include_router(console_routes(lambda: DECLARATION_LIST, lambda: WINDOW_SCHEDULES, MODELS))
+# The paginated GETs' own query rules, which name the parameter their schema refused (_as_refusal)
+PAGE_QUERIES = {SCHEDULES: schedules_query, GUARDS_PATH: guards_query}
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

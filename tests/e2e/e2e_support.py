@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,8 +97,9 @@ class Runner:
         return call(method, self.url + path, body, headers)
 
     def stop(self, sig: int = signal.SIGINT) -> int:
+        """Stop the runner as Ctrl-C does: the signal goes to its whole process group (``make run``'s too)."""
         if self.process.poll() is None:
-            self.process.send_signal(sig)
+            os.killpg(self.process.pid, sig)
             try:
                 self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
             except subprocess.TimeoutExpired:
@@ -122,22 +123,30 @@ def run_module(
     )
 
 
-def launch(log: Path, env: Mapping[str, str], cwd: Path = REPO_ROOT) -> subprocess.Popen[bytes]:
+RUNNER_COMMAND = (sys.executable, "-m", "local")
+MAKE_RUN = ("make", "--no-print-directory", "run")  # what the README tells a user to type
+
+
+def launch(
+    log: Path, env: Mapping[str, str], cwd: Path = REPO_ROOT, command: Sequence[str] = RUNNER_COMMAND
+) -> subprocess.Popen[bytes]:
+    """The runner in its own process group (a terminal's Ctrl-C reaches every process of it)."""
     with log.open("wb") as sink:
         return subprocess.Popen(
-            [sys.executable, "-m", "local"],
+            list(command),
             cwd=cwd,
             env={**env, "PYTHONPATH": str(REPO_ROOT)},
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 
-def start_runner(log: Path, **overrides: str | None) -> Runner:
+def start_runner(log: Path, command: Sequence[str] = RUNNER_COMMAND, **overrides: str | None) -> Runner:
     """Start the runner on a free port and return once it answers; fail with its output otherwise."""
     port = free_port()
-    process = launch(log, runner_env(port, **overrides))
+    process = launch(log, runner_env(port, **overrides), command=command)
     runner = Runner(process, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:

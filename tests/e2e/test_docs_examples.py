@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from e2e_support import REPO_ROOT, Runner, runner_env, start_runner
 
-PAGES = ("docs/api.md", "docs/local-runner.md", "docs/flagctl.md")
+PAGES = ("docs/api.md", "docs/local-runner.md", "docs/flagctl.md", "docs/change-workflows.md")
 DOCUMENTED_URL = "http://127.0.0.1:3000"
 COMMAND_TIMEOUT_SECONDS = 60
 

@@ -6,6 +6,8 @@ and only the window test touches ``maintenance_mode``.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from e2e_support import Answer, Runner, eventually
 
@@ -126,6 +128,9 @@ def test_a_scheduled_window_switches_maintenance_on_then_off(runner):
     assert started.body["result"]["status"] == "started"
     on = eventually(lambda: current(runner), lambda a: a.body["flags"]["maintenance_mode"] is True)
     assert on.body["flags"]["maintenance_mode"] is True
+    held = on.body["maintenance"]
+    assert (held["on"], held["held_by"], held["window"]) == (True, "window", WINDOW)
+    assert held["deadline"] == started.body["result"]["deadline"]  # the deadline the start stored, in UTC
     assert runner.get("/flags/history?limit=1").body["records"][0]["actor"] == f"scheduler:{WINDOW}"
     # When: a duplicate delivery, then the end
     assert runner.send("POST", f"/_scheduler/{WINDOW}/start").body["result"]["status"] == "duplicate"
@@ -134,6 +139,7 @@ def test_a_scheduled_window_switches_maintenance_on_then_off(runner):
     assert ended.status == 200 and ended.body["result"]["status"] == "ended"
     off = eventually(lambda: current(runner), lambda a: a.body["flags"]["maintenance_mode"] is False)
     assert off.body["flags"]["maintenance_mode"] is False
+    assert off.body["maintenance"] == {"on": False, "held_by": None, "window": None, "deadline": None}
 
 
 def test_the_scheduler_route_refuses_unknown_windows(runner):
@@ -175,11 +181,57 @@ def test_the_openapi_document_and_swagger_ui_are_served(runner):
         "/flags",
         "/flags/{name}",
         "/flags/history",
+        "/flags/declarations",
+        "/flags/windows",
         "/flags/revert",
         "/flags/restore",
         "/flags/guards",
+        "/flags/schedules",
+        "/flags/schedules/{id}",
         "/ofrep/v1/evaluate/flags",
         "/ofrep/v1/evaluate/flags/{key}",
     } == set(document["paths"])
     page = runner.get("/docs")
     assert page.status == 200 and page.header("Content-Type").startswith("text/html")
+
+
+def test_every_committed_version_is_one_change_event_at_events(runner):
+    # Given the events so far (the runner's state moves on: other tests wrote versions)
+    before = runner.get("/_events")
+    assert before.status == 200, before.body
+    # When a PATCH commits a version
+    changed = patch(runner, {"trace_sample_rate": 0.125}, reason="an event").body
+    # Then exactly one more event, for that version, with its change
+    after = runner.get("/_events").body
+    assert after["errors"] == []
+    assert after["events"][: len(before.body["events"])] == before.body["events"]
+    (event,) = after["events"][len(before.body["events"]) :]
+    assert (event["source"], event["detail-type"]) == ("singleton-flags", "Flags Changed")
+    assert event["detail"]["version"] == changed["version"]
+    assert event["detail"]["reason"] == "an event"
+    assert event["detail"]["changes"]["trace_sample_rate"]["new"] == 0.125
+    # And every version the runner committed is there once, in order
+    versions = [event["detail"]["version"] for event in after["events"]]
+    assert versions == list(range(1, changed["version"] + 1))
+
+
+def test_the_console_reads_the_declarations_in_declaration_order(runner):
+    answer = runner.get("/flags/declarations")
+    assert answer.status == 200, answer.body
+    declarations = answer.body["declarations"]
+    assert [entry["name"] for entry in declarations] == DECLARED
+    assert all({"name", "type", "initial", "fallback", "description"} <= set(entry) for entry in declarations)
+
+
+def test_the_console_reads_the_windows_of_cdk_json_with_their_next_times(runner):
+    answer = runner.get("/flags/windows")
+    assert answer.status == 200, answer.body
+    configured = load_config().maintenance_windows
+    windows = answer.body["windows"]
+    assert [(w["name"], w["start"], w["end"], w["timezone"]) for w in windows] == [
+        (w.name, w.start, w.end, w.timezone) for w in configured
+    ]
+    now = datetime.now(UTC)
+    for window in windows:
+        for key in ("next_start", "next_end"):
+            assert datetime.fromisoformat(window[key]) == datetime.fromisoformat(window[f"{key}_utc"]) > now

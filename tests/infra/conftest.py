@@ -25,7 +25,7 @@ from infra_support import (
     variant_declarations,
 )
 
-from infra.constants import REPO_ROOT
+from tests.support.packaging import ROOT as REPO_ROOT
 
 for _name, _value in JSII_QUIET.items():
     os.environ.setdefault(_name, _value)

@@ -3,9 +3,9 @@
 ``cdk.json`` is the app exactly as the repository configures it (what `cdk deploy` ships); the variant
 changes what cdk.json cannot show at once: an alarm email (SNS topic), a second window given by an explicit
 end cron, other throttling and stage, platform log lines back on, an explicit API Gateway logging role,
-Powertools bundled instead of AWS's layer, termination protection off, and one more declared flag (the seed
-must pick it up). ``two_stages`` is one app holding cdk.json's stage and a ``dev`` stage whose account already
-has API Gateway's logging role (``existing``).
+Powertools bundled instead of AWS's layer, termination protection off, change events forwarded to an SNS
+topic, and one more declared flag (the seed must pick it up). ``two_stages`` is one app holding cdk.json's
+stage and a ``dev`` stage whose account already has API Gateway's logging role (``existing``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import template_tools as tt
 
-from infra.constants import REPO_ROOT
+from tests.support.packaging import ROOT as REPO_ROOT
 
 JSII_QUIET = {
     # The jsii runtime reads these when aws_cdk is first imported (Node 20 is past jsii's support window).
@@ -88,6 +88,7 @@ def variant_context() -> dict[str, Any]:
     settings["apigw_account_logging_role"] = VARIANT_LOGGING_ROLE
     settings["powertools"] = "bundled"
     settings["termination_protection"] = False
+    settings["change_events"] = {"sns_topic": True}
     return context
 
 

@@ -23,6 +23,8 @@ ACKNOWLEDGED = {
     ("AwsSolutions-L1", "Functions/ReadFunction/Resource"),
     ("AwsSolutions-L1", "Functions/WriteFunction/Resource"),
     ("AwsSolutions-L1", "Functions/MaintenanceFunction/Resource"),
+    ("AwsSolutions-L1", "Functions/ChangeEventsFunction/Resource"),
+    ("AwsSolutions-SQS3", "ChangeEvents/FailureQueue/Resource"),
     ("AwsSolutions-APIG2", "Api/RestApi/Resource"),
     ("AwsSolutions-APIG3", "Api/RestApi/DeploymentStage.{stage}/Resource"),
     ("AwsSolutions-APIG6", "Api/RestApi/DeploymentStage.{stage}/Resource"),
@@ -30,8 +32,13 @@ ACKNOWLEDGED = {
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/{name}/GET/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/PATCH/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/history/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/declarations/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/windows/GET/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/revert/POST/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/restore/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/schedules/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/schedules/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/schedules/{id}/DELETE/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/ofrep/v1/evaluate/flags/POST/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/ofrep/v1/evaluate/flags/{key}/POST/Resource"),
     # the MOCK ANY methods answering 405 / 404 for requests no route serves
@@ -40,8 +47,12 @@ ACKNOWLEDGED = {
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/{name}/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/history/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/declarations/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/windows/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/revert/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/restore/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/schedules/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/schedules/{id}/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/ofrep/v1/evaluate/flags/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/ofrep/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/ofrep/v1/ANY/Resource"),
@@ -62,6 +73,9 @@ ACKNOWLEDGED = {
     ("AwsSolutions-SQS3", "Guards/ScheduleDeadLetterQueue/Resource"),
     ("AwsSolutions-SQS3", "Guards/FailureQueue/Resource"),
     ("AwsSolutions-IAM5[Resource::<GuardFunction.Arn>:*]", "Guards/SchedulerRole/DefaultPolicy/Resource"),
+    ("AwsSolutions-IAM5[Resource::<execute-api>/DELETE/flags/schedules/*]", "Api/AdminPolicy/Resource"),
+    # the write function creates and deletes the one-time schedules of its stack's group (infra/scheduled_changes.py)
+    ("AwsSolutions-IAM5[Resource::<schedules of the group>]", "Functions/WriteRole/DefaultPolicy/Resource"),
 }
 # API Gateway's account-level logging role: our function sets a role unless the account has one (`existing`)
 ACKNOWLEDGED_BY_LOGGING_ROLE_MODE = {
@@ -110,6 +124,12 @@ def nag_report(synth: Synth) -> dict[str, Any]:
 def short_rule(rule: str) -> str:
     """Logical ids and the execute-api ARN prefix abbreviated, so the expectation reads like the finding."""
     rule = re.sub(r"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<\w+>/<\w+>", "<execute-api>", rule)
+    rule = re.sub(
+        r"arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/singletonflags\w+-Maintenance-Group-"
+        r"[0-9A-F]{8}/\*",
+        "<schedules of the group>",
+        rule,
+    )
     return re.sub(r"<Functions(\w+?)Function[0-9A-F]{8}\.Arn>", r"<\1Function.Arn>", rule)
 
 

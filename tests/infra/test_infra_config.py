@@ -15,12 +15,13 @@ import pytest
 from infra.config import (
     ConfigError,
     MaintenanceWindow,
+    function_environment,
     load_config,
     parse_config,
     schedule_payload,
     windows_env,
 )
-from infra.constants import REPO_ROOT
+from tests.support.packaging import ROOT as REPO_ROOT
 
 pytestmark = pytest.mark.infra
 
@@ -341,3 +342,36 @@ def test_missing_and_unknown_top_level_keys_are_named() -> None:
     assert_refused(settings(stages="prod"), KEY, "unknown key(s) ['stages']")
     assert_refused(None, KEY, "missing")
     assert_refused("{not json", KEY, "not valid JSON")
+
+
+# ---------------------------------------------------------------------------------------------- change events
+
+
+def test_change_events_forwarding_is_off_unless_asked() -> None:
+    assert parse_config(settings()).change_events.sns_topic is False
+    assert parse_config(settings(change_events={})).change_events.sns_topic is False
+    assert parse_config(settings(change_events={"sns_topic": True})).change_events.sns_topic is True
+
+
+@pytest.mark.parametrize(
+    ("value", "key", "fragment"),
+    [
+        ({"sns_topic": "true"}, "change_events.sns_topic", "must be true"),
+        ({"sns_topic": 1}, "change_events.sns_topic", "must be true"),
+        ({"sns_topic": "arn:aws:sns:us-east-1:123456789012:flags"}, "change_events.sns_topic", "or false"),
+        ({"topic": True}, "change_events", "unknown key(s) ['topic']"),
+        (True, "change_events", "must be an object"),
+    ],
+)
+def test_bad_change_events_setting_is_refused_naming_its_key(value: Any, key: str, fragment: str) -> None:
+    assert_refused(settings(change_events=value), f"{KEY}.{key}", fragment)
+
+
+def test_the_change_events_function_gets_its_bus_and_stage_and_not_the_table() -> None:
+    config = parse_config(settings(stage="staging"))
+    assert function_environment(config, "flags-table", "change_events") == {
+        "EVENT_BUS_NAME": "singleton-flags-staging",
+        "FLAGS_STAGE": "staging",
+        "POWERTOOLS_SERVICE_NAME": "singleton-flags",
+        "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags/staging",
+    }

@@ -3,6 +3,7 @@ reaches the flags item and never an audit record."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,29 +14,40 @@ from aws_cdk.assertions import Template
 
 from infra.config import load_config
 from singleton_flags.cdk import SingletonFlags
-from singleton_flags.declarations import DECLARATIONS_FILE
+from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
 from singleton_flags.keys import AUDIT_PK, SINGLETON_PK
+from singleton_flags.routes import ROUTES
 from tests.support.doc_examples import examples
+from tests.support.packaging import wheel_package_files
 
 pytestmark = pytest.mark.infra
 
 
-def application(use_service: bool) -> tuple[Stack, SingletonFlags, lambda_.Function]:
-    """An application's stack: the flags (a deployed table, or the whole service) and one function bound to them."""
+MODES = ["deployed-table", "stage", "whole-service"]
+
+
+def application(
+    mode: str, *, layer: bool = True, architecture: lambda_.Architecture = lambda_.Architecture.ARM_64
+) -> tuple[Stack, SingletonFlags, lambda_.Function]:
+    """An application's stack: the flags (a deployed table, a stage found in SSM, or the whole service) and one
+    function bound to them."""
     stack = Stack(App(), "Application", env={"account": "123456789012", "region": "eu-west-1"})
-    if use_service:
+    if mode == "whole-service":
         flags = SingletonFlags(stack, "Flags", config=load_config())
+    elif mode == "stage":
+        flags = SingletonFlags(stack, "Flags", stage="prod", declarations=DECLARATIONS_FILE)
     else:
         table = dynamodb.TableV2.from_table_name(stack, "FlagsTable", "singleton-flags-prod-table")
-        flags = SingletonFlags(stack, "Flags", table=table, max_age=10, max_stale=120)
+        flags = SingletonFlags(stack, "Flags", table=table, declarations=DECLARATIONS_FILE, max_age=10, max_stale=120)
     function = lambda_.Function(
         stack,
         "Checkout",
         runtime=lambda_.Runtime.PYTHON_3_13,
+        architecture=architecture,
         handler="index.handler",
         code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
     )
-    flags.bind(function)
+    flags.bind(function, layer=layer)
     return stack, flags, function
 
 
@@ -66,10 +78,10 @@ def dynamodb_statements(statements: list[dict[str, Any]]) -> list[dict[str, Any]
     return [s for s in statements if any(a.startswith("dynamodb:") or a == "*" for a in actions(s))]
 
 
-@pytest.mark.parametrize("use_service", [False, True], ids=["deployed-table", "whole-service"])
-def test_the_read_grant_reaches_the_flags_and_never_an_audit_record(use_service: bool) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_the_read_grant_reaches_the_flags_and_never_an_audit_record(mode: str) -> None:
     # Given an application's function bound to the flags
-    stack, _, _ = application(use_service)
+    stack, _, _ = application(mode)
     template = Template.from_stack(stack).to_json()
     # When its role's policies are read
     [statement] = dynamodb_statements(role_statements(template, "Checkout"))
@@ -109,7 +121,7 @@ def test_the_pages_cdk_example_synthesizes_with_the_grant(tmp_path: Path, monkey
 
 
 def test_bind_sets_the_variables_the_client_reads() -> None:
-    stack, _, _ = application(use_service=False)
+    stack, _, _ = application("deployed-table", layer=False)
     template = Template.from_stack(stack)
     [function] = template.find_resources("AWS::Lambda::Function").values()
     variables = function["Properties"]["Environment"]["Variables"]
@@ -120,3 +132,157 @@ def test_bind_sets_the_variables_the_client_reads() -> None:
         "SINGLETON_FLAGS_MAX_AGE": "10",
         "SINGLETON_FLAGS_MAX_STALE": "120",
     }
+
+
+def layer_directory(template: dict[str, Any], outdir: Path, layer_ref: dict[str, Any]) -> Path:
+    """The asset directory of the layer version ``layer_ref`` points at, in the synthesized cloud assembly."""
+    layer = template["Resources"][layer_ref["Ref"]]
+    return outdir / layer["Metadata"]["aws:asset:path"]
+
+
+@pytest.mark.parametrize(
+    "architecture", [lambda_.Architecture.ARM_64, lambda_.Architecture.X86_64], ids=["arm64", "x86_64"]
+)
+def test_bind_attaches_the_client_layer_for_the_functions_architecture(architecture: lambda_.Architecture) -> None:
+    # Given a function of this architecture bound to a deployed service's table
+    stack, _, _ = application("deployed-table", architecture=architecture)
+    template = Template.from_stack(stack)
+    # When its properties and the layer it names are read
+    [function] = template.find_resources("AWS::Lambda::Function").values()
+    [layer_ref] = function["Properties"]["Layers"]
+    [layer] = template.find_resources("AWS::Lambda::LayerVersion").values()
+    # Then the layer is the client's, for the function's architecture, and the client finds its declarations
+    assert {"Ref": next(iter(template.find_resources("AWS::Lambda::LayerVersion")))} == layer_ref
+    assert layer["Properties"]["CompatibleArchitectures"] == [architecture.name]
+    assert "python3.13" in layer["Properties"]["CompatibleRuntimes"]
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables["SINGLETON_FLAGS_DECLARATIONS"] == "/opt/singleton-flags/declarations.json"
+
+
+def test_the_client_layer_carries_the_wheels_files_powertools_and_the_applications_declarations(
+    tmp_path: Path,
+) -> None:
+    # Given the package's wheel, built as `make dist` builds it
+    in_wheel = {
+        name for name in wheel_package_files(tmp_path / "wheel") if not name.startswith("singleton_flags/service/")
+    }
+    # And an application's own declarations (one flag only)
+    declarations = parse_declarations(
+        {"flags": [{"name": "checkout_enabled", "type": "bool", "initial": True, "fallback": False}]}
+    )
+    # When its stack binds a function (the layer is built without Docker, into the assembly)
+    app = App(outdir=str(tmp_path / "cdk.out"), context={"aws:cdk:enable-asset-metadata": True})
+    stack = Stack(app, "Application", env={"region": "eu-west-1"})
+    table = dynamodb.TableV2.from_table_name(stack, "FlagsTable", "singleton-flags-prod-table")
+    flags = SingletonFlags(stack, "Flags", table=table, declarations=declarations, build_dir=tmp_path / "build")
+    function = lambda_.Function(
+        stack,
+        "Checkout",
+        runtime=lambda_.Runtime.PYTHON_3_13,
+        architecture=lambda_.Architecture.ARM_64,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
+    )
+    flags.bind(function)
+    assembly = app.synth()
+    template = assembly.get_stack_artifact(stack.artifact_id).template
+    [function_resource] = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    directory = layer_directory(template, Path(assembly.directory), function_resource["Properties"]["Layers"][0])
+    site = directory / "python"
+    # Then python/ holds exactly the wheel's files of the package, and Powertools (no extras, no pydantic)
+    in_layer = {path.relative_to(site).as_posix() for path in (site / "singleton_flags").rglob("*") if path.is_file()}
+    assert in_layer == in_wheel
+    assert (site / "aws_lambda_powertools" / "utilities" / "parameters" / "base.py").is_file()
+    assert not [entry.name for entry in site.iterdir() if entry.name.split("-")[0] in ("boto3", "botocore", "pydantic")]
+    # And the declarations are the application's, where SINGLETON_FLAGS_DECLARATIONS points
+    served = json.loads((directory / "singleton-flags" / "declarations.json").read_text())
+    assert served == declarations.document()
+    assert list(parse_declarations(served)) == ["checkout_enabled"]
+
+
+def test_a_stage_is_found_through_ssm_parameters_and_never_a_cloudformation_export() -> None:
+    # Given an application's stack bound to the stage "prod" of a deployed service
+    stack, _, _ = application("stage")
+    template = Template.from_stack(stack).to_json()
+    # When its parameters are read
+    defaults = {p.get("Default") for p in template.get("Parameters", {}).values()}
+    ssm_types = {p["Type"] for p in template.get("Parameters", {}).values() if p.get("Default") in defaults}
+    # Then the table comes from the service's SSM parameter, resolved at deploy time
+    assert "/singleton-flags/prod/table-arn" in defaults
+    assert ssm_types == {"AWS::SSM::Parameter::Value<String>"}
+    # And nothing imports a CloudFormation export
+    assert "Fn::ImportValue" not in json.dumps(template)
+
+
+def test_the_service_publishes_its_table_api_and_layers_in_ssm_without_exports() -> None:
+    # Given the whole service in an application's stack
+    stack, _, _ = application("whole-service")
+    template = Template.from_stack(stack).to_json()
+    # When its SSM parameters are read
+    names = {
+        r["Properties"]["Name"]: r["Properties"]["Value"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::SSM::Parameter"
+    }
+    stage = load_config().stage
+    # Then the table, the API URL and one client layer per architecture are discoverable by name
+    assert set(names) == {
+        f"/singleton-flags/{stage}/table-name",
+        f"/singleton-flags/{stage}/table-arn",
+        f"/singleton-flags/{stage}/api-url",
+        f"/singleton-flags/{stage}/client-layer-arn/arm64",
+        f"/singleton-flags/{stage}/client-layer-arn/x86_64",
+    }
+    layers = template["Resources"]
+    for architecture in ("arm64", "x86_64"):
+        ref = names[f"/singleton-flags/{stage}/client-layer-arn/{architecture}"]["Ref"]
+        assert layers[ref]["Properties"]["CompatibleArchitectures"] == [architecture]
+    # And no output is exported
+    assert not [o for o in template.get("Outputs", {}).values() if "Export" in o]
+
+
+def test_grant_admin_allows_every_route_of_the_services_api() -> None:
+    # Given the whole service and an operator's role
+    stack, flags, _ = application("whole-service", layer=False)
+    operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())
+    # When it is granted the admin routes
+    flags.grant_admin(operator)
+    template = Template.from_stack(stack).to_json()
+    [role_id] = [
+        k for k, r in template["Resources"].items() if k.startswith("Operator") and r["Type"] == "AWS::IAM::Role"
+    ]
+    [policy] = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"]["Roles"]
+    ]
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    # Then one execute-api:Invoke statement naming every route, and nothing of the table
+    assert statement["Action"] == "execute-api:Invoke"
+    assert len(statement["Resource"]) == len(ROUTES)
+
+
+def test_a_layer_needs_the_applications_declarations_and_a_python_runtime() -> None:
+    stack = Stack(App(), "Application")
+    table = dynamodb.TableV2.from_table_name(stack, "FlagsTable", "singleton-flags-prod-table")
+    flags = SingletonFlags(stack, "Flags", table=table)
+    function = lambda_.Function(
+        stack,
+        "Checkout",
+        runtime=lambda_.Runtime.PYTHON_3_13,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
+    )
+    with pytest.raises(ValueError, match="declarations="):
+        flags.bind(function)
+    node = lambda_.Function(
+        stack,
+        "Node",
+        runtime=lambda_.Runtime.NODEJS_22_X,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("exports.handler = async () => null"),
+    )
+    with pytest.raises(ValueError, match="Python runtimes"):
+        SingletonFlags(stack, "Flags2", table=table, declarations=DECLARATIONS_FILE).bind(node)
+    with pytest.raises(ValueError, match="exactly one of"):
+        SingletonFlags(stack, "Flags3", table=table, stage="prod")

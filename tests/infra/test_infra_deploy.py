@@ -190,6 +190,9 @@ TAGGABLE = {
     "AWS::KMS::Key",
     "AWS::SNS::Topic",
     "AWS::XRay::SamplingRule",
+    "AWS::Events::EventBus",
+    "AWS::Events::Rule",
+    "AWS::Lambda::EventSourceMapping",
 }
 
 

@@ -13,8 +13,9 @@ import pytest
 import template_tools as tt
 from infra_support import Synth
 
-from infra.constants import POWERTOOLS_VERSION, REPO_ROOT
+from infra.constants import POWERTOOLS_VERSION
 from singleton_flags.routes import HANDLERS
+from tests.support.packaging import ROOT as REPO_ROOT
 
 pytestmark = pytest.mark.infra
 
@@ -22,9 +23,14 @@ pytestmark = pytest.mark.infra
 LEADING_KEYS = {
     "read": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP"]}},
     "write": {
-        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP", "IDEMPOTENCY#*"]}
+        "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP", "IDEMPOTENCY#*", "SCHEDULE#APP"]
+        }
     },
-    "maintenance": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP"]}},
+    # the scheduled changes' items: created, listed and cancelled by the write API, applied by the maintenance function
+    "maintenance": {
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "SCHEDULE#APP"]}
+    },
     # a guard-revert writes the flags and their record; the guard's end, its own item
     "guard": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP"]}},
 }
@@ -40,8 +46,9 @@ TABLE_ACTIONS = {
 ON_FAILURE_QUEUE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}  # CDK's SqsDestination
 OTHER_ACTIONS = {
     "read": set(),
-    # a guard's alarms checked (DescribeAlarms, nothing else of CloudWatch); its close scheduled
-    "write": {"cloudwatch:DescribeAlarms", "scheduler:CreateSchedule", "iam:PassRole"},
+    # a guard's alarms checked (DescribeAlarms, nothing else of CloudWatch); its close scheduled; the scheduled
+    # changes' one-time schedules created and deleted, passing them the Scheduler role (test_infra_scheduled_changes)
+    "write": {"cloudwatch:DescribeAlarms", "scheduler:CreateSchedule", "scheduler:DeleteSchedule", "iam:PassRole"},
     "maintenance": ON_FAILURE_QUEUE,
     "guard": {"cloudwatch:DescribeAlarms"} | ON_FAILURE_QUEUE,
 }
@@ -83,12 +90,13 @@ def test_bundled_powertools_is_a_layer_asset_built_for_the_runtime_and_architect
         for p in variant.template.get("Parameters", {}).values()
         if str(p.get("Default", "")).startswith("/aws/service/powertools/")
     ]
-    ((layer_id, layer),) = variant.resources("AWS::Lambda::LayerVersion").items()
+    layers = variant.resources("AWS::Lambda::LayerVersion")
+    ((layer_id, layer),) = [(lid, layer) for lid, layer in layers.items() if "Powertools" in lid]
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     for resource in variant.resources("AWS::Lambda::Function").values():
         if resource["Properties"]["Handler"] != "apigw_account.handler.handler":  # standard library + boto3 only
-            assert resource["Properties"]["Layers"] == [{"Ref": layer_id}]
+            assert {"Ref": layer_id} in resource["Properties"]["Layers"]
     # And the asset holds the pinned release, with the native wheels of Lambda's arm64 Python 3.13
     asset = variant.outdir / layer["Metadata"]["aws:asset:path"]
     (metadata,) = (asset / "python").glob("aws_lambda_powertools-*.dist-info")
@@ -104,7 +112,23 @@ def test_layer_is_the_pinned_public_powertools_layer(synth: Synth) -> None:
     assert parameters[parameter_id]["Type"] == "AWS::SSM::Parameter::Value<String>"
     for name in HANDLERS:
         _, resource = function(synth, name)
-        assert resource["Properties"]["Layers"] == [{"Ref": parameter_id}]
+        assert {"Ref": parameter_id} in resource["Properties"]["Layers"]
+
+
+def test_only_the_write_function_gets_croniter_as_a_layer_of_the_pinned_package(synth: Synth) -> None:
+    # Given the synthesized stack / Then one more layer: croniter as installed, for the write function only
+    ((layer_id, layer),) = [
+        (lid, layer) for lid, layer in synth.resources("AWS::Lambda::LayerVersion").items() if "Cron" in lid
+    ]
+    assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
+    for name in HANDLERS:
+        _, resource = function(synth, name)
+        assert ({"Ref": layer_id} in resource["Properties"]["Layers"]) is (name == "write")
+    asset = synth.outdir / layer["Metadata"]["aws:asset:path"]
+    assert (asset / "python" / "croniter" / "croniter.py").is_file()
+    assert list((asset / "python").glob("croniter-*.dist-info/**/LICENSE*"))
+    assert not list(asset.rglob("tests")) and not list(asset.rglob("*.pyc"))
+    assert importlib.metadata.version("croniter") in layer["Properties"]["Description"]
 
 
 # ---------------------------------------------------------------------------------------------- functions
@@ -159,6 +183,22 @@ def test_function_environment(synth: Synth, name: str) -> None:
             "GUARD_SCHEDULE_DLQ_ARN": {"Fn::GetAtt": [dlq_id, "Arn"]},
             "GUARD_SCHEDULE_RETRY_ATTEMPTS": "3",
             "GUARD_SCHEDULE_MAX_EVENT_AGE_SECONDS": "3600",
+        }
+    if name == "write":  # GET /flags/windows evaluates the schedules as deployed
+        window = synth.config.maintenance_windows[0]
+        expected["MAINTENANCE_SCHEDULES"] = json.dumps(
+            [{"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}],
+            separators=(",", ":"),
+        )
+    if name == "write":  # where its one-time schedules go (test_infra_scheduled_changes.py checks the values)
+        one_time = {key: environment.pop(key) for key in list(environment) if key.startswith("ONE_TIME_SCHEDULE_")}
+        assert set(one_time) == {
+            "ONE_TIME_SCHEDULE_GROUP",
+            "ONE_TIME_SCHEDULE_TARGET_ARN",
+            "ONE_TIME_SCHEDULE_ROLE_ARN",
+            "ONE_TIME_SCHEDULE_DLQ_ARN",
+            "ONE_TIME_SCHEDULE_RETRY_ATTEMPTS",
+            "ONE_TIME_SCHEDULE_MAX_EVENT_AGE_SECONDS",
         }
     assert environment == expected
 

@@ -25,7 +25,8 @@ def guards_resource(synth: Synth, resource_type: str, prefix: str) -> tuple[str,
 
 
 def test_one_rule_hears_alarms_of_the_prefix_going_into_alarm(any_synth: Synth) -> None:
-    ((_, rule),) = any_synth.resources("AWS::Events::Rule").items()
+    # the guards' one rule (a deployment with change_events.sns_topic has another, on its own bus: test_infra_events)
+    _, rule = guards_resource(any_synth, "AWS::Events::Rule", "AlarmRule")
     properties = rule["Properties"]
     assert "EventBusName" not in properties  # the default bus: where CloudWatch sends alarm state changes
     assert properties["EventPattern"] == {
@@ -140,17 +141,24 @@ def test_the_write_function_may_create_schedules_in_the_guards_group_and_pass_on
     statements = tt.role_statements(synth.template, tt.referenced_id(write["Properties"]["Role"]))
     _, group = guards_resource(synth, "AWS::Scheduler::ScheduleGroup", "ScheduleGroup")
     role_id, _ = guards_resource(synth, "AWS::IAM::Role", "SchedulerRole")
-    (create,) = [s for s in statements if "scheduler:CreateSchedule" in tt.as_list(s["Action"])]
-    assert tt.as_list(create["Action"]) == ["scheduler:CreateSchedule"]  # no update, delete, nor another group's
-    assert tt.render(create["Resource"]) == (
+    schedules = (
         f"arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/{group['Properties']['Name']}/*"
     )
-    (pass_role,) = [s for s in statements if "iam:PassRole" in tt.as_list(s["Action"])]
-    assert pass_role["Resource"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    # (the scheduled changes' own statements, in the maintenance group: test_infra_scheduled_changes.py)
+    (create,) = [s for s in statements if tt.render(s["Resource"]) == schedules]
+    assert tt.as_list(create["Action"]) == ["scheduler:CreateSchedule"]  # no update, delete
+    (pass_role,) = [
+        s
+        for s in statements
+        if "iam:PassRole" in tt.as_list(s["Action"]) and s["Resource"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    ]
     assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
-    assert not [
+    others = [
         s for s in statements if any(a.startswith("scheduler:") for a in tt.as_list(s["Action"])) and s is not create
     ]
+    assert all(
+        group["Properties"]["Name"] not in tt.render(s["Resource"]) for s in others
+    )  # nothing more in this group
 
 
 def test_the_guard_function_has_no_scheduler_right_and_the_read_function_no_guard_right(synth: Synth) -> None:

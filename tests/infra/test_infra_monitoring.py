@@ -103,15 +103,30 @@ def test_window_failures_alarm(synth: Synth) -> None:
     assert_above_zero(alarm)
 
 
+def test_scheduled_change_failures_alarm(synth: Synth) -> None:
+    # a scheduled change no longer valid when due, an unknown id, a payload that is no scheduled change's
+    alarm = find(synth, namespace(synth), "ScheduledChangeFailures")
+    assert dimensions(alarm) == [SERVICE]
+    assert_above_zero(alarm)
+
+
 def test_no_topic_without_alarm_email(synth: Synth) -> None:
     assert synth.config.alarm_email == ""
     assert not synth.resources("AWS::SNS::Topic")
     assert all(not alarm.get("AlarmActions") for alarm in alarms(synth))
 
 
+def monitoring_one(synth: Synth, resource_type: str) -> tuple[str, dict[str, Any]]:
+    """The one resource of ``resource_type`` the Monitoring construct made (change events may add their own)."""
+    ((found, resource),) = [
+        (lid, r) for lid, r in synth.resources(resource_type).items() if lid.startswith("Monitoring")
+    ]
+    return found, resource
+
+
 def test_alarm_email_adds_an_encrypted_topic_as_every_alarm_action(variant: Synth) -> None:
-    topic_id, topic = variant.one("AWS::SNS::Topic")
-    key_id, key = variant.one("AWS::KMS::Key")
+    topic_id, topic = monitoring_one(variant, "AWS::SNS::Topic")
+    key_id, key = monitoring_one(variant, "AWS::KMS::Key")
     assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     assert key["Properties"]["EnableKeyRotation"] is True
     # CloudWatch may use the key only for this account's alarms in this region
@@ -127,7 +142,7 @@ def test_alarm_email_adds_an_encrypted_topic_as_every_alarm_action(variant: Synt
     assert subscription["Properties"]["Endpoint"] == "ops@example.com"
     assert subscription["Properties"]["TopicArn"] == {"Ref": topic_id}
     # A topic policy replaces SNS's default one: it must itself allow CloudWatch to publish, and keep TLS only
-    _, topic_policy = variant.one("AWS::SNS::TopicPolicy")
+    _, topic_policy = monitoring_one(variant, "AWS::SNS::TopicPolicy")
     statements = topic_policy["Properties"]["PolicyDocument"]["Statement"]
     (deny,) = [s for s in statements if s["Effect"] == "Deny"]
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}

@@ -532,3 +532,60 @@ def test_guards_lists_them_as_a_table_with_the_next_cursor() -> None:
     assert transport.sent[0].url.endswith("/flags/guards?limit=1")
     assert out.splitlines()[0].split() == ["VERSION", "STATE", "ALARMS", "BAKE", "ENDS", "OUTCOME"]
     assert "reverted" in out and "--cursor abc" in out
+
+
+# -- scheduled changes -----------------------------------------------------------------------------------
+
+SCHEDULE = {
+    "id": "20270301T080000Z-3f9a1c2b",
+    "status": "pending",
+    "flags": {"signup_enabled": True},
+    "reason": "launch",
+    "at": "2027-03-01T09:00:00Z",
+    "local_time": "2027-03-01T10:00:00",
+    "timezone": "Europe/Paris",
+    "if_version": 7,
+    "created_by": "arn:aws:iam::123456789012:user/alice",
+    "created_at": "2027-03-01T08:00:00.000+00:00",
+}
+
+
+def test_schedule_create_sends_the_change_its_time_zone_and_if_version() -> None:
+    transport = FakeTransport(201, SCHEDULE)
+    argv = ["schedule", "create", "signup_enabled=true", "--at", "2027-03-01T10:00:00", "--timezone", "Europe/Paris"]
+    code, out, _ = run([*argv, "--reason", "launch", "--if-version", "7"], transport)
+    assert code == OK
+    (sent,) = transport.sent
+    assert (sent.method, sent.url) == ("POST", "http://127.0.0.1:3000/flags/schedules")
+    assert json.loads(sent.body or b"") == {
+        "flags": {"signup_enabled": True},
+        "reason": "launch",
+        "at": "2027-03-01T10:00:00",
+        "timezone": "Europe/Paris",
+        "if_version": 7,
+    }
+    assert "20270301T080000Z-3f9a1c2b" in out and "2027-03-01T10:00:00 Europe/Paris" in out
+    assert "applies at 2027-03-01T09:00:00Z" in out
+
+
+def test_schedule_list_and_cancel() -> None:
+    transport = FakeTransport(200, {"schedules": [SCHEDULE], "next_cursor": "abc"})
+    code, out, _ = run(["schedule", "list", "--limit", "5"], transport)
+    assert code == OK
+    assert transport.sent[0].url == "http://127.0.0.1:3000/flags/schedules?limit=5"
+    assert "pending" in out and "older: --cursor abc" in out
+    transport = FakeTransport(200, {"schedule": {**SCHEDULE, "status": "cancelled"}, "schedule_deleted": True})
+    code, out, _ = run(["schedule", "cancel", SCHEDULE["id"]], transport)
+    assert code == OK
+    assert (transport.sent[0].method, transport.sent[0].url) == (
+        "DELETE",
+        f"http://127.0.0.1:3000/flags/schedules/{SCHEDULE['id']}",
+    )
+    assert out.strip() == f"cancelled {SCHEDULE['id']}"
+
+
+def test_cancelling_a_change_no_longer_pending_is_a_conflict() -> None:
+    error = {"error": {"code": "SCHEDULE_NOT_PENDING", "message": "it is applied", "status": "applied"}}
+    code, _, err = run(["schedule", "cancel", SCHEDULE["id"]], FakeTransport(409, error))
+    assert code == CONFLICT
+    assert "SCHEDULE_NOT_PENDING" in err

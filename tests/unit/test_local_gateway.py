@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from infra.config import load_config, schedule_payload
-from local.api import LocalApi, Request
+from local.api import LocalApi
 from local.gateway import (
     Caller,
     MalformedProxyResponse,
+    Request,
     http_response,
     proxy_event,
 )
@@ -259,8 +260,10 @@ def test_the_documents_are_served_without_invoking_a_function(config):
     api = local_api(config, functions)
     document = api.handle(request("GET", "/openapi.json"))
     page = api.handle(request("GET", "/docs"))
+    init = api.handle(request("GET", "/docs/init.js"))
     assert json.loads(document.body)["openapi"] == "3.1.0"
-    assert b"swagger-ui" in page.body and b"/openapi.json" in page.body
+    assert b"/vendor/swagger-ui/swagger-ui-bundle.js" in page.body and b"/docs/init.js" in page.body
+    assert b'url: "/openapi.json"' in init.body
     assert functions.calls == []
 
 
@@ -278,6 +281,10 @@ def test_the_functions_environment_comes_from_cdk_json_and_the_users_values_win(
     assert json.loads(env["MAINTENANCE_WINDOWS"]) == {
         window.name: {"duration_seconds": window.duration_seconds} for window in config.maintenance_windows
     }
+    assert json.loads(env["MAINTENANCE_SCHEDULES"]) == [
+        {"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}
+        for window in config.maintenance_windows
+    ]
     assert env["POWERTOOLS_TRACE_DISABLED"] == "1"
     assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"]
     assert function_environment(config, {})["TABLE_NAME"] == "singleton-flags-local"

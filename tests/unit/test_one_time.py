@@ -98,9 +98,10 @@ def test_failures_are_retryable_or_our_fault(scheduler: Any, code: str, error: t
         OneTimeSchedules(scheduler, TARGET).create("sc1", NINE, "UTC", {})
 
 
-def test_a_name_scheduler_would_refuse_is_a_programming_error() -> None:
+@pytest.mark.parametrize("name", ["no spaces", "dots.refused.as.client.tokens", "x" * 65, ""])
+def test_a_name_scheduler_would_refuse_is_a_programming_error(name: str) -> None:
     with pytest.raises(ValueError, match="schedule name"):
-        OneTimeSchedules(None, TARGET).request("no spaces", NINE, "UTC", {})
+        OneTimeSchedules(None, TARGET).request(name, NINE, "UTC", {})
 
 
 def test_target_from_env_and_its_refusals() -> None:

@@ -14,7 +14,7 @@ from local.functions import load_module
 from local.openapi import RESPONSE_NAMES, build_document, error_codes, operations
 from singleton_flags.declarations import Declarations
 from singleton_flags.errors import FlagsError
-from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES
+from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, WRITE_FUNCTION
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_each_operation_documents_the_statuses_its_function_answers(document):
     for route in ROUTES:
         responses = _operation(document, route.method, route.path)["responses"]
         revalidates = route.function == READ_FUNCTION and route.path != OFREP_FLAG  # one OFREP evaluation: no 304
-        expected = {"200", "304"} if revalidates else {"200"}
+        expected = {str(route.success), "304"} if revalidates else {str(route.success)}
         expected |= {str(status) for status in route.errors}
         if route.path in (OFREP_FLAG, OFREP_FLAGS):
             expected.add("429")  # API Gateway's THROTTLED, with Retry-After: what the OFREP providers back off on
@@ -98,6 +98,7 @@ def test_read_routes_are_described_without_the_read_function(document, declarati
         "version",
         "reason",
         "fetched_at",
+        "maintenance",
     ]
     name = _resolve(document, one["parameters"][0])
     assert name["in"] == "path" and name["schema"]["examples"] == list(declarations)
@@ -138,3 +139,34 @@ def test_the_ofrep_operations_answer_in_ofreps_shapes(document):
     assert schema(one["429"])["required"] == ["error"]
     assert one["429"]["headers"]["Retry-After"]["schema"]["pattern"] == "^[0-9]+$"
     assert "ETag" in bulk["200"]["headers"] and "304" in bulk
+
+
+def test_the_console_routes_are_write_operations_with_their_answers(document):
+    # GET /flags/declarations and GET /flags/windows: the write function's, each 200 with its model
+    declarations = _operation(document, "GET", "/flags/declarations")
+    windows = _operation(document, "GET", "/flags/windows")
+    assert declarations["tags"] == windows["tags"] == [WRITE_FUNCTION]
+    listing = _resolve(document, declarations["responses"]["200"]["content"]["application/json"]["schema"])
+    entry = _resolve(document, listing["properties"]["declarations"]["items"])
+    assert {"name", "type", "initial", "fallback", "description"} <= set(entry["required"])
+    assert not {"min", "max", "enum", "max_length"} & set(entry["required"])
+    answer = _resolve(document, windows["responses"]["200"]["content"]["application/json"]["schema"])
+    window = _resolve(document, answer["properties"]["windows"]["items"])
+    assert set(window["required"]) == {
+        "name",
+        "start",
+        "end",
+        "timezone",
+        "next_start",
+        "next_end",
+        "next_start_utc",
+        "next_end_utc",
+    }
+
+
+def test_get_flags_documents_the_maintenance_holder(document):
+    flags = _operation(document, "GET", "/flags")
+    schema = _resolve(document, flags["responses"]["200"]["content"]["application/json"]["schema"])
+    maintenance = schema["properties"]["maintenance"]
+    assert maintenance["required"] == ["on", "held_by", "window", "deadline"]
+    assert maintenance["properties"]["held_by"]["enum"] == ["window", "manual", None]

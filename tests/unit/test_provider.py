@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -103,6 +104,25 @@ class TestOneGetItemPerWindow:
         assert provider.is_fresh(SINGLETON_SK)
         assert provider.get(SINGLETON_SK) is written
         assert get_item_calls.calls == 0
+
+    def test_the_cached_entry_of_a_snapshot_expires_on_the_monotonic_clock_with_the_cache_age(
+        self, put_flags: Any, provider: SingletonProvider, declarations: Declarations, clock: Clock
+    ) -> None:
+        # Given a snapshot fetched with a 30 s cache age
+        put_flags()
+        snapshot = provider.get(SINGLETON_SK, max_age=30)
+        # When its entry is asked for
+        cached = provider.cached_entry(SINGLETON_SK, snapshot)
+        # Then it is the store's entry, expiring about 30 s from now on the monotonic clock
+        assert cached is not None
+        key, entry, expires = cached
+        assert provider.store[key] is entry
+        assert time.monotonic() + 29 < expires <= time.monotonic() + 30
+        # And none is given for another snapshot (a refresh replaced it), nor once the entry has expired
+        other = Snapshot(found=True, values=declarations.initials(), version=9, fetched_at=clock())
+        assert provider.cached_entry(SINGLETON_SK, other) is None
+        expire(provider)
+        assert provider.cached_entry(SINGLETON_SK, snapshot) is None
 
 
 class TestDecoding:

@@ -15,7 +15,7 @@ from unit_support import START, ReadApi, body_of, expire, headers_of, warnings_i
 
 from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
 
-FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at"}
+FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at", "maintenance"}
 READ_PATH_MODULES = {
     f"singleton_flags.{name}"
     for name in (
@@ -141,6 +141,91 @@ class TestGetFlags:
         assert body["flags"]["maintenance_mode"] is False
         assert body["maintenance_ended_by"] == "deadline"
         assert "ETag" not in headers_of(response)
+
+    def test_maintenance_held_by_a_window_names_it_and_its_deadline(self, read_api: ReadApi, put_flags: Any) -> None:
+        # Given maintenance switched on by window w1, whose deadline is an hour away
+        deadline = int(START) + 3600
+        put_flags(
+            version=9,
+            maintenance_mode=True,
+            maintenance_owner={"S": "w1"},
+            maintenance_deadline={"N": str(deadline)},
+        )
+        # When GET /flags
+        body = body_of(read_api.get())
+        # Then the maintenance object says a window holds it, which one, and until when (UTC)
+        maintenance = body["maintenance"]
+        assert maintenance == {"on": True, "held_by": "window", "window": "w1", "deadline": maintenance["deadline"]}
+        moment = datetime.fromisoformat(maintenance["deadline"])
+        assert moment.utcoffset() is not None and moment.utcoffset().total_seconds() == 0
+        assert moment.timestamp() == deadline
+        assert maintenance["on"] is body["flags"]["maintenance_mode"]
+
+    def test_a_window_holding_without_a_stored_deadline_has_no_deadline(
+        self, read_api: ReadApi, put_flags: Any
+    ) -> None:
+        put_flags(version=4, maintenance_mode=True, maintenance_owner={"S": "w1"})
+        assert body_of(read_api.get())["maintenance"] == {
+            "on": True,
+            "held_by": "window",
+            "window": "w1",
+            "deadline": None,
+        }
+
+    def test_maintenance_switched_on_by_hand_is_manual(self, read_api: ReadApi, put_flags: Any) -> None:
+        # Given maintenance on with no owning window
+        put_flags(version=3, maintenance_mode=True)
+        # When GET /flags / Then held by hand, no window, no deadline
+        assert body_of(read_api.get())["maintenance"] == {
+            "on": True,
+            "held_by": "manual",
+            "window": None,
+            "deadline": None,
+        }
+
+    def test_maintenance_off_is_held_by_nobody(self, read_api: ReadApi, put_flags: Any) -> None:
+        put_flags(version=3, maintenance_mode=False)
+        assert body_of(read_api.get())["maintenance"] == {
+            "on": False,
+            "held_by": None,
+            "window": None,
+            "deadline": None,
+        }
+
+    def test_a_window_past_its_deadline_holds_nothing(self, read_api: ReadApi, put_flags: Any) -> None:
+        # Given window w1's hold, its deadline passed (its end never came)
+        put_flags(
+            version=9,
+            maintenance_mode=True,
+            maintenance_owner={"S": "w1"},
+            maintenance_deadline={"N": str(int(START) - 1)},
+        )
+        # When GET /flags / Then maintenance is off and held by nobody: the effective value, not the stored one
+        body = body_of(read_api.get())
+        assert body["maintenance"] == {"on": False, "held_by": None, "window": None, "deadline": None}
+        assert body["flags"]["maintenance_mode"] is False
+
+    def test_a_cached_read_sees_the_deadline_pass(self, read_api: ReadApi, put_flags: Any) -> None:
+        # Given window w1 holding maintenance for 10 more seconds, read once (cached from then on)
+        put_flags(
+            version=9,
+            maintenance_mode=True,
+            maintenance_owner={"S": "w1"},
+            maintenance_deadline={"N": str(int(START) + 10)},
+        )
+        assert body_of(read_api.get())["maintenance"]["held_by"] == "window"
+        # When the deadline passes within the cache age / Then the cached answer reports it off, held by nobody
+        read_api.clock.advance(11)
+        body = body_of(read_api.get())
+        assert body["reason"] == CACHED
+        assert body["maintenance"] == {"on": False, "held_by": None, "window": None, "deadline": None}
+
+    def test_fallbacks_report_maintenance_on_without_a_window(self, read_api: ReadApi, ddb: Any) -> None:
+        # Given an empty table: the fallbacks, maintenance ON (fail closed)
+        body = body_of(read_api.get())
+        # Then the maintenance object agrees with the flag: on, not held by a window
+        assert body["reason"] == DEFAULT
+        assert body["maintenance"] == {"on": True, "held_by": "manual", "window": None, "deadline": None}
 
     def test_a_stale_value_keeps_its_version(self, read_api: ReadApi, put_flags: Any, ddb: Any) -> None:
         # Given a good read, an expired cache, and DynamoDB then throttling

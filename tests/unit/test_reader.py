@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -268,6 +269,56 @@ class TestBackOff:
         state = stale_reader.read()
         assert (state.reason, state.version) == (CACHED, 6)
         assert stale_reader.provider.fetches == 1
+
+
+class TestRepeatedCachedReads:
+    """Cached reads after the first repeat the previous state (no call into the provider's cache): they must
+    still end with the cache age, a refresh, or a window's deadline, exactly as an uncached lookup would."""
+
+    def test_repeated_cached_reads_see_a_refresh_at_once(
+        self, put_flags: Any, reader: FlagReader, get_item_calls: CallCount
+    ) -> None:
+        # Given a reader that served version 1 from its cache several times
+        put_flags(version=1)
+        assert [reader.read().reason for _ in range(4)] == [STATIC, CACHED, CACHED, CACHED]
+        # When the cache entry is replaced (its age passed) and the table holds version 2
+        put_flags(version=2)
+        expire(reader.provider)
+        # Then the next read fetches version 2, and the cached reads after it serve version 2
+        states = [reader.read() for _ in range(4)]
+        assert [(state.reason, state.version) for state in states] == [(STATIC, 2)] + [(CACHED, 2)] * 3
+        assert get_item_calls.calls == 2
+
+    def test_repeated_cached_reads_end_with_the_cache_age(
+        self,
+        put_flags: Any,
+        provider: SingletonProvider,
+        declarations: Declarations,
+        clock: Clock,
+        get_item_calls: CallCount,
+    ) -> None:
+        # Given a reader with a 1 s cache age that served its cached value several times
+        reader = build_reader(provider, declarations, clock, max_age=1)
+        put_flags(version=1)
+        assert [reader.read().reason for _ in range(3)] == [STATIC, CACHED, CACHED]
+        # When 1 s passes on the real clocks (the cache entry itself untouched)
+        time.sleep(1.05)
+        # Then the next read fetches again
+        assert reader.read().reason == STATIC
+        assert get_item_calls.calls == 2
+
+    def test_a_window_deadline_passing_between_repeated_cached_reads_is_honoured(
+        self, put_flags: Any, reader: FlagReader, clock: Clock
+    ) -> None:
+        # Given window w1 on with a deadline 2 s away, read from the cache several times
+        put_flags(maintenance_mode=True, maintenance_owner={"S": "w1"}, maintenance_deadline={"N": str(clock() + 2)})
+        assert [reader.read().values["maintenance_mode"] for _ in range(3)] == [True, True, True]
+        # When the deadline passes while the value is still cached
+        clock.advance(3)
+        state = reader.read()
+        # Then the cached read serves it off
+        assert state.reason == CACHED
+        assert state.values["maintenance_mode"] is False and state.maintenance_deadline_passed
 
 
 class TestMaintenanceDeadline:

@@ -1,7 +1,8 @@
-"""An application's path: `pip install '.[openfeature]'` into an empty virtual environment, then the docs'
-client and OpenFeature examples read the flags from a table on DynamoDB Local.
+"""An application's path: `AWS_ENDPOINT_URL_DYNAMODB=<DynamoDB Local> make run` creates and seeds the table;
+`pip install '.[openfeature]'` into an empty virtual environment, then the docs' client and OpenFeature examples
+read the flags from that table.
 
-Selected with ``-m install`` (also part of the integration tier): it builds the package and installs it with its
+Selected with ``-m install`` (also part of the e2e tier): it builds the package and installs it with its
 dependencies, from pip's cache or PyPI.
 """
 
@@ -11,18 +12,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from e2e_support import MAKE_RUN, start_runner
 
 from singleton_flags.declarations import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
+from tests.support.packaging import install_into_empty_venv
 
 pytestmark = pytest.mark.install
 
-ROOT = Path(__file__).resolve().parents[2]
-INSTALL_TIMEOUT_SECONDS = 600
 
 CHECKS = """
 import importlib.util, json, sys
@@ -36,32 +36,25 @@ print(json.dumps({"answer": answer, "absent": absent, "package": singleton_flags
 """
 
 
-def source_tree(target: Path) -> Path:
-    """What `pip install .` reads from a checkout: the project file, the readme and the package."""
-    shutil.copy(ROOT / "pyproject.toml", target / "pyproject.toml")
-    shutil.copy(ROOT / "README.md", target / "README.md")
-    shutil.copytree(
-        ROOT / "functions" / "singleton_flags",
-        target / "functions" / "singleton_flags",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
-    return target
+TABLE = "singleton-flags-install"
 
 
-def test_an_empty_venv_with_the_openfeature_extra_reads_the_flags(
-    tmp_path: Path, local_endpoint: str, flags_table: str
+def test_an_empty_venv_with_the_openfeature_extra_reads_the_flags_from_the_table_make_run_created(
+    tmp_path: Path, dynamodb_local_endpoint: str
 ) -> None:
-    # Given an empty virtual environment and the package installed into it with its [openfeature] extra
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    (tmp_path / "checkout").mkdir()
-    source = source_tree(tmp_path / "checkout")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{source}[openfeature]"],
-        check=True,
-        timeout=INSTALL_TIMEOUT_SECONDS,
+    # Given the table `make run` created and seeded on DynamoDB Local
+    runner = start_runner(
+        tmp_path / "runner.log", command=MAKE_RUN, AWS_ENDPOINT_URL_DYNAMODB=dynamodb_local_endpoint, TABLE_NAME=TABLE
     )
+    try:
+        seeded = runner.get("/flags")
+    finally:
+        runner.stop()  # Ctrl-C: make re-raises it, the runner stops cleanly
+    assert "created and seeded" in runner.output() and "local runner stopped" in runner.output()
+    assert seeded.body["version"] == 0
+    # And an empty virtual environment and the package installed into it with its [openfeature] extra
+    python = install_into_empty_venv(tmp_path, "openfeature")
+    venv = python.parents[1]
     # And an application: its declarations and the docs' client example as its function
     app = tmp_path / "app"
     app.mkdir()
@@ -73,8 +66,8 @@ def test_an_empty_venv_with_the_openfeature_extra_reads_the_flags(
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_DYNAMODB": local_endpoint,
-        "SINGLETON_FLAGS_TABLE": flags_table,
+        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_local_endpoint,
+        "SINGLETON_FLAGS_TABLE": TABLE,
     }
     # When the function runs, then the OpenFeature example
     out = subprocess.run(

@@ -1,6 +1,6 @@
-"""The flags table's definition: its keys, billing mode and time-to-live attribute.
+"""The flags table's definition: its keys, billing mode, time-to-live attribute and stream.
 
-The stack declares its table from it (infra/storage.py), and every table made outside AWS (DynamoDB Local for
+The stack declares its table from it (storage.py), and every table made outside AWS (DynamoDB Local for
 the runner and the benches, moto for the tests) is created from it, so all of them have the same keys.
 """
 
@@ -19,6 +19,7 @@ class TableDefinition:
     key_type: str  # DynamoDB's attribute type of both keys ("S": string)
     ttl_attribute: str
     billing_mode: str
+    stream_view_type: str  # the table's stream: what each record carries (change events read NEW_IMAGE)
 
     def create_table_params(self, name: str) -> dict[str, Any]:
         """The arguments of DynamoDB's CreateTable for a table of this definition named ``name``."""
@@ -33,6 +34,7 @@ class TableDefinition:
                 {"AttributeName": self.sort_key, "KeyType": "RANGE"},
             ],
             "BillingMode": self.billing_mode,
+            "StreamSpecification": {"StreamEnabled": True, "StreamViewType": self.stream_view_type},
         }
 
     def time_to_live_specification(self) -> dict[str, Any]:
@@ -41,11 +43,12 @@ class TableDefinition:
 
 
 def table_definition() -> TableDefinition:
-    """PK/SK strings, on demand, items expiring at ``expires_at``."""
+    """PK/SK strings, on demand, items expiring at ``expires_at``, a stream of new images."""
     return TableDefinition(
         partition_key=PARTITION_KEY,
         sort_key=SORT_KEY,
         key_type="S",
         ttl_attribute=TTL_ATTR,
         billing_mode="PAY_PER_REQUEST",
+        stream_view_type="NEW_IMAGE",
     )

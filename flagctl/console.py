@@ -1,0 +1,131 @@
+"""``flagctl console``: the console's pages on 127.0.0.1, and its API calls signed and sent to the deployed API.
+
+The browser never holds an AWS credential: it talks to this process, which signs each call with SigV4 from the
+operator's own credential chain (the signer flagctl's other commands use) and forwards it. So that it signs for
+no one else:
+
+- it listens on 127.0.0.1 only, and answers only ``Host: 127.0.0.1:<port>`` / ``localhost:<port>`` and, when
+  sent, the same ``Origin`` (``local.web.refuse_foreign``, the local runner's own check: DNS rebinding and
+  other sites' pages are refused);
+- every API call must carry ``X-Console-Token``, the random token of this start (``secrets.token_urlsafe``),
+  compared in constant time; without it, 401 ``CONSOLE_TOKEN_REQUIRED``. The page learns it from the URL's
+  fragment (``#token=...``), which browsers never send to a server or put in a Referer;
+- only the API's own routes (``singleton_flags.routes.ROUTES``) are forwarded; any other path is 404;
+- only the end-to-end headers the API reads are forwarded (Accept, Content-Type, If-Match, If-None-Match,
+  Idempotency-Key): hop-by-hop headers, cookies, the token and any incoming Authorization or X-Amz-* header are
+  dropped before the request is signed afresh.
+"""
+
+from __future__ import annotations
+
+import hmac
+import http.client
+import secrets
+from collections.abc import Callable, Sequence
+from http import HTTPStatus
+from urllib.parse import urlsplit
+
+from flagctl.client import FlagctlError, Outgoing, default_signer, is_loopback
+from local.gateway import HttpResponse, Request
+from local.web import error, security_headers, static_file
+from singleton_flags.routes import ROUTES, RouteMatch, match_route
+
+TOKEN_HEADER = "X-Console-Token"  # noqa: S105 - a header name, not a secret
+TOKEN_BYTES = 32
+UPSTREAM_TIMEOUT_SECONDS = 35.0  # API Gateway's REST integrations stop at 29 s
+# What a request of the API may carry end to end; everything else stays here.
+FORWARDED_REQUEST_HEADERS = ("accept", "content-type", "if-match", "if-none-match", "idempotency-key")
+# What the API's answers carry that the page reads (the error contract, ETag, the replay and retry hints).
+FORWARDED_RESPONSE_HEADERS = (
+    "content-type",
+    "etag",
+    "cache-control",
+    "retry-after",
+    "allow",
+    "idempotent-replayed",
+    "x-amzn-requestid",
+)
+
+Signer = Callable[[Outgoing], Outgoing]
+Upstream = Callable[[Outgoing], HttpResponse]
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def send_upstream(outgoing: Outgoing, timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> HttpResponse:
+    """The request over http(s), the answer's status, end-to-end headers and body as they came."""
+    target = urlsplit(outgoing.url)
+    connection_class = http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
+    connection = connection_class(target.hostname or "", target.port, timeout=timeout)
+    path = target.path + (f"?{target.query}" if target.query else "")
+    try:
+        connection.request(outgoing.method, path, body=outgoing.body, headers=outgoing.headers)
+        answer = connection.getresponse()
+        body = answer.read()
+    except (OSError, http.client.HTTPException) as exc:
+        return error(HTTPStatus.BAD_GATEWAY, "UPSTREAM_UNREACHABLE", f"cannot reach {target.netloc}: {exc}")
+    finally:
+        connection.close()
+    headers = [(name, value) for name, value in answer.getheaders() if name.lower() in FORWARDED_RESPONSE_HEADERS]
+    return HttpResponse(answer.status, [*headers, *security_headers()], body)
+
+
+def _header_values(headers: Sequence[tuple[str, str]], name: str) -> list[str]:
+    return [value for key, value in headers if key.lower() == name.lower()]
+
+
+class ConsoleProxy:
+    """``handle(request)``: a console page, a refusal, or the API's answer to the signed, forwarded call."""
+
+    def __init__(
+        self, upstream_url: str, token: str, *, signer: Signer | None, upstream: Upstream = send_upstream
+    ) -> None:
+        self._base = upstream_url.rstrip("/")
+        self._token = token.encode("utf-8")
+        self._signer = signer
+        self._upstream = upstream
+
+    def handle(self, request: Request) -> HttpResponse:
+        page = static_file(request.method, request.raw_path, docs=False)
+        if page is not None:
+            return page
+        if not isinstance(match_route(ROUTES, request.method, request.raw_path), RouteMatch):
+            return error(
+                HTTPStatus.NOT_FOUND,
+                "NOT_FOUND",
+                f"{request.method} {request.raw_path} is not a route of the flags API: the console forwards those only",
+            )
+        if not self._token_matches(request.headers):
+            return error(
+                HTTPStatus.UNAUTHORIZED,
+                "CONSOLE_TOKEN_REQUIRED",
+                f"send {TOKEN_HEADER} with the token of the URL flagctl console printed (#token=...)",
+            )
+        return self._upstream(self._outgoing(request))
+
+    def _token_matches(self, headers: Sequence[tuple[str, str]]) -> bool:
+        sent = _header_values(headers, TOKEN_HEADER)
+        return len(sent) == 1 and hmac.compare_digest(sent[0].encode("utf-8"), self._token)
+
+    def _outgoing(self, request: Request) -> Outgoing:
+        headers = {name: value for name, value in request.headers if name.lower() in FORWARDED_REQUEST_HEADERS}
+        url = self._base + request.raw_path + (f"?{request.query}" if request.query else "")
+        outgoing = Outgoing(request.method, url, headers, request.body or None)
+        return self._signer(outgoing) if self._signer is not None else outgoing
+
+
+def signer_for(url: str) -> Signer | None:
+    """botocore's default chain and region for ``url``; for a loopback URL (the local runner, which needs no
+    signature) none when no credentials are found."""
+    try:
+        return default_signer(url)
+    except FlagctlError:
+        if is_loopback(url):
+            return None
+        raise
+
+
+def console_url(port: int, token: str) -> str:
+    return f"http://127.0.0.1:{port}/#token={token}"

@@ -1,0 +1,347 @@
+"""``flagctl console``: its pages, its refusals, and the calls it signs and forwards, over real sockets.
+
+The upstream is a fake API on 127.0.0.1 that records what reaches it and checks the SigV4 signature against the
+fake credentials the proxy was started with (environment variables, botocore's chain); the last test runs the
+command itself in front of the local runner.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from e2e_support import REPO_ROOT, Runner
+
+from flagctl.console import TOKEN_HEADER, ConsoleProxy, signer_for
+from local.server import LocalServer
+from local.web import CONSOLE_DIR
+
+ACCESS_KEY, SECRET_KEY, SESSION_TOKEN = "AKIAFAKECONSOLE", "fake-secret-for-the-console-tests", "fake-session"
+REGION = "eu-west-1"
+TOKEN = "the-token-of-this-start"
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class FakeApi:
+    """An upstream on 127.0.0.1 answering every request 200 with an ETag, recording each one."""
+
+    server: ThreadingHTTPServer
+    seen: list[Seen] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/prod"
+
+
+def _serve(server: ThreadingHTTPServer) -> None:
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+
+@pytest.fixture
+def fake_api() -> Iterator[FakeApi]:
+    holder: list[FakeApi] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _any(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            holder[0].seen.append(Seen(self.command, self.path, dict(self.headers.items()), body))
+            answer = json.dumps({"flags": {"signup_enabled": True}, "version": 7}).encode()
+            self.send_response(200)
+            for name, value in (
+                ("Content-Type", "application/json"),
+                ("ETag", '"7"'),
+                ("Set-Cookie", "tracking=1"),
+                ("Content-Length", str(len(answer))),
+            ):
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(answer)
+
+        do_GET = do_PATCH = do_POST = _any  # noqa: N815 - BaseHTTPRequestHandler's names
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's signature
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    holder.append(FakeApi(server))
+    _serve(server)
+    yield holder[0]
+    server.shutdown()
+    server.server_close()
+
+
+def fake_aws_env(tmp_path: Any) -> dict[str, str]:
+    """botocore's chain finds these fake credentials and region, and no profile or file."""
+    return {
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_SESSION_TOKEN": SESSION_TOKEN,
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+    }
+
+
+@pytest.fixture
+def fake_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    for name, value in fake_aws_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture
+def console(fake_api: FakeApi, fake_credentials: None) -> Iterator[LocalServer]:
+    server = LocalServer(0, ConsoleProxy(fake_api.url, TOKEN, signer=signer_for(fake_api.url)))
+    _serve(server)
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def send(
+    port: int, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
+) -> tuple[int, dict[str, str], bytes]:
+    """One request with exactly these headers (Host included, unless given)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    sent = {"Host": f"127.0.0.1:{port}", **({"Content-Length": str(len(body))} if body else {}), **(headers or {})}
+    connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    for name, value in sent.items():
+        connection.putheader(name, value)
+    connection.endheaders(body or None)
+    response = connection.getresponse()
+    answer = (response.status, {name.lower(): value for name, value in response.getheaders()}, response.read())
+    connection.close()
+    return answer
+
+
+def signature_is_valid(seen: Seen, upstream_url: str) -> bool:
+    """Recompute the SigV4 signature of what arrived with the fake credentials: it matches only when the
+    request was signed with them, for this method, path, query, signed headers and body."""
+    authorization = seen.headers["Authorization"]
+    match = re.fullmatch(
+        r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/execute-api/aws4_request, "
+        r"SignedHeaders=(?P<signed>[^,]+), Signature=(?P<signature>[0-9a-f]{64})",
+        authorization,
+    )
+    assert match, authorization
+    assert (match["key"], match["region"]) == (ACCESS_KEY, REGION)
+    signed = match["signed"].split(";")
+    lowered = {name.lower(): value for name, value in seen.headers.items()}
+    host = upstream_url.split("//", 1)[1].split("/", 1)[0]
+    request = AWSRequest(
+        method=seen.method,
+        url=f"http://{host}{seen.path}",
+        data=seen.body,
+        headers={name: lowered[name] for name in signed},
+    )
+    request.context["timestamp"] = lowered["x-amz-date"]
+    auth = SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY, SESSION_TOKEN), "execute-api", REGION)
+    canonical = auth.canonical_request(request)
+    expected = auth.signature(auth.string_to_sign(request, canonical), request)
+    return bool(expected == match["signature"])
+
+
+def test_a_forwarded_call_reaches_the_api_signed_by_the_operator_and_without_the_token(console, fake_api):
+    # Given a PATCH from the page, with the token, an If-Match, and what a browser or a page could add
+    port = console.port
+    body = json.dumps({"flags": {"signup_enabled": False}, "reason": "from the console"}).encode()
+    status, headers, answer = send(
+        port,
+        "PATCH",
+        "/flags?x=1",
+        {
+            TOKEN_HEADER: TOKEN,
+            "Content-Type": "application/json",
+            "If-Match": '"6"',
+            "Origin": f"http://127.0.0.1:{port}",
+            "Authorization": "Bearer someone-elses",
+            "X-Amz-Security-Token": "someone-elses",
+            "Cookie": "session=abc",
+            "Connection": "keep-alive, X-Hop",
+            "X-Hop": "hop-by-hop",
+            "Proxy-Authorization": "Basic eA==",
+        },
+        body,
+    )
+    # Then the API's answer comes back: status, ETag, body; its cookie stays upstream
+    assert status == 200
+    assert headers["etag"] == '"7"'
+    assert json.loads(answer)["version"] == 7
+    assert "set-cookie" not in headers
+    # And the API received one signed request: same method, path under the stage, query and body
+    (seen,) = fake_api.seen
+    assert (seen.method, seen.path, seen.body) == ("PATCH", "/prod/flags?x=1", body)
+    assert signature_is_valid(seen, fake_api.url)
+    assert seen.headers["X-Amz-Security-Token"] == SESSION_TOKEN
+    assert seen.headers["If-Match"] == '"6"' and seen.headers["Content-Type"] == "application/json"
+    # And none of the token, the incoming credentials, cookies or hop-by-hop headers
+    received = {name.lower() for name in seen.headers}
+    assert not received & {"x-console-token", "cookie", "x-hop", "proxy-authorization", "origin"}
+    assert SECRET_KEY not in json.dumps(seen.headers)
+
+
+def test_the_answer_never_carries_a_credential_to_the_browser(console, fake_api):
+    status, headers, answer = send(console.port, "GET", "/flags", {TOKEN_HEADER: TOKEN})
+    assert status == 200
+    text = json.dumps(headers) + answer.decode()
+    assert ACCESS_KEY not in text and SECRET_KEY not in text and SESSION_TOKEN not in text
+    assert "authorization" not in headers
+
+
+@pytest.mark.parametrize(
+    "token_headers",
+    [
+        {},
+        {TOKEN_HEADER: ""},
+        {TOKEN_HEADER: "wrong"},
+        {TOKEN_HEADER: TOKEN + "x"},
+        {TOKEN_HEADER.lower(): TOKEN[:-1]},
+    ],
+)
+def test_an_api_call_without_the_token_is_401_and_nothing_is_forwarded(console, fake_api, token_headers):
+    status, _, answer = send(console.port, "GET", "/flags", token_headers)
+    assert status == 401
+    assert json.loads(answer)["error"]["code"] == "CONSOLE_TOKEN_REQUIRED"
+    assert fake_api.seen == []
+
+
+def test_the_token_twice_is_refused(console, fake_api):
+    connection = http.client.HTTPConnection("127.0.0.1", console.port, timeout=10)
+    connection.putrequest("GET", "/flags")
+    connection.putheader(TOKEN_HEADER, TOKEN)
+    connection.putheader(TOKEN_HEADER, TOKEN)
+    connection.endheaders()
+    assert connection.getresponse().status == 401
+    connection.close()
+    assert fake_api.seen == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/_scheduler/weekly-patching/start"),
+        ("POST", "/_throttle"),
+        ("GET", "/openapi.json"),
+        ("GET", "/docs"),
+        ("GET", "/vendor/swagger-ui/swagger-ui-bundle.js"),
+        ("GET", "/flags/a/b"),
+        ("PUT", "/flags"),
+        ("GET", "/prod/flags"),
+        ("GET", "/admin"),
+    ],
+)
+def test_anything_but_an_api_route_is_404_and_nothing_is_forwarded(console, fake_api, method, path):
+    status, _, answer = send(console.port, method, path, {TOKEN_HEADER: TOKEN}, b"{}" if method != "GET" else b"")
+    assert status == 404
+    assert json.loads(answer)["error"]["code"] == "NOT_FOUND"
+    assert fake_api.seen == []
+
+
+@pytest.mark.parametrize("host", ["evil.example:{port}", "127.0.0.1:1", "localhost"])
+def test_another_host_is_refused_421_and_nothing_is_forwarded(console, fake_api, host):
+    status, _, answer = send(
+        console.port, "GET", "/flags", {"Host": host.format(port=console.port), TOKEN_HEADER: TOKEN}
+    )
+    assert status == 421
+    assert json.loads(answer)["error"]["code"] == "HOST_NOT_ALLOWED"
+    assert fake_api.seen == []
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://127.0.0.1:1", "null"])
+def test_another_origin_is_refused_403_and_nothing_is_forwarded(console, fake_api, origin):
+    body = b'{"flags": {"signup_enabled": false}, "reason": "x"}'
+    headers = {"Origin": origin, TOKEN_HEADER: TOKEN, "Content-Type": "application/json"}
+    status, _, answer = send(console.port, "PATCH", "/flags", headers, body)
+    assert status == 403
+    assert json.loads(answer)["error"]["code"] == "ORIGIN_NOT_ALLOWED"
+    assert fake_api.seen == []
+
+
+def test_the_pages_are_served_without_the_token_and_only_on_the_loopback_address(console, fake_api):
+    status, headers, page = send(console.port, "GET", "/")
+    assert status == 200 and page == (CONSOLE_DIR / "index.html").read_bytes()
+    assert headers["x-content-type-options"] == "nosniff"
+    assert send(console.port, "GET", "/console/index.html")[0] == 200
+    assert send(console.port, "GET", "/console/../web.py")[0] == 404
+    assert console.server_address[0] == "127.0.0.1"
+    assert fake_api.seen == []
+
+
+def test_flagctl_console_prints_its_url_with_a_fresh_token_and_forwards_to_the_local_runner(runner: Runner, tmp_path):
+    # Given fake credentials in the environment (the local runner ignores the signature), a stack outputs file
+    # naming the runner, and a "browser" that records the URL it is asked to open
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **fake_aws_env(tmp_path)}
+    env.pop("AWS_PROFILE", None)
+    outputs = tmp_path / "cdk-outputs.json"
+    outputs.write_text(json.dumps({"SingletonFlags": {"ApiUrl": runner.url + "/"}}))
+    opened = tmp_path / "opened.txt"
+    recorder = tmp_path / "browser.py"
+    recorder.write_text(f"import sys; open({str(opened)!r}, 'a').write(sys.argv[1] + '\\n')\n")
+    env["BROWSER"] = f"{sys.executable} {recorder} %s"
+    starts = (
+        ["--url", runner.url, "console", "--port", "0"],
+        ["--stack-output-file", str(outputs), "console", "--open"],
+    )
+    links = []
+    for args in starts:
+        # When flagctl console starts in front of the runner
+        process = subprocess.Popen(
+            [sys.executable, "-m", "flagctl", *args],
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            # Then it prints its loopback URL with the token in the fragment, never in the query
+            match = re.fullmatch(
+                r"console: (?P<link>http://127\.0\.0\.1:(?P<port>\d+)/#token=(?P<token>[A-Za-z0-9_-]{43}))\n", line
+            )
+            assert match, line
+            assert runner.url in process.stdout.readline()  # where its calls go
+            port, token = int(match["port"]), match["token"]
+            links.append(match["link"])
+            # And an API call with the token is the runner's own answer; without it, 401
+            status, headers, answer = send(port, "GET", "/flags", {TOKEN_HEADER: token})
+            assert status == 200, answer
+            direct = runner.get("/flags")
+            assert json.loads(answer)["flags"] == direct.body["flags"]
+            assert headers["etag"] == direct.header("ETag")
+            assert send(port, "GET", "/flags")[0] == 401
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=10)
+        assert process.returncode == 0, process.stderr.read() if process.stderr else ""
+    # And each start has its own token; --open opened exactly the printed URL
+    assert links[0] != links[1]
+    assert opened.read_text().splitlines() == [links[1]]

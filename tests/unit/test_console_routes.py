@@ -1,0 +1,192 @@
+"""What a console reads from the write function: GET /flags/declarations and GET /flags/windows (on moto)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from unit_support import WriteApi, body_of, headers_of
+
+from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
+from singleton_flags.settings import SettingsError
+from singleton_flags.windows import SCHEDULES_ENV, schedules_from_env
+
+CONSTRAINT_KEYS = {"min", "max", "enum", "max_length"}
+
+
+def schedules(*windows: dict[str, str]) -> Any:
+    return schedules_from_env({SCHEDULES_ENV: json.dumps(list(windows))})
+
+
+class TestDeclarations:
+    def test_every_flag_in_declaration_order_with_its_type_values_and_description(self, seeded_api: WriteApi) -> None:
+        # Given the bundled declarations file
+        declared = json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))["flags"]
+        # When GET /flags/declarations
+        response = seeded_api("GET", "/flags/declarations")
+        # Then 200, one entry per flag, in the file's order, each as declared (a float's 0 as 0.0)
+        assert response["statusCode"] == 200
+        assert headers_of(response)["Content-Type"] == "application/json"
+        answered = body_of(response)["declarations"]
+        assert [entry["name"] for entry in answered] == [flag["name"] for flag in declared]
+        for entry, flag in zip(answered, declared, strict=True):
+            assert entry == {"description": "", **flag}
+
+    def test_only_the_constraints_a_flag_has(self, seeded_api: WriteApi) -> None:
+        answered = {entry["name"]: entry for entry in body_of(seeded_api("GET", "/flags/declarations"))["declarations"]}
+        # a bool has none; an int its bounds; a string with an enum its enum; no key is ever null
+        assert not set(answered["signup_enabled"]) & CONSTRAINT_KEYS
+        assert set(answered["api_rate_limit_per_minute"]) & CONSTRAINT_KEYS == {"min", "max"}
+        assert set(answered["search_ranking"]) & CONSTRAINT_KEYS == {"enum"}
+        assert all(value is not None for entry in answered.values() for value in entry.values())
+
+    def test_a_string_with_a_max_length_carries_it(self, seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch) -> None:
+        # Given declarations with a string limited to 40 characters and a float bounded below only
+        declarations = parse_declarations(
+            {
+                "flags": [
+                    {"name": "banner", "type": "string", "initial": "", "fallback": "", "max_length": 40},
+                    {"name": "ratio", "type": "float", "initial": 1, "fallback": 0, "min": 0, "description": "r"},
+                ]
+            }
+        )
+        monkeypatch.setattr(seeded_api.module, "DECLARATION_LIST", {"declarations": declarations.as_documents()})
+        # When GET /flags/declarations / Then exactly what each declares, floats as floats
+        assert body_of(seeded_api("GET", "/flags/declarations"))["declarations"] == [
+            {"name": "banner", "type": "string", "initial": "", "fallback": "", "max_length": 40, "description": ""},
+            {"name": "ratio", "type": "float", "initial": 1.0, "fallback": 0.0, "min": 0, "description": "r"},
+        ]
+
+
+class TestWindows:
+    def test_no_window_declared_is_an_empty_list(self, seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(seeded_api.module, "WINDOW_SCHEDULES", ())
+        response = seeded_api("GET", "/flags/windows")
+        assert response["statusCode"] == 200
+        assert body_of(response) == {"windows": []}
+
+    def test_each_window_with_its_crons_zone_and_next_start_and_end(
+        self, seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Given a weekly window on Sundays 03:00-04:00 Paris time, and a nightly one in Tokyo
+        monkeypatch.setattr(
+            seeded_api.module,
+            "WINDOW_SCHEDULES",
+            schedules(
+                {
+                    "name": "weekly",
+                    "start": "cron(0 3 ? * SUN *)",
+                    "end": "cron(0 4 ? * SUN *)",
+                    "timezone": "Europe/Paris",
+                },
+                {
+                    "name": "nightly",
+                    "start": "cron(0 22 * * ? *)",
+                    "end": "cron(30 0 * * ? *)",
+                    "timezone": "Asia/Tokyo",
+                },
+            ),
+        )
+        before = datetime.now(UTC)
+        # When GET /flags/windows
+        response = seeded_api("GET", "/flags/windows")
+        # Then both, in declared order, each next start and end in the future, within a week (a day), at the
+        # declared wall-clock time in its zone, with that zone's offset; the UTC forms name the same instants
+        assert response["statusCode"] == 200
+        weekly, nightly = body_of(response)["windows"]
+        assert (weekly["name"], weekly["start"], weekly["end"], weekly["timezone"]) == (
+            "weekly",
+            "cron(0 3 ? * SUN *)",
+            "cron(0 4 ? * SUN *)",
+            "Europe/Paris",
+        )
+        for window, horizon, wall_clock in (
+            (weekly, timedelta(days=7), {"next_start": (6, 3, 0), "next_end": (6, 4, 0)}),
+            (nightly, timedelta(days=1), {"next_start": (None, 22, 0), "next_end": (None, 0, 30)}),
+        ):
+            zone = ZoneInfo(window["timezone"])
+            for key, (weekday, hour, minute) in wall_clock.items():
+                local = datetime.fromisoformat(window[key])
+                utc_text = window[f"{key}_utc"]
+                assert utc_text.endswith("Z")
+                assert datetime.fromisoformat(utc_text) == local
+                assert before < local <= before + horizon
+                assert local.utcoffset() == local.astimezone(zone).utcoffset()
+                assert (local.hour, local.minute) == (hour, minute)
+                assert weekday is None or local.weekday() == weekday
+
+    def test_inside_a_window_the_next_end_comes_before_the_next_start(self) -> None:
+        # Given Sunday's 03:00-04:00 Paris window, and now 03:30 Paris time that Sunday (inside it)
+        (weekly,) = schedules(
+            {"name": "weekly", "start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)", "timezone": "Europe/Paris"}
+        )
+        now = datetime(2026, 12, 6, 2, 30, tzinfo=UTC)
+        # When its next times are computed / Then the end is today's, the start next Sunday's
+        assert weekly.upcoming(now) == {
+            "name": "weekly",
+            "start": "cron(0 3 ? * SUN *)",
+            "end": "cron(0 4 ? * SUN *)",
+            "timezone": "Europe/Paris",
+            "next_start": "2026-12-13T03:00:00+01:00",
+            "next_end": "2026-12-06T04:00:00+01:00",
+            "next_start_utc": "2026-12-13T02:00:00Z",
+            "next_end_utc": "2026-12-06T03:00:00Z",
+        }
+
+    def test_a_window_that_never_fires_again_has_no_next_time(self) -> None:
+        (once,) = schedules(
+            {"name": "once", "start": "cron(0 3 1 1 ? 2020)", "end": "cron(0 4 1 1 ? 2020)", "timezone": "UTC"}
+        )
+        window = once.upcoming(datetime(2026, 1, 1, tzinfo=UTC))
+        assert [window[key] for key in ("next_start", "next_end", "next_start_utc", "next_end_utc")] == [None] * 4
+
+
+@pytest.mark.parametrize(
+    ("raw", "names"),
+    [
+        ("{}", "JSON list"),
+        ("[1]", "[0]"),
+        ('[{"name": "w", "start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)"}]', "[0]"),
+        ('[{"name": "w", "start": "0 3 * * 0", "end": "cron(0 4 ? * SUN *)", "timezone": "UTC"}]', "'w'"),
+        ('[{"name": "w", "start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)", "timezone": "Mars/X"}]', "'w'"),
+        ("not json", "not valid JSON"),
+    ],
+)
+def test_a_broken_schedules_variable_fails_the_cold_start_naming_it(raw: str, names: str) -> None:
+    with pytest.raises(SettingsError, match=SCHEDULES_ENV) as raised:
+        schedules_from_env({SCHEDULES_ENV: raw})
+    assert names in str(raised.value)
+
+
+def test_only_the_write_function_imports_croniter_which_only_it_has_as_a_layer() -> None:
+    # Given a fresh interpreter in the functions' asset root, each function's module loaded with a window set
+    script = (
+        "import sys, json, importlib; importlib.import_module(sys.argv[1]); "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'croniter' or m.endswith('.cron'))))"
+    )
+    env = {
+        **os.environ,
+        "TABLE_NAME": "t",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "MAINTENANCE_WINDOWS": '{"w": {"duration_seconds": 3600}}',
+        SCHEDULES_ENV: json.dumps(
+            [{"name": "w", "start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)", "timezone": "UTC"}]
+        ),
+    }
+    functions = Path(__file__).resolve().parents[2] / "functions"
+    loaded = {}
+    for module in ("read_api.handler", "maintenance.handler", "write_api.handler"):
+        out = subprocess.run(
+            [sys.executable, "-c", script, module], env=env, cwd=functions, capture_output=True, text=True, check=True
+        )
+        loaded[module] = json.loads(out.stdout)
+    # Then the maintenance and read functions cold-start without it (they have no croniter layer); the write one uses it
+    assert loaded["read_api.handler"] == loaded["maintenance.handler"] == []
+    assert "croniter" in loaded["write_api.handler"] and "singleton_flags.cron" in loaded["write_api.handler"]

@@ -1,0 +1,75 @@
+"""The local runner's Scheduler: the write function's calls held in memory, due schedules delivered once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from unit_support import Clock
+
+from local.scheduler import Deliveries, LocalScheduler, due_at
+from singleton_flags.errors import SchedulerFault
+from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
+from tests.conftest import ONE_TIME_ENV
+
+NINE_UTC = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def schedules(scheduler: LocalScheduler) -> OneTimeSchedules:
+    return OneTimeSchedules(scheduler, OneTimeTarget.from_env(ONE_TIME_ENV))
+
+
+def test_a_schedule_is_delivered_once_when_due_and_then_gone() -> None:
+    scheduler = LocalScheduler()
+    schedules(scheduler).create("change-a", NINE_UTC, "UTC", {"scheduled_change": "a"})
+    delivered: list[dict[str, Any]] = []
+    clock = Clock(NINE_UTC.timestamp() - 1)
+    deliveries = Deliveries(scheduler, delivered.append, clock=clock)
+    deliveries.tick()
+    assert delivered == []  # not yet due
+    clock.advance(1)
+    deliveries.tick()
+    deliveries.tick()
+    assert delivered == [{"scheduled_change": "a"}]  # once, and deleted after completion
+    assert scheduler.names() == []
+
+
+def test_a_local_time_is_due_in_its_zone() -> None:
+    assert due_at("at(2027-03-01T10:00:00)", "Europe/Paris") == NINE_UTC.timestamp()
+
+
+def test_it_refuses_what_scheduler_refuses() -> None:
+    scheduler = LocalScheduler()
+    one_time = schedules(scheduler)
+    one_time.create("change-a", NINE_UTC, "UTC", {})
+    assert one_time.create("change-a", NINE_UTC, "UTC", {}).endswith("/change-a")  # an existing name: that schedule
+    assert one_time.delete("change-a") is True
+    assert one_time.delete("change-a") is False
+    broken = OneTimeSchedules(_Broken(), OneTimeTarget.from_env(ONE_TIME_ENV))
+    with pytest.raises(SchedulerFault):
+        broken.create("change-b", NINE_UTC, "UTC", {})
+
+
+class _Broken(LocalScheduler):
+    def create_schedule(self, **params: Any) -> dict[str, Any]:
+        from local.scheduler import _error
+
+        raise _error("ValidationException", "CreateSchedule", "bad")
+
+
+def test_a_failed_delivery_does_not_stop_the_others(capsys: pytest.CaptureFixture[str]) -> None:
+    scheduler = LocalScheduler()
+    one_time = schedules(scheduler)
+    one_time.create("change-a", NINE_UTC, "UTC", {"n": 1})
+    one_time.create("change-b", NINE_UTC, "UTC", {"n": 2})
+    seen: list[int] = []
+
+    def deliver(payload: dict[str, Any]) -> None:
+        if payload["n"] == 1:
+            raise RuntimeError("boom")
+        seen.append(payload["n"])
+
+    Deliveries(scheduler, deliver, clock=Clock(NINE_UTC.timestamp())).tick()
+    assert seen == [2]
+    assert "delivery of {'n': 1} failed" in capsys.readouterr().err
