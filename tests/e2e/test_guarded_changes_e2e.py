@@ -71,6 +71,11 @@ def test_an_alarm_during_the_bake_reverts_the_guarded_change_as_actor_guard(runn
     guards = runner.get("/flags/guards").body["guards"]
     (guard,) = [g for g in guards if g["version"] == version]
     assert (guard["state"], guard["alarm"], guard["reverted_by"]) == ("reverted", name, version + 1)
+    # And the guard-revert is a version like any other: one Flags Changed event, of its kind and actor
+    events = runner.get("/_events").body
+    (event,) = [e for e in events["events"] if e["detail"]["version"] == version + 1]
+    assert (event["detail"]["kind"], event["detail"]["actor"]) == ("guard-revert", "guard")
+    assert event["detail"]["changes"]["ai_search_enabled"] == {"old": True, "new": False}
     # And a second state change to ALARM without one to OK in between delivers nothing
     again = alarm(runner, name)
     assert again.body["delivered"] is None
