@@ -18,8 +18,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from singleton_flags.aws_errors import call_error
 from singleton_flags.errors import AlarmsFault, AlarmsUnavailable
-from singleton_flags.observability import logger
 
 ALARM = "ALARM"
 OK = "OK"
@@ -72,18 +72,5 @@ class CloudWatchAlarms:
     def _describe(self, params: dict[str, Any]) -> Any:
         try:
             return self._client.describe_alarms(**params)
-        except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", "Unknown"))
-            if code in _RETRYABLE:
-                raise AlarmsUnavailable(f"CloudWatch DescribeAlarms failed: {code}") from exc
-            logger.error(
-                "CloudWatch refused a call no client input explains: a bug or a broken deployment",
-                operation="DescribeAlarms",
-                code=code,
-                error=str(exc),
-            )
-            raise AlarmsFault(
-                f"CloudWatch DescribeAlarms failed with {code}: an internal error, reported to the operators"
-            ) from exc
-        except BotoCoreError as exc:
-            raise AlarmsUnavailable(f"CloudWatch DescribeAlarms failed: {type(exc).__name__}") from exc
+        except (ClientError, BotoCoreError) as exc:
+            raise call_error(exc, "CloudWatch", "DescribeAlarms", _RETRYABLE, AlarmsUnavailable, AlarmsFault) from exc
