@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     change.add_argument("assignments", nargs="+", metavar="NAME=VALUE")
     change.add_argument("--reason", required=True, help="why (goes into the audit trail)")
     change.add_argument("--if-match", type=parse_version, metavar="VERSION", help="only if still at VERSION (else 412)")
+    _guard_arguments(change)
 
     history = commands.add_parser("history", help="audit records, newest first")
     history.add_argument("--limit", type=parse_limit, help="records per page (1-100, API default 20)")
@@ -119,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     revert.add_argument("version", type=parse_version)
     revert.add_argument("--reason", required=True)
     revert.add_argument("--if-match", type=parse_version, metavar="VERSION")
+    _guard_arguments(revert)
+
+    guards = commands.add_parser("guards", help="guards of guarded changes, newest first")
+    guards.add_argument("--limit", type=parse_limit, help="guards per page (1-100, API default 20)")
+    guards.add_argument("--cursor", help="the next-page cursor a previous page printed")
 
     restore = commands.add_parser("restore", help="bring a missing flags item back from its audit trail")
     restore.add_argument("--reason", required=True)
@@ -147,6 +153,32 @@ def build_parser() -> argparse.ArgumentParser:
     cancel = schedule_commands.add_parser("cancel", help="cancel a pending scheduled change")
     cancel.add_argument("id")
     return parser
+
+
+def _guard_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--guard-alarm",
+        action="append",
+        metavar="NAME",
+        help="revert by itself if this CloudWatch alarm goes into ALARM during the bake (repeat for up to 5)",
+    )
+    command.add_argument("--bake-minutes", type=parse_bake_minutes, metavar="N", help="how long to watch (1-1440)")
+
+
+def parse_bake_minutes(text: str) -> int:
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= 1440:
+        raise argparse.ArgumentTypeError(f"a bake is 1 to 1440 minutes, got {text!r}")
+    return int(text)
+
+
+def guard_of(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The write's guard from --guard-alarm and --bake-minutes (both or neither), as the API takes it."""
+    alarms, minutes = args.guard_alarm, args.bake_minutes
+    if alarms is None and minutes is None:
+        return None
+    if alarms is None or minutes is None:
+        raise FlagctlError("--guard-alarm and --bake-minutes go together", BAD_INPUT, "USAGE")
+    return {"alarms": list(alarms), "bake_minutes": minutes}
 
 
 def parse_port(text: str) -> int:
@@ -211,7 +243,31 @@ def render_change(body: dict[str, Any]) -> str:
     if not body.get("applied"):
         return safe(f"no change: the flags already hold these values (version {body.get('version')})")
     rows = [(name, _show(change.get("old")), _show(change.get("new"))) for name, change in body["changed"].items()]
-    return table(("FLAG", "OLD", "NEW"), rows) + "\nnow at version " + safe(body["version"])
+    text = table(("FLAG", "OLD", "NEW"), rows) + "\nnow at version " + safe(body["version"])
+    guard = body.get("guard")
+    if isinstance(guard, dict):
+        text += safe(
+            f"\nguarded by {', '.join(map(str, guard.get('alarms', [])))} until {guard.get('bake_ends_at')}"
+            + ("" if guard.get("close_scheduled") else " (its close was not scheduled: it ends at its bake end)")
+        )
+    return text
+
+
+def render_guards(body: dict[str, Any]) -> str:
+    rows = [
+        (
+            str(guard["version"]),
+            guard["state"],
+            ", ".join(guard["alarms"]),
+            guard["bake_ends_at"],
+            guard.get("outcome") or "",
+        )
+        for guard in body["guards"]
+    ]
+    text = table(("VERSION", "STATE", "ALARMS", "BAKE ENDS", "OUTCOME"), rows) if rows else "no guards"
+    if body.get("next_cursor"):
+        text += f"\nolder guards: --cursor {safe(body['next_cursor'])}"
+    return text
 
 
 def _owner(name: Any) -> str:
@@ -326,14 +382,18 @@ def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callab
         return client.flags(), render_flags
     if args.command == "set":
         changes = parse_assignments(args.assignments)
-        return client.change(changes, args.reason, args.if_match, new_idempotency_key()), render_change
+        guard = guard_of(args)
+        return client.change(changes, args.reason, args.if_match, new_idempotency_key(), guard), render_change
     if args.command == "history":
         return client.history(args.limit, args.cursor), render_history
     if args.command == "restore":
         return client.restore(args.reason), render_change
+    if args.command == "guards":
+        return client.guards(args.limit, args.cursor), render_guards
     if args.command == "schedule":
         return _schedule_call(args, client)
-    return client.revert(args.version, args.reason, args.if_match, new_idempotency_key()), render_change
+    guard = guard_of(args)
+    return client.revert(args.version, args.reason, args.if_match, new_idempotency_key(), guard), render_change
 
 
 def main(

@@ -186,21 +186,34 @@ class FlagsClient:
         return self.request("GET", "/flags/" + quote(name, safe=""))
 
     def change(
-        self, flags: Mapping[str, Any], reason: str, if_match: int | None = None, idempotency_key: str | None = None
+        self,
+        flags: Mapping[str, Any],
+        reason: str,
+        if_match: int | None = None,
+        idempotency_key: str | None = None,
+        guard: Mapping[str, Any] | None = None,
     ) -> Answer:
         for name in flags:
             check_flag_name(name)
-        body = {"flags": dict(flags), "reason": reason}
+        body = _guarded({"flags": dict(flags), "reason": reason}, guard)
         return self.request("PATCH", "/flags", body=body, headers=_write_headers(if_match, idempotency_key))
 
     def history(self, limit: int | None = None, cursor: str | None = None) -> Answer:
         return self.request("GET", "/flags/history", query={"limit": limit, "cursor": cursor})
 
     def revert(
-        self, version: int, reason: str, if_match: int | None = None, idempotency_key: str | None = None
+        self,
+        version: int,
+        reason: str,
+        if_match: int | None = None,
+        idempotency_key: str | None = None,
+        guard: Mapping[str, Any] | None = None,
     ) -> Answer:
-        body = {"version": version, "reason": reason}
+        body = _guarded({"version": version, "reason": reason}, guard)
         return self.request("POST", "/flags/revert", body=body, headers=_write_headers(if_match, idempotency_key))
+
+    def guards(self, limit: int | None = None, cursor: str | None = None) -> Answer:
+        return self.request("GET", "/flags/guards", query={"limit": limit, "cursor": cursor})
 
     def restore(self, reason: str) -> Answer:
         """Bring a missing flags item back from its audit trail (nothing changes if it exists)."""
@@ -243,6 +256,11 @@ def check_flag_name(name: str) -> str:
 def new_idempotency_key() -> str:
     """One key per command invocation: a retry of the same command sends it again, a new command a new one."""
     return str(uuid.uuid4())
+
+
+def _guarded(body: dict[str, Any], guard: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A write's body with its guard (``{"alarms": [...], "bake_minutes": N}``), if any."""
+    return body if guard is None else {**body, "guard": dict(guard)}
 
 
 def _write_headers(version: int | None, idempotency_key: str | None) -> dict[str, str]:

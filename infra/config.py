@@ -76,9 +76,14 @@ _TOP_FIELDS = {
     "apigw_account_logging_role",
     "powertools",
     "termination_protection",
+    "guard_alarm_prefix",
     "change_events",
 }
 _CHANGE_EVENTS_FIELDS = {"sns_topic"}
+# Guarded changes watch CloudWatch alarms whose names start with this prefix (one EventBridge rule matches them by
+# prefix). At least 8 characters, so that it cannot match most of an account's alarms; characters an alarm name
+# takes (CloudWatch: printable ASCII), without spaces or wildcards.
+GUARD_ALARM_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/#+=@-]{7,199}$")
 # `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
 # be overridden with -c).
 STAGE_CONTEXT_KEY = "stage"
@@ -148,7 +153,13 @@ class FlagsConfig:
     apigw_account_logging_role: str = LOGGING_ROLE_AUTO
     powertools: str = POWERTOOLS_LAYER
     termination_protection: bool = True
+    guard_alarm_prefix: str = ""  # as given in cdk.json; "" means the stage's default (guard_prefix)
     change_events: ChangeEventsConfig = ChangeEventsConfig()
+
+    @property
+    def guard_prefix(self) -> str:
+        """The start of the alarm names that may guard a change: as configured, else the stage's default."""
+        return self.guard_alarm_prefix or default_guard_alarm_prefix(self.stage)
 
     def window(self, name: str) -> MaintenanceWindow:
         for window in self.maintenance_windows:
@@ -402,11 +413,13 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
     termination_protection = raw.get("termination_protection", True)
     if not isinstance(termination_protection, bool):
         raise ConfigError(f"{path}.termination_protection", f"must be true or false, got {termination_protection!r}")
+    final_stage = stage if stage is not None else _string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN)
+    guard_prefix = _guard_alarm_prefix(raw["guard_alarm_prefix"], path) if "guard_alarm_prefix" in raw else ""
     alarm_email = _string(raw.get("alarm_email", ""), f"{path}.alarm_email")
     if alarm_email and not EMAIL_PATTERN.match(alarm_email):
         raise ConfigError(f"{path}.alarm_email", f"must be an email address or empty, got {alarm_email!r}")
     return FlagsConfig(
-        stage=stage if stage is not None else _string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN),
+        stage=final_stage,
         cache_max_age_seconds=_int(
             _require(raw, "cache_max_age_seconds", path), f"{path}.cache_max_age_seconds", 1, 300
         ),
@@ -422,8 +435,26 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
         ),
         powertools=powertools,
         termination_protection=termination_protection,
+        guard_alarm_prefix=guard_prefix,
         change_events=_change_events(raw.get("change_events", {}), f"{path}.change_events"),
     )
+
+
+def default_guard_alarm_prefix(stage: str) -> str:
+    """Alarms named ``singleton-flags-<stage>-guard-...`` may guard a change in that stage (one rule per stage)."""
+    return f"{vocabulary.DEFAULT_SERVICE}-{stage}-guard-"
+
+
+def _guard_alarm_prefix(value: Any, path: str) -> str:
+    key = f"{path}.guard_alarm_prefix"
+    prefix = _string(value, key)
+    if not GUARD_ALARM_PREFIX_PATTERN.match(prefix):
+        raise ConfigError(
+            key,
+            "must be 8-200 characters of letters, digits and ._:/#+=@- starting with a letter or digit (the start of "
+            f"the CloudWatch alarm names that may guard a change), got {prefix!r}",
+        )
+    return prefix
 
 
 def load_config(path: str | Path = "cdk.json") -> FlagsConfig:
@@ -476,6 +507,8 @@ def function_environment(config: FlagsConfig, table_name: str, function: str) ->
         # function and the seed can size the item with the owner a window may store on it).
         environment["MAINTENANCE_WINDOWS"] = windows_env(config)
     if function == WRITE_FUNCTION:
+        # it checks a guard's alarm names against the prefix the stack's rule matches
+        environment["FLAGS_GUARD_ALARM_PREFIX"] = config.guard_prefix
         # GET /flags/windows: each window's schedules, evaluated by the function (singleton_flags.cron)
         environment["MAINTENANCE_SCHEDULES"] = schedules_env(config)
     return environment

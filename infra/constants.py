@@ -57,6 +57,7 @@ ACCOUNT_ID = "ApiGatewayAccount"
 READER_POLICY_ID = "ReaderPolicy"
 ADMIN_POLICY_ID = "AdminPolicy"
 MAINTENANCE_ID = "Maintenance"
+GUARDS_ID = "Guards"
 SCHEDULED_CHANGES_ID = "ScheduledChanges"
 MONITORING_ID = "Monitoring"
 DISCOVERY_ID = "Discovery"
@@ -71,11 +72,11 @@ OUTPUT_EVENT_BUS_NAME = "EventBusName"
 OUTPUT_CHANGE_EVENTS_TOPIC_ARN = "ChangeEventsTopicArn"
 
 # Function settings (names are those of singleton_flags.routes.HANDLERS)
-MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "seed": 256, CHANGE_EVENTS_FUNCTION: 256}
+MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "guard": 256, "seed": 256, CHANGE_EVENTS_FUNCTION: 256}
 # The write function works against a deadline taken from its remaining time; 20 s leaves API Gateway's 29 s
 # integration limit a margin, so a caller gets the function's answer, never a gateway timeout.
 # change_events: one batch (one PutEvents request, 3 calls of at most 2 x 7 s each, with backoff) fits in 60 s
-TIMEOUT_SECONDS = {"read": 5, "write": 20, "maintenance": 30, "seed": 60, CHANGE_EVENTS_FUNCTION: 60}
+TIMEOUT_SECONDS = {"read": 5, "write": 20, "maintenance": 30, "guard": 30, "seed": 60, CHANGE_EVENTS_FUNCTION: 60}
 # Explicit on every Lambda integration: REST API Gateway's maximum (50 ms - 29 s without a quota increase).
 INTEGRATION_TIMEOUT_SECONDS = 29
 
@@ -87,6 +88,9 @@ DLQ_RETENTION_DAYS = 14
 # Lambda's asynchronous invocation of the maintenance function (what Scheduler's delivery hands over to)
 ASYNC_RETRY_ATTEMPTS = 2  # Lambda's maximum
 ASYNC_MAX_EVENT_AGE_SECONDS = 3600
+# The guards' alarm rule target (EventBridge's own retries of an undelivered event, then its DLQ)
+GUARD_RULE_RETRY_ATTEMPTS = 10
+GUARD_RULE_MAX_EVENT_AGE_SECONDS = 3600
 # The change events' event source mapping (the table's stream -> the change-events function)
 STREAM_BATCH_SIZE = 10  # one PutEvents request per batch; its worst case stays inside the function's timeout
 STREAM_RETRY_ATTEMPTS = 10  # Lambda's retries of a failed batch (bisected on error), then the on-failure queue

@@ -22,8 +22,8 @@ from aws_cdk import (
 from constructs import Construct
 
 from singleton_flags import vocabulary
-from singleton_flags.keys import AUDIT_PK, IDEMPOTENCY_PK_PREFIX, SCHEDULE_PK, SINGLETON_PK
-from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
+from singleton_flags.keys import AUDIT_PK, GUARD_PK, IDEMPOTENCY_PK_PREFIX, SCHEDULE_PK, SINGLETON_PK
+from singleton_flags.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 from . import constants
 from .assets import functions_asset_dir
@@ -43,17 +43,22 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: ("dynamodb:GetItem",),
     WRITE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
     MAINTENANCE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
+    # a guard-revert is a revert (GetItem, the transaction's Update and Put, Query to restore a missing item); the
+    # guards' partition: GetItem, Query (the baking guards of an alarm), UpdateItem (a guard's end)
+    GUARD_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
     # FlagStore.seed: read the item, restore it from the trail (Query), add flags as a version (transaction)
     SEED_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
 }
 TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
-# and nothing else; the writers also the audit trail, the write API its Idempotency-Key items, and the write API
-# (create, list, cancel) and the maintenance function (apply) the scheduled changes' items.
+# and nothing else; the writers also the audit trail, the write API its Idempotency-Key items and the guards it
+# creates and lists, the write API (create, list, cancel) and the maintenance function (apply) the scheduled
+# changes' items, the guard function the guards it ends.
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
-    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, f"{IDEMPOTENCY_PK_PREFIX}*", SCHEDULE_PK),
+    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, f"{IDEMPOTENCY_PK_PREFIX}*", SCHEDULE_PK),
     MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK),
+    GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
     SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK),
 }
 
@@ -116,6 +121,10 @@ class Functions(Construct):
     @property
     def maintenance(self) -> lambda_.Function:
         return self.functions[MAINTENANCE_FUNCTION]
+
+    @property
+    def guard(self) -> lambda_.Function:
+        return self.functions[GUARD_FUNCTION]
 
     def _build_powertools_layer(self) -> lambda_.ILayerVersion:
         if self._config.powertools == POWERTOOLS_BUNDLED:

@@ -97,31 +97,13 @@ class Maintenance(Construct):
         return queue
 
     def _build_scheduler_role(self) -> iam.Role:
-        """The role the schedules deliver with, assumable only by Scheduler for this account's group."""
-        role = iam.Role(
+        return scheduler_role(
             self,
             "SchedulerRole",
-            description="singleton-flags maintenance schedules: invoke the maintenance function, dead-letter",
-            assumed_by=iam.ServicePrincipal(
-                "scheduler.amazonaws.com",
-                conditions={
-                    "StringEquals": {
-                        "aws:SourceAccount": Aws.ACCOUNT_ID,
-                        "aws:SourceArn": self.group.schedule_group_arn,
-                    }
-                },
-            ),
+            self.group,
+            self._function,
+            "singleton-flags maintenance schedules: invoke the maintenance function, dead-letter",
         )
-        # LambdaInvoke grants lambda:InvokeFunction on the function and its qualified ARNs (<arn>:*).
-        acknowledge(
-            role,
-            "AwsSolutions-IAM5",
-            "'<function arn>:*' are the versions and aliases of the maintenance function only (CDK's "
-            "grantInvoke); the schedules invoke nothing else.",
-            # the function's default child is its CfnFunction
-            finding=f"Resource::<{logical_id(cast(CfnElement, self._function.node.default_child))}.Arn>:*",
-        )
-        return role
 
     def _build_schedule(self, window: MaintenanceWindow, action: str, cron: str) -> scheduler.Schedule:
         schedule = scheduler.Schedule(
@@ -142,3 +124,39 @@ class Maintenance(Construct):
         )
         schedule.node.add_dependency(self.group)  # the schedule names its group by a literal, not a Ref
         return schedule
+
+
+def scheduler_role(
+    scope: Construct,
+    construct_id: str,
+    group: scheduler.ScheduleGroup,
+    function: lambda_.IFunction,
+    description: str,
+) -> iam.Role:
+    """The role a group's schedules deliver with to ``function``, assumable only by Scheduler for this account's
+    group (aws:SourceAccount, aws:SourceArn: the confused-deputy guard). The invoke grant is the caller's (CDK's
+    LambdaInvoke target, or ``function.grant_invoke``): lambda:InvokeFunction on the function and its qualified
+    ARNs (<arn>:*), acknowledged here."""
+    role = iam.Role(
+        scope,
+        construct_id,
+        description=description,
+        assumed_by=iam.ServicePrincipal(
+            "scheduler.amazonaws.com",
+            conditions={
+                "StringEquals": {
+                    "aws:SourceAccount": Aws.ACCOUNT_ID,
+                    "aws:SourceArn": group.schedule_group_arn,
+                }
+            },
+        ),
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5",
+        f"'<function arn>:*' are the versions and aliases of the {function.node.id.removesuffix('Function').lower()} "
+        "function only (CDK's grantInvoke); the schedules invoke nothing else.",
+        # the function's default child is its CfnFunction
+        finding=f"Resource::<{logical_id(cast(CfnElement, function.node.default_child))}.Arn>:*",
+    )
+    return role

@@ -68,7 +68,9 @@ class Monitoring(Construct):
         dead_letter_queue: sqs.IQueue,
         failure_queue: sqs.IQueue,
         change_events: ChangeEvents,
+        guard_queues: Mapping[str, sqs.IQueue] | None = None,
     ) -> None:
+        """``guard_queues``: alarm id -> a guarded changes' last-stop queue (infra/guards.py), alarmed on depth."""
         super().__init__(scope, construct_id)
         self._config = config
         self._stage = stage
@@ -76,6 +78,7 @@ class Monitoring(Construct):
         self._dead_letter_queue = dead_letter_queue
         self._failure_queue = failure_queue
         self._change_events = change_events
+        self._guard_queues = dict(guard_queues or {})
         self.topic = self._build_topic() if config.alarm_email else None
         self.alarms: dict[str, cw.Alarm] = {}
         self._build_api_alarms()
@@ -84,6 +87,7 @@ class Monitoring(Construct):
         self._build_scheduled_change_alarm()
         self._build_read_alarms()
         self._build_change_event_alarms()
+        self._build_guard_alarms()
         self.dashboard = self._build_dashboard()
 
     # -------------------------------------------------------------------------------------------- alarms
@@ -195,6 +199,28 @@ class Monitoring(Construct):
             "A maintenance window delivery was refused and will not be retried: rejected payload, late (a start "
             "more than half its window after its scheduled time, or an end of an earlier occurrence), or a change "
             "the store refused (item too large). See the maintenance function's ERROR logs.",
+        )
+
+    def _build_guard_alarms(self) -> None:
+        for construct_id, queue in self._guard_queues.items():
+            self._alarm(
+                construct_id,
+                queue.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM),
+                "A guarded change's alarm event or bake end was not handled through every retry (undelivered, or "
+                "the guard function kept failing): see the queue and the guard function's ERROR logs. A guard whose "
+                "bake end was lost is served as closed from its bake end on.",
+            )
+        self._alarm(
+            "GuardSkips",
+            flags_metric(self._config.stage, vocabulary.GUARD_SKIPS, FIVE_MINUTES),
+            "A guard's alarm fired after a newer change of the flags: nothing was reverted. Check whether the newer "
+            "change needs the same fix (GET /flags/guards shows the guard's outcome).",
+        )
+        self._alarm(
+            "GuardFailures",
+            flags_metric(self._config.stage, vocabulary.GUARD_FAILURES, FIVE_MINUTES),
+            "A guard could not do its part and no retry will help: a revert the store refused, a rejected event, "
+            "an early close, or a close schedule not created. See the guard and write functions' ERROR logs.",
         )
 
     def _build_scheduled_change_alarm(self) -> None:
@@ -318,6 +344,15 @@ class Monitoring(Construct):
                     vocabulary.SCHEDULED_CHANGES_APPLIED,
                     vocabulary.SCHEDULED_CHANGE_SKIPS,
                     vocabulary.SCHEDULED_CHANGE_FAILURES,
+                ),
+            ),
+            self._graph(
+                "Guarded changes",
+                self._counts(
+                    vocabulary.GUARD_REVERTS,
+                    vocabulary.GUARD_SKIPS,
+                    vocabulary.GUARD_CLOSES,
+                    vocabulary.GUARD_FAILURES,
                 ),
             ),
             self._graph(

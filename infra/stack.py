@@ -17,6 +17,7 @@ from .config import FlagsConfig
 from .discovery import Discovery
 from .events import ChangeEvents
 from .functions import Functions
+from .guards import Guards
 from .maintenance import Maintenance
 from .monitoring import Monitoring
 from .scheduled_changes import ScheduledChanges
@@ -34,6 +35,7 @@ class Service:
     maintenance: Maintenance
     change_events: ChangeEvents
     scheduled_changes: ScheduledChanges
+    guards: Guards
     monitoring: Monitoring
     discovery: Discovery
 
@@ -63,6 +65,9 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         target=functions.maintenance,
         maintenance=maintenance,
     )
+    guards = Guards(
+        scope, constants.GUARDS_ID, config=config, guard_function=functions.guard, write_function=functions.write
+    )
     monitoring = Monitoring(
         scope,
         constants.MONITORING_ID,
@@ -72,6 +77,7 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         dead_letter_queue=maintenance.dead_letter_queue,
         failure_queue=maintenance.failure_queue,
         change_events=change_events,
+        guard_queues=guards.queues,
     )
     discovery = Discovery(
         scope,
@@ -82,7 +88,16 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         declarations=declarations,
     )
     return Service(
-        storage, functions, apigw_account, api, maintenance, change_events, scheduled_changes, monitoring, discovery
+        storage,
+        functions,
+        apigw_account,
+        api,
+        maintenance,
+        change_events,
+        scheduled_changes,
+        guards,
+        monitoring,
+        discovery,
     )
 
 
@@ -107,6 +122,7 @@ class FlagsStack(Stack):
         self.maintenance = service.maintenance
         self.change_events = service.change_events
         self.scheduled_changes = service.scheduled_changes
+        self.guards = service.guards
         self.monitoring = service.monitoring
         self.discovery = service.discovery
         self._build_outputs()

@@ -1,4 +1,4 @@
-"""What the local runner answers: the deployed routes (through the functions) plus three local-only routes.
+"""What the local runner answers: the deployed routes (through the functions) plus local-only routes.
 
 - every route of ``singleton_flags.routes.ROUTES``: a REST proxy event to the function the stack maps it to;
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
@@ -9,6 +9,12 @@
 - ``POST /_scheduler/changes/{id}``: what a scheduled change's one-time schedule sends (``{"scheduled_change":
   id}``), delivered to the maintenance function now (its local schedule, if still held, is taken as fired);
   due schedules are also delivered on their own, by the runner's tick (``local.scheduler``); never deployed;
+- ``POST /_alarms/{name}`` with ``{"state": "ALARM"|"OK"|"INSUFFICIENT_DATA"}`` (default ALARM): sets a state in
+  the local alarm registry (local/alarms.py), creating the alarm; a change to ALARM of an alarm the stack's
+  guard rule hears is delivered to the guard function as EventBridge would; ``GET /_alarms`` lists the registry;
+- ``POST /_guards/{version}/close``: the guard's close payload (what its one-time schedule sends at the bake's
+  end), delivered to the guard function now (its local schedule, if still held, is taken as fired);
+  never deployed;
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
@@ -22,6 +28,7 @@ and codes as ``singleton_flags.http.no_route_response``).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -29,17 +36,21 @@ import traceback
 import uuid
 from http import HTTPStatus
 from typing import Any, TypeGuard
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 
 from infra.config import ACTIONS, FlagsConfig, schedule_payload
+from local.alarms import LocalAlarms, alarm_state_change, rule_matches
 from local.events import StreamEvents, StreamUnavailable
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, Request, http_response, proxy_event
 from local.scheduler import LocalScheduler
 from local.web import static_file
+from singleton_flags.alarms import ALARM, STATES
+from singleton_flags.guard_writes import close_payload, close_schedule_name
 from singleton_flags.http import error_body, json_response, no_route_response
-from singleton_flags.routes import MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
+from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
 from singleton_flags.scheduled import PAYLOAD_KEY, schedule_name
 
 OPENAPI = "openapi"
@@ -48,6 +59,9 @@ THROTTLE = "throttle"
 EVENTS = "events"
 EVENTS_PATH = "/_events"
 SCHEDULED_CHANGE = "scheduled-change"
+ALARMS = "alarms"
+ALARM_STATE = "alarm-state"
+GUARD_CLOSE = "guard-close"
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
 SCHEDULED_CHANGE_PATH = "/_scheduler/changes/{id}"  # static "changes" wins over {window} (routes._specificity)
 THROTTLE_PATH = "/_throttle"
@@ -57,6 +71,9 @@ LOCAL_ROUTES: tuple[Route, ...] = (
     Route("POST", SCHEDULED_CHANGE_PATH, SCHEDULED_CHANGE),
     Route("POST", THROTTLE_PATH, THROTTLE),
     Route("GET", EVENTS_PATH, EVENTS),
+    Route("GET", "/_alarms", ALARMS),
+    Route("POST", "/_alarms/{name}", ALARM_STATE),
+    Route("POST", "/_guards/{version}/close", GUARD_CLOSE),
 )
 MAX_THROTTLED_REQUESTS = 1000
 MAX_RETRY_AFTER_SECONDS = 3600
@@ -92,10 +109,12 @@ class LocalApi:
         openapi_document: dict[str, Any],
         *,
         caller: Caller | None = None,
+        alarms: LocalAlarms | None = None,
         events: StreamEvents | None = None,
         scheduler: LocalScheduler | None = None,
     ) -> None:
         self._functions = functions
+        self._alarms = alarms or LocalAlarms()
         self._events = events
         self._scheduler = scheduler
         self._config = config
@@ -131,6 +150,12 @@ class LocalApi:
             return self._set_throttle(request.body)
         if found.route.function == EVENTS:
             return self._change_events()
+        if found.route.function == ALARMS:
+            return _json(200, {"alarms": self._alarms.all()})
+        if found.route.function == ALARM_STATE:
+            return self._set_alarm(unquote(found.path_parameters["name"]), request.body)
+        if found.route.function == GUARD_CLOSE:
+            return self._close_guard(found.path_parameters["version"])
         throttled = self._throttled()
         if throttled is not None:
             return throttled
@@ -213,6 +238,45 @@ class LocalApi:
         except Exception as exc:  # noqa: BLE001 - the scheduler would retry, then dead-letter; we report it
             return self._function_error(MAINTENANCE_FUNCTION, exc)
         return _json(200, {"delivered": payload, "result": result})
+
+    def _set_alarm(self, name: str, body: bytes) -> HttpResponse:
+        try:
+            payload = json.loads(body or b"{}")
+        except ValueError:
+            payload = None
+        state = payload.get("state", ALARM) if isinstance(payload, dict) else None
+        if state not in STATES or not 1 <= len(name) <= 255:
+            return _error(
+                HTTPStatus.BAD_REQUEST,
+                "INVALID_REQUEST",
+                f'send {{"state": one of {list(STATES)}}} (default ALARM) to /_alarms/<name of 1-255 characters>',
+            )
+        previous = self._alarms.set(name, state)
+        answer: dict[str, Any] = {"alarm": name, "state": state, "previous": previous, "delivered": None}
+        if rule_matches(name, state, previous, self._config.guard_prefix):
+            event = alarm_state_change(name, state, previous, self._region)
+            try:
+                answer["result"] = self._functions.invoke(GUARD_FUNCTION, event)
+            except Exception as exc:  # noqa: BLE001 - Lambda would retry, then the on-failure queue; we report it
+                return self._function_error(GUARD_FUNCTION, exc)
+            answer["delivered"] = event
+        return _json(200, answer)
+
+    def _close_guard(self, version: str) -> HttpResponse:
+        if not version.isascii() or not version.isdigit() or len(version) > 12 or int(version) < 1:
+            return _error(HTTPStatus.NOT_FOUND, "GUARD_NOT_FOUND", f"no guard {version!r}: a guarded version is >= 1")
+        if self._scheduler is not None:
+            self._scheduler.take(close_schedule_name(int(version)))  # fired: Scheduler deletes it after completion
+        payload = close_payload(int(version))
+        try:
+            result = self._functions.invoke(GUARD_FUNCTION, payload)
+        except Exception as exc:  # noqa: BLE001 - Lambda would retry, then the on-failure queue; we report it
+            return self._function_error(GUARD_FUNCTION, exc)
+        return _json(200, {"delivered": payload, "result": result})
+
+    @property
+    def _region(self) -> str:
+        return os.environ.get("AWS_REGION", "us-east-1")
 
     def _deliver_change(self, schedule_id: str) -> HttpResponse:
         if self._scheduler is not None:

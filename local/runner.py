@@ -17,17 +17,24 @@ from contextlib import ExitStack
 from typing import Any
 
 from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
+from local.alarms import LocalAlarms
 from local.api import LocalApi
 from local.backend import ENDPOINT_ENV, BackendError, choose_backend, prepare_table
 from local.events import StreamEvents
 from local.functions import Functions, load_handler
 from local.openapi import build_document
-from local.scheduler import Deliveries, LocalScheduler, local_one_time_environment, use_local_scheduler
+from local.scheduler import (
+    Deliveries,
+    LocalScheduler,
+    local_one_time_environment,
+    target_function,
+    use_local_scheduler,
+)
 from local.server import LOOPBACK, LocalServer
 from singleton_flags import vocabulary
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.errors import DeclarationError
-from singleton_flags.routes import HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
+from singleton_flags.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
 from singleton_flags.settings import Settings, SettingsError
 
 DEFAULT_PORT = 3000
@@ -108,6 +115,16 @@ def _cold_starts() -> Functions:
     return Functions(handlers, name_prefix=f"{vocabulary.DEFAULT_SERVICE}-local")
 
 
+def use_local_alarms() -> LocalAlarms:
+    """The write and guard functions read alarm states from the runner's registry (local/alarms.py): nothing
+    reaches CloudWatch. (Their close schedules go to the runner's scheduler: local.scheduler.)"""
+    alarms = LocalAlarms()
+    write = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]]
+    write.GUARDS.alarms = alarms
+    sys.modules[HANDLERS[GUARD_FUNCTION].rpartition(".")[0]].GUARDS.alarms = alarms
+    return alarms
+
+
 def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_label: str, table: str) -> str:
     flag = next((spec for spec in declarations.values() if spec.type == "bool"), None)
     change = f'{{"{flag.name}": {str(not flag.initial).lower()}}}' if flag else "{}"
@@ -124,6 +141,7 @@ def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_la
         lines.append(f"  Schedules   POST {url}/_scheduler/{{{'|'.join(windows)}}}/{{start|end}}")
     lines.append(f"  Events      GET {url}/_events  (Flags Changed, from the table's stream)")
     lines.append(f"  Scheduled   changes delivered when due; POST {url}/_scheduler/changes/{{id}} delivers one now")
+    lines.append(f"  Alarms      POST {url}/_alarms/{config.guard_prefix}<name> (guarded changes; local registry)")
     lines += [
         "Try:",
         f"  curl -i {url}/flags",
@@ -161,12 +179,14 @@ def run() -> None:
         write_module = sys.modules[HANDLERS[WRITE_FUNCTION].rpartition(".")[0]]
         scheduler = LocalScheduler()
         use_local_scheduler(write_module, scheduler)
-        deliveries = Deliveries(scheduler, lambda payload: functions.invoke(MAINTENANCE_FUNCTION, payload))
+        deliveries = Deliveries(scheduler, lambda payload: functions.invoke(target_function(payload), payload))
         deliveries.start()
         stack.callback(deliveries.stop)
         document = build_document(write_module.app, list(declarations), server_url=server.url, stage=config.stage)
         events = StreamEvents(settings.table_name, config.stage, endpoint_url=os.environ.get(ENDPOINT_ENV, "").strip())
-        server.api = LocalApi(functions, config, document, events=events, scheduler=scheduler)
+        server.api = LocalApi(
+            functions, config, document, alarms=use_local_alarms(), events=events, scheduler=scheduler
+        )
         state = "created and seeded" if created else "seeded (existing values kept)"
         print(banner(server.url, config, declarations, backend.label, f"{settings.table_name} ({state})"), flush=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)

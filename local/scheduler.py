@@ -1,11 +1,13 @@
 """The local runner's EventBridge Scheduler: the two calls the write function makes (CreateSchedule,
-DeleteSchedule), held in memory, and the delivery of what is due to the maintenance function.
+DeleteSchedule), held in memory, and the delivery of what is due: a scheduled change to the maintenance
+function, a guard's close to the guard function (``target_function``).
 
 Nothing reaches AWS: the write function's ``OneTimeSchedules`` is given this object as its client. Like
 Scheduler it refuses a second schedule of the same name (``ConflictException``) and a delete of one it does not
 hold (``ResourceNotFoundException``), and a delivered one-time schedule is gone (``ActionAfterCompletion``
 ``DELETE``). Due schedules are delivered by ``Deliveries``: a background tick once a second, the same handler
-code as a deployment (``POST /_scheduler/changes/{id}`` delivers one at once, for tests).
+code as a deployment (``POST /_scheduler/changes/{id}`` and ``POST /_guards/{version}/close`` deliver one at
+once, for tests).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from zoneinfo import ZoneInfo
 from botocore.exceptions import ClientError
 
 from infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS, SCHEDULE_RETRY_ATTEMPTS
-from singleton_flags import one_time
-from singleton_flags.routes import MAINTENANCE_FUNCTION
+from singleton_flags import guard_writes, one_time
+from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
 from singleton_flags.vocabulary import DEFAULT_SERVICE
 
 _AT = re.compile(r"at\(([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\)")
@@ -129,18 +131,31 @@ class Deliveries:
 
 
 def local_one_time_environment(region: str) -> dict[str, str]:
-    """What the stack tells the write function about its one-time schedules (infra/scheduled_changes.py), with
-    local names: the runner's own scheduler (local.scheduler) holds them and delivers them to its maintenance
-    function, so these only name things; nothing reaches AWS."""
+    """What the stack tells the write function about its one-time schedules (infra/scheduled_changes.py: the
+    scheduled changes', to the maintenance function; infra/guards.py: the guards' closes, in their own group, to
+    the guard function), with local names: the runner's own scheduler holds them and delivers them
+    (``target_function``), so these only name things; nothing reaches AWS."""
     prefix = f"{DEFAULT_SERVICE}-local"
-    return {
-        one_time.GROUP_ENV: prefix,
-        one_time.TARGET_ENV: f"arn:aws:lambda:{region}:000000000000:function:{prefix}-{MAINTENANCE_FUNCTION}",
-        one_time.ROLE_ENV: f"arn:aws:iam::000000000000:role/{prefix}-scheduler",
-        one_time.DEAD_LETTER_ENV: f"arn:aws:sqs:{region}:000000000000:{prefix}-dead-letters",
-        one_time.RETRY_ATTEMPTS_ENV: str(SCHEDULE_RETRY_ATTEMPTS),
-        one_time.MAX_EVENT_AGE_ENV: str(SCHEDULE_MAX_EVENT_AGE_SECONDS),
-    }
+    environment: dict[str, str] = {}
+    for names, group, function in (
+        (one_time.ENV_NAMES, prefix, MAINTENANCE_FUNCTION),
+        (guard_writes.ENV_NAMES, f"{prefix}-guards", GUARD_FUNCTION),
+    ):
+        group_env, target_env, role_env, dead_letter_env, retry_env, max_age_env = names
+        environment |= {
+            group_env: group,
+            target_env: f"arn:aws:lambda:{region}:000000000000:function:{prefix}-{function}",
+            role_env: f"arn:aws:iam::000000000000:role/{group}-scheduler",
+            dead_letter_env: f"arn:aws:sqs:{region}:000000000000:{group}-dead-letters",
+            retry_env: str(SCHEDULE_RETRY_ATTEMPTS),
+            max_age_env: str(SCHEDULE_MAX_EVENT_AGE_SECONDS),
+        }
+    return environment
+
+
+def target_function(payload: dict[str, Any]) -> str:
+    """The function a one-time schedule's payload is for: a guard's close, or else a scheduled change."""
+    return GUARD_FUNCTION if payload.get("action") == guard_writes.CLOSE_ACTION else MAINTENANCE_FUNCTION
 
 
 def use_local_scheduler(write_module: Any, scheduler: LocalScheduler) -> None:
@@ -154,3 +169,5 @@ def use_local_scheduler(write_module: Any, scheduler: LocalScheduler) -> None:
     )
     target = OneTimeTarget.from_env(write_module.os.environ)
     write_module.SCHEDULED = ScheduledChanges(items, OneTimeSchedules(scheduler, target))
+    close_target = guard_writes.close_target_from_env(write_module.os.environ)
+    write_module.GUARDS.schedules = OneTimeSchedules(scheduler, close_target) if close_target is not None else None

@@ -18,6 +18,7 @@ from tests.support.events import invocation_context, rest_event
 
 TABLE_NAME = "singleton-flags-test"
 REGION = "us-east-1"
+GUARD_ALARM_PREFIX = "singleton-flags-test-guard-"
 SCHEDULE_GROUP = "singleton-flags-test"
 # What the stack gives the write function for its one-time schedules (infra/scheduled_changes.py)
 ONE_TIME_ENV = {
@@ -40,6 +41,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "AWS_DEFAULT_REGION": REGION,
         "AWS_REGION": REGION,
         "TABLE_NAME": TABLE_NAME,
+        "FLAGS_GUARD_ALARM_PREFIX": GUARD_ALARM_PREFIX,
         **ONE_TIME_ENV,
     }.items():
         monkeypatch.setenv(key, value)

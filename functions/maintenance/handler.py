@@ -23,12 +23,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import load_declarations
-from singleton_flags.observability import logger, metrics, tracer
+from singleton_flags.observability import count_write_retry, logger, metrics, tracer
 from singleton_flags.scheduled import ScheduleItems
 from singleton_flags.scheduled_apply import Outcome as ScheduledOutcome, ScheduledChangeRunner, is_scheduled_change
 from singleton_flags.settings import Settings
 from singleton_flags.store import FlagStore
-from singleton_flags.vocabulary import WRITE_RETRIES
 from singleton_flags.windows import MaintenanceWindows, Outcome, windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)
@@ -37,7 +36,7 @@ STORE = FlagStore.for_function(
     CLIENT,
     SETTINGS,
     load_declarations(),
-    on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
+    on_retry=count_write_retry,
 )
 MAINTENANCE = MaintenanceWindows(STORE, windows_from_env(os.environ))
 SCHEDULED = ScheduledChangeRunner(

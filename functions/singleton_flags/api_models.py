@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
+from singleton_flags.guards import MAX_ALARMS, MAX_BAKE_MINUTES, MIN_BAKE_MINUTES, STATES
 from singleton_flags.requests import (
     MAX_REASON_LENGTH,
     MAX_VERSION,
@@ -86,21 +87,62 @@ class _Request(BaseModel):
         return cls.rules(payload)
 
 
-def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
+class GuardRequest(BaseModel):
+    """A change's guard (the rules: singleton_flags.guards.validate_guard)."""
+
+    model_config = ConfigDict(extra="forbid")
+    alarms: list[StrictStr] = Field(
+        min_length=1,
+        max_length=MAX_ALARMS,
+        description="CloudWatch alarms (this account and region, names starting with the deployment's guard "
+        "alarm prefix); any going into ALARM during the bake reverts the change.",
+    )
+    bake_minutes: StrictInt = Field(
+        ge=MIN_BAKE_MINUTES, le=MAX_BAKE_MINUTES, description="How long the alarms are watched after the change."
+    )
+
+
+class GuardState(BaseModel):
+    """A guard as GET /flags/guards and a guarded write answer it (singleton_flags.guards.Guard.as_json)."""
+
+    version: int = Field(description="The guarded version.")
+    state: Literal[STATES] = Field(  # type: ignore[valid-type]
+        description="baking, closed (bake ended), reverted (an alarm fired) or skipped (fired after a newer change)."
+    )
+    alarms: list[str]
+    bake_minutes: int
+    created_at: str
+    bake_ends_at: str
+    actor: str
+    outcome: str | None = Field(description="Why the guard ended (null while baking).")
+    alarm: str | None = Field(None, description="The alarm that fired.")
+    reverted_by: int | None = Field(None, description="The guard-revert's version.")
+    ended_at: str | None = None
+    close_scheduled: bool | None = Field(
+        None, description="In a guarded write's answer: whether the bake's end was scheduled."
+    )
+
+
+_GUARD_FIELD = Field(None, description="Revert this change by itself if an alarm fires during the bake.")
+
+
+def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str, type[BaseModel]]:
     changes = flag_values_model(declarations, "FlagChanges", partial=True)
     values = flag_values_model(declarations, "FlagValues", partial=False)
 
     class PatchRequest(_Request):
-        rules = staticmethod(lambda payload: validate_patch(payload, declarations))
+        rules = staticmethod(lambda payload: validate_patch(payload, declarations, guard_prefix))
         flags: changes = Field(description="Flags to change, by name; at least one.")  # type: ignore[valid-type]
         reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
+        guard: GuardRequest | None = _GUARD_FIELD
 
     class RevertRequest(_Request):
-        rules = staticmethod(validate_revert)
+        rules = staticmethod(lambda payload: validate_revert(payload, guard_prefix))
         version: StrictInt = Field(
             ge=0, description="Version whose values to restore, as a new version (0: the seeded state)."
         )
         reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
+        guard: GuardRequest | None = _GUARD_FIELD
 
     class RestoreRequest(_Request):
         rules = staticmethod(validate_restore)
@@ -116,6 +158,7 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         restored: bool | None = Field(
             None, description="True when the flags item was missing and this write restored it first."
         )
+        guard: GuardState | None = Field(None, description="The guard this write created (a guarded change).")
 
     class AuditRecord(BaseModel):
         version: int
@@ -134,6 +177,11 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         )
         maintenance_owner: dict[str, str | None] | None = Field(
             None, description="Who held maintenance before and after ({old, new} window names; null = manual)."
+        )
+        guard: dict[str, Any] | None = Field(
+            None,
+            description="A guarded change: its alarms, bake_minutes and bake_ends_at. A guard-revert: the guarded "
+            "version and the alarm that fired.",
         )
 
     class ScheduleRequest(_Request):
@@ -183,6 +231,10 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         records: list[AuditRecord]
         next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
 
+    class Guards(BaseModel):
+        guards: list[GuardState]
+        next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
+
     class Declaration(BaseModel):
         name: str
         type: Literal["bool", "int", "float", "string"]
@@ -213,6 +265,7 @@ def build_models(declarations: Declarations) -> dict[str, type[BaseModel]]:
         windows: list[WindowSchedule] = Field(description="In cdk.json's order.")
 
     return {
+        "Guards": Guards,
         "DeclarationList": DeclarationList,
         "WindowList": WindowList,
         "PatchRequest": PatchRequest,

@@ -31,7 +31,7 @@ from singleton_flags.keys import (
 TOKEN_ATTR = "token"  # noqa: S105 - an attribute's name (the transaction token), not a secret
 STATE_ATTR = "state"
 BOOKKEEPING_IN_STATE = (MAINTENANCE_OWNER_ATTR, MAINTENANCE_DEADLINE_ATTR)
-RECORD_EXTRAS = ("reverted_to", "window", "maintenance_owner", "restored_from", "schedule", "requested_by")
+RECORD_EXTRAS = ("reverted_to", "window", "maintenance_owner", "restored_from", "schedule", "requested_by", "guard")
 
 
 def audit_item(

@@ -145,3 +145,31 @@ class SchedulerFault(FlagsError):
 
     status = HTTPStatus.INTERNAL_SERVER_ERROR
     code = "INTERNAL_ERROR"
+
+
+class GuardAlarmNotFound(FlagsError):
+    """A guard names an alarm CloudWatch does not have in this account and region."""
+
+    code = "GUARD_ALARM_NOT_FOUND"
+
+
+class GuardAlarmActive(FlagsError):
+    """A guard names an alarm that is in ALARM now: the change would revert as soon as it is made."""
+
+    status = HTTPStatus.CONFLICT
+    code = "GUARD_ALARM_ACTIVE"
+
+
+class AlarmsUnavailable(FlagsError):
+    """CloudWatch could not be reached or throttled DescribeAlarms: nothing was written, a retry may work."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "ALARMS_UNAVAILABLE"
+    retry_after = 2
+
+
+class AlarmsFault(FlagsError):
+    """CloudWatch refused DescribeAlarms for a reason no client input explains (a denied call): 500, it pages."""
+
+    status = HTTPStatus.INTERNAL_SERVER_ERROR
+    code = "INTERNAL_ERROR"

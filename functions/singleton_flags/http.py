@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from aws_lambda_powertools.event_handler import Response
 
 from singleton_flags.errors import (
+    AlarmsUnavailable,
     FlagsError,
     InvalidRequest,
     OutcomeUnknown,
@@ -167,7 +168,7 @@ def error_headers(error: FlagsError) -> dict[str, str]:
     is missing), when to retry a 409 or 503."""
     if isinstance(error, PreconditionFailed):
         return {"ETag": format_etag(error.current_version)} if error.current_version is not None else {}
-    if isinstance(error, (WriteConflict, StoreUnavailable, OutcomeUnknown, SchedulerUnavailable)):
+    if isinstance(error, (WriteConflict, StoreUnavailable, OutcomeUnknown, SchedulerUnavailable, AlarmsUnavailable)):
         return {"Retry-After": str(error.retry_after)}
     return {}
 

@@ -12,6 +12,9 @@ AUDIT_SK_PREFIX = "AUDIT#"
 AUDIT_VERSION_DIGITS = 12  # AUDIT#000000000042 sorts by version
 IDEMPOTENCY_PK_PREFIX = "IDEMPOTENCY#"  # + sha256 of (actor, Idempotency-Key): one partition per key
 IDEMPOTENCY_SK = "IDEMPOTENCY"
+# Guards of guarded changes: one item per guarded version, in a partition of their own (never on the read path).
+GUARD_PK = "GUARD#APP"
+GUARD_SK_PREFIX = "GUARD#"  # + the guarded version, AUDIT_VERSION_DIGITS digits: newest first in a Query
 # Scheduled changes: one item per schedule in a partition of its own (never on the read path).
 SCHEDULE_PK = "SCHEDULE#APP"
 SCHEDULE_SK_PREFIX = "SCHEDULE#"
@@ -67,3 +70,17 @@ def audit_sort_key(version: int) -> str:
 def audit_version(sort_key: str) -> int:
     """The version an ``AUDIT#...`` sort key records (the inverse of ``audit_sort_key``)."""
     return int(sort_key.removeprefix(AUDIT_SK_PREFIX))
+
+
+def guard_sort_key(version: int) -> str:
+    return f"{GUARD_SK_PREFIX}{version:0{AUDIT_VERSION_DIGITS}d}"
+
+
+def guard_key(version: int) -> dict[str, dict[str, str]]:
+    """The full primary key of the guard of the change that wrote ``version``."""
+    return {PARTITION_KEY: {"S": GUARD_PK}, SORT_KEY: {"S": guard_sort_key(version)}}
+
+
+def guard_version(sort_key: str) -> int:
+    """The guarded version a ``GUARD#...`` sort key names (the inverse of ``guard_sort_key``)."""
+    return int(sort_key.removeprefix(GUARD_SK_PREFIX))

@@ -9,7 +9,8 @@ start); the write and maintenance functions ask for ``tracer()``.
 Metric vocabulary (EMF, namespace ``SingletonFlags/<stage>``, dimension ``service`` plus the one named):
 ``Reads`` {reason}, ``CacheRefreshes``, ``CacheRefreshFailures``, ``WriteConflicts``, ``WriteRetries``,
 ``ChangesApplied``, ``Refusals`` {code}, ``WindowStarts``, ``WindowEnds``, ``WindowSkips``, ``WindowFailures``,
-``ChangeEventsPublished``, ``ChangeEventsRefused``.
+``ChangeEventsPublished``, ``ChangeEventsRefused``, ``ScheduledChangesApplied``, ``ScheduledChangeSkips``,
+``ScheduledChangeFailures``, ``GuardReverts``, ``GuardSkips``, ``GuardCloses``, ``GuardFailures``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from singleton_flags.vocabulary import (
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE,
     DIMENSION_SERVICE,
+    WRITE_RETRIES,
 )
 
 SERVICE = os.getenv("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
@@ -59,6 +61,11 @@ def tracer() -> Tracer:
     from aws_lambda_powertools import Tracer
 
     return Tracer(service=SERVICE)
+
+
+def count_write_retry(attempt: int) -> None:
+    """``FlagStore``'s ``on_retry`` in the writing functions: one ``WriteRetries`` per retried attempt."""
+    metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1)
 
 
 def emit_count(name: str, value: int, dimensions: dict[str, str] | None = None) -> None:

@@ -30,6 +30,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from singleton_flags.aws_errors import call_error, error_code
 from singleton_flags.errors import SchedulerFault, SchedulerUnavailable
 from singleton_flags.observability import logger
 from singleton_flags.settings import SettingsError
@@ -168,27 +169,15 @@ class OneTimeSchedules:
     def _call(self, operation: str, **params: Any) -> Any:
         try:
             return getattr(self._client, operation)(**params)
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            code = str(error.get("Code", "Unknown"))
+        except (ClientError, BotoCoreError) as exc:
+            code = error_code(exc) if isinstance(exc, ClientError) else ""
             if code == "ConflictException" and operation == "create_schedule":
                 raise _Conflict from exc
             if code == "ResourceNotFoundException" and operation == "delete_schedule":
                 raise _NotFound from exc
-            if code in _RETRYABLE:
-                raise SchedulerUnavailable(f"EventBridge Scheduler {operation} failed: {code}") from exc
-            logger.error(
-                "EventBridge Scheduler refused a call no client input explains: a bug or a broken deployment",
-                operation=operation,
-                code=code,
-                scheduler_request_id=exc.response.get("ResponseMetadata", {}).get("RequestId"),
-                error=str(exc),
-            )
-            raise SchedulerFault(
-                f"EventBridge Scheduler {operation} failed with {code}: an internal error, reported to the operators"
+            raise call_error(
+                exc, "EventBridge Scheduler", operation, _RETRYABLE, SchedulerUnavailable, SchedulerFault
             ) from exc
-        except BotoCoreError as exc:
-            raise SchedulerUnavailable(f"EventBridge Scheduler {operation} failed: {type(exc).__name__}") from exc
 
 
 class _Conflict(Exception):

@@ -19,6 +19,7 @@ from typing import Any
 
 from singleton_flags.declarations import Declarations, UnstorableNumber
 from singleton_flags.errors import InvalidRequest, PayloadTooLarge
+from singleton_flags.guards import validate_guard
 from singleton_flags.keys import AUDIT_VERSION_DIGITS
 from singleton_flags.schedule_time import parse_schedule_time
 
@@ -154,8 +155,8 @@ def validate_version(version: Any) -> int:
     return version
 
 
-PATCH_FIELDS = frozenset({"flags", "reason"})
-REVERT_FIELDS = frozenset({"version", "reason"})
+PATCH_FIELDS = frozenset({"flags", "reason", "guard"})
+REVERT_FIELDS = frozenset({"version", "reason", "guard"})
 RESTORE_FIELDS = frozenset({"reason"})
 SCHEDULE_FIELDS = frozenset({"flags", "reason", "at", "timezone", "if_version"})
 
@@ -169,17 +170,25 @@ def _fields(payload: Any, expected: frozenset[str]) -> Mapping[str, Any]:
     return payload
 
 
-def validate_patch(payload: Any, declarations: Declarations) -> dict[str, Any]:
-    """A PATCH /flags body, every rule checked once: its fields, each flag against its declaration, the reason.
-    Returns the body with the values normalized and the reason trimmed."""
+def validate_patch(payload: Any, declarations: Declarations, guard_prefix: str = "") -> dict[str, Any]:
+    """A PATCH /flags body, every rule checked once: its fields, each flag against its declaration, the reason,
+    the optional guard. Returns the body with the values normalized and the reason trimmed."""
     body = _fields(payload, PATCH_FIELDS)
-    return {"flags": declarations.validate_changes(body.get("flags")), "reason": validate_reason(body.get("reason"))}
+    checked = {"flags": declarations.validate_changes(body.get("flags")), "reason": validate_reason(body.get("reason"))}
+    return _with_guard(checked, body, guard_prefix)
 
 
-def validate_revert(payload: Any) -> dict[str, Any]:
-    """A POST /flags/revert body, every rule checked once: its fields, the version, the reason."""
+def validate_revert(payload: Any, guard_prefix: str = "") -> dict[str, Any]:
+    """A POST /flags/revert body, every rule checked once: its fields, the version, the reason, the optional guard."""
     body = _fields(payload, REVERT_FIELDS)
-    return {"version": validate_version(body.get("version")), "reason": validate_reason(body.get("reason"))}
+    checked = {"version": validate_version(body.get("version")), "reason": validate_reason(body.get("reason"))}
+    return _with_guard(checked, body, guard_prefix)
+
+
+def _with_guard(checked: dict[str, Any], body: Mapping[str, Any], guard_prefix: str) -> dict[str, Any]:
+    if "guard" in body:
+        checked["guard"] = validate_guard(body["guard"], guard_prefix).as_json()
+    return checked
 
 
 def validate_restore(payload: Any) -> dict[str, Any]:

@@ -10,11 +10,13 @@ from typing import NamedTuple
 READ_FUNCTION = "read"
 WRITE_FUNCTION = "write"
 MAINTENANCE_FUNCTION = "maintenance"
+GUARD_FUNCTION = "guard"
 
 HANDLERS = {
     READ_FUNCTION: "read_api.handler.handler",
     WRITE_FUNCTION: "write_api.handler.handler",
     MAINTENANCE_FUNCTION: "maintenance.handler.handler",
+    GUARD_FUNCTION: "guard.handler.handler",
 }
 
 
@@ -93,6 +95,13 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("GET", SCHEDULES, WRITE_FUNCTION, "Scheduled changes, newest first, paginated", (400, 500, 503)),
     Route("DELETE", SCHEDULE, WRITE_FUNCTION, "Cancel a pending scheduled change", (404, 409, 500, 503)),
+    Route(
+        "GET",
+        "/flags/guards",
+        WRITE_FUNCTION,
+        "Guards of guarded changes, newest first, paginated: state, alarms, bake end, outcome",
+        (400, 500, 503),
+    ),
 )
 
 

@@ -11,11 +11,12 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel
 
 from singleton_flags.http import json_response
 from singleton_flags.requests import page_query
+from singleton_flags.route_params import Cursor, json_content, limit_param
 from singleton_flags.routes import SCHEDULES
 from singleton_flags.schedule_time import parse_schedule_time
 from singleton_flags.scheduled import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, ScheduledChanges, decode_cursor
@@ -28,10 +29,6 @@ def schedules_query(event: Mapping[str, Any]) -> tuple[int, str | None]:
     return page_query(event, decode_cursor, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
 
 
-def _model(models: Mapping[str, type[BaseModel]], name: str) -> dict[str, Any]:
-    return {"application/json": {"model": models[name]}}
-
-
 def schedule_routes(
     scheduled: Callable[[], ScheduledChanges], actor: Callable[[], str], models: Mapping[str, type[BaseModel]]
 ) -> Router:
@@ -40,7 +37,7 @@ def schedule_routes(
     schedule_request = models["ScheduleRequest"]
 
     # The routes carry no return annotation on purpose (as the write function's: their bodies are json_response's).
-    @router.post(SCHEDULES, responses={201: {"description": "Pending", "content": _model(models, "Schedule")}})
+    @router.post(SCHEDULES, responses={201: {"description": "Pending", "content": json_content(models["Schedule"])}})
     def create_schedule(body: Annotated[schedule_request, Body()]):  # type: ignore[no-untyped-def,valid-type]
         """A change applied once at ``at``: its item (pending) first, then its one-time Scheduler schedule."""
         request: Any = body
@@ -49,17 +46,13 @@ def schedule_routes(
         change = scheduled().create(changes, request.reason, when, request.if_version, actor())
         return json_response(HTTPStatus.CREATED, change.as_json(), NO_STORE)
 
-    @router.get(SCHEDULES, responses={200: {"description": "Newest first", "content": _model(models, "Schedules")}})
+    @router.get(
+        SCHEDULES, responses={200: {"description": "Newest first", "content": json_content(models["Schedules"])}}
+    )
     def list_schedules(  # type: ignore[no-untyped-def]
         # Documented here, read from the raw query (schedules_query).
-        limit: Annotated[
-            str | None,
-            Query(
-                description=f"Scheduled changes per page (1-{MAX_LIST_LIMIT}, default {DEFAULT_LIST_LIMIT}).",
-                json_schema_extra={"pattern": "^[0-9]{1,3}$"},
-            ),
-        ] = None,
-        cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
+        limit: Annotated[str | None, limit_param("Scheduled changes", DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)] = None,
+        cursor: Cursor = None,
     ):
         limit_value, cursor = schedules_query(router.current_event.raw_event)
         changes, next_cursor = scheduled().list(limit=limit_value, cursor=cursor)
@@ -67,7 +60,8 @@ def schedule_routes(
         return json_response(HTTPStatus.OK, body, NO_STORE)
 
     @router.delete(
-        SCHEDULES + "/<id>", responses={200: {"description": "Cancelled", "content": _model(models, "Cancellation")}}
+        SCHEDULES + "/<id>",
+        responses={200: {"description": "Cancelled", "content": json_content(models["Cancellation"])}},
     )
     def cancel_schedule(id: str):  # type: ignore[no-untyped-def]  # noqa: A002 - the route's path parameter
         change, deleted = scheduled().cancel(id, actor())

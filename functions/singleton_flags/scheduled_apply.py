@@ -140,8 +140,8 @@ class ScheduledChangeRunner:
             decision.append(APPLIED)
             return True
 
-        def companions(version: int) -> list[dict[str, Any]]:
-            return [{"Update": self._items.finish_update(change.id, APPLIED, self._clock(), version=version)}]
+        def companions(version: int, now: float) -> list[dict[str, Any]]:  # finished at the version's time
+            return [{"Update": self._items.finish_update(change.id, APPLIED, now, version=version)}]
 
         result = self._store.change(
             changes,

@@ -43,6 +43,7 @@ class Settings:
     max_stale_seconds: int = 300
     audit_retention_days: int = 365
     local_actor: str | None = None  # the local runner's fixed identity; never set in a deployed function
+    guard_alarm_prefix: str = ""  # the names a guard's alarms start with ("": guarded changes are refused)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -62,6 +63,7 @@ class Settings:
             max_stale_seconds=_int_env(env, "FLAGS_MAX_STALE_SECONDS", 300, 0, MAX_STALE_LIMIT_SECONDS),
             audit_retention_days=_int_env(env, "FLAGS_AUDIT_RETENTION_DAYS", 365, 1, 3650),
             local_actor=env.get("FLAGS_LOCAL_ACTOR") or None,
+            guard_alarm_prefix=env.get("FLAGS_GUARD_ALARM_PREFIX", ""),
         )
 
 

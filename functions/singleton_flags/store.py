@@ -5,7 +5,9 @@ A change is ONE ``TransactWriteItems``:
       ``updated_at``, ``updated_by``, conditioned on ``schema_version = :current``;
   (b) ``Put`` of the audit record ``AUDIT#APP / AUDIT#<zero-padded next>`` (singleton_flags.audit), conditioned on
       ``attribute_not_exists``;
-  (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, resulting version, 24 h TTL).
+  (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, resulting version, 24 h TTL);
+  (d) the caller's companions: items that belong to the new version (a guarded change's ``GUARD#`` item, or a
+      guard's own state change when it reverts), each with its own condition.
 All commit or none does. A cancelled transaction is a conflict: consistent re-read, jittered back-off,
 retry, a bounded number of times, then ``WriteConflict``. With an expected version (HTTP If-Match) there is
 one attempt and a stale version is ``PreconditionFailed``.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,11 +87,12 @@ __all__ = [
     "Plan",
 ]
 
+# (version about to be written, its time) -> more TransactWriteItems entries committed with it
+Companions = Callable[[int, float], list[dict[str, Any]]]
+
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
 RESERVED_DEADLINE = {"N": "9999999999"}  # the widest maintenance_deadline a window start can store
-# Items that commit in the same transaction as a new version, built from that version's number.
-Companions = Callable[[int], Sequence[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +260,7 @@ class FlagStore:
         idempotency: Idempotency | None = None,
         time_budget: float | None = None,
         companions: Companions | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> ChangeResult:
         """Apply ``changes`` (already validated) as one new version, retrying on conflict.
 
@@ -265,9 +269,11 @@ class FlagStore:
         with the same value). ``condition`` is re-checked on every attempt against the fresh state; when it
         says no, nothing is written and the result is not applied. ``time_budget`` (seconds from now) bounds
         the DynamoDB calls the change may still start, so it answers before its caller's own timeout.
-        ``companions`` gives, for the version about to be written, more items for the same transaction (each
-        with its own condition): they commit with the change or not at all, and a failed condition of theirs is
-        a conflict like any other (re-read, ``condition`` re-checked, retried).
+        ``companions`` gives, for the version about to be written and its time, more items for the same
+        transaction (each with its own condition): they commit with the change or not at all, and a failed
+        condition of theirs is a conflict like any other (re-read, ``condition`` re-checked, retried).
+        ``before_write`` runs once before the first attempt, after an Idempotency-Key replay would have
+        answered (a check that may refuse the write, e.g. a guard's alarms).
         """
         if ownership is None and MAINTENANCE_FLAG in changes:
             ownership = Ownership(owner=None)
@@ -286,6 +292,7 @@ class FlagStore:
             idempotency=idempotency,
             time_budget=time_budget,
             companions=companions,
+            before_write=before_write,
         )
 
     def revert(
@@ -297,13 +304,18 @@ class FlagStore:
         expected_version: int | frozenset[int] | None = None,
         idempotency: Idempotency | None = None,
         time_budget: float | None = None,
+        kind: str = KIND_REVERT,
+        extra_audit: Mapping[str, Any] | None = None,
+        companions: Companions | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> ChangeResult:
         """Restore the flags as they were right after ``version`` (0: the seeded state).
 
         Maintenance follows what readers would see: the target's effective ``maintenance_mode`` NOW (its
         value, owner and deadline) is compared with the current effective value. Equal: ``maintenance_mode``
         and its owner and deadline are left as they are. Different: the revert is a manual switch to the
-        target's effective value (owner and deadline removed).
+        target's effective value (owner and deadline removed). ``kind``, ``extra_audit``, ``companions`` and
+        ``before_write`` as for ``change`` (the record always names ``reverted_to``).
         """
         version = validate_version(version)
         state = self._state_item(version)
@@ -327,11 +339,13 @@ class FlagStore:
             planned,
             actor=actor,
             reason=reason,
-            kind=KIND_REVERT,
+            kind=kind,
             expected_version=expected_version,
-            extra_audit={"reverted_to": version},
+            extra_audit={**(extra_audit or {}), "reverted_to": version},
             idempotency=idempotency,
             time_budget=time_budget,
+            companions=companions,
+            before_write=before_write,
         )
 
     def seed(self, *, actor: str, reason: str) -> ChangeResult:
@@ -363,6 +377,7 @@ class FlagStore:
         time_budget: float | None = None,
         seed_only_missing: bool = False,
         companions: Companions | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> ChangeResult:
         deadline = None if time_budget is None else self._monotonic() + time_budget
         budget = transaction.Budget(deadline, self._monotonic, self._call_seconds)
@@ -372,6 +387,8 @@ class FlagStore:
             replay = self._replay(idempotency)
             if replay is not None:
                 return replay
+        if before_write is not None:
+            before_write()
         conflicts = 0
         for attempt in range(1, attempts + 1):
             if not budget.allows():
@@ -538,7 +555,7 @@ class FlagStore:
         if idempotency is not None and applied:
             items.append({"Put": idempotency.put(self._table, next_version, now)})
         if companions is not None and applied:
-            items.extend(companions(next_version))
+            items.extend(companions(next_version, now))
         request = {"TransactItems": items, "ClientRequestToken": token}
         try:
             transaction.send(self._client, request, budget)

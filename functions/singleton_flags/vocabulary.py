@@ -22,7 +22,18 @@ KIND_SEED = "seed"
 KIND_WINDOW_START = "window-start"
 KIND_WINDOW_END = "window-end"
 KIND_SCHEDULED = "scheduled"  # a scheduled change applied (actor ``schedule:<id>``)
-VERSION_KINDS = (KIND_CHANGE, KIND_REVERT, KIND_RESTORE, KIND_SEED, KIND_WINDOW_START, KIND_WINDOW_END, KIND_SCHEDULED)
+KIND_GUARD_REVERT = "guard-revert"  # a guard undid its change when one of its alarms fired (actor ``guard``)
+VERSION_KINDS = (
+    KIND_CHANGE,
+    KIND_REVERT,
+    KIND_RESTORE,
+    KIND_SEED,
+    KIND_WINDOW_START,
+    KIND_WINDOW_END,
+    KIND_SCHEDULED,
+    KIND_GUARD_REVERT,
+)
+GUARD_ACTOR = "guard"
 
 # EMF metrics. Every metric carries the dimension `service`; Reads adds `reason`, Refusals adds `code`.
 READS = "Reads"
@@ -36,6 +47,10 @@ WINDOW_STARTS = "WindowStarts"
 WINDOW_ENDS = "WindowEnds"
 WINDOW_SKIPS = "WindowSkips"
 WINDOW_FAILURES = "WindowFailures"  # a delivery no retry can fix: rejected, late, or a change the store refuses
+GUARD_REVERTS = "GuardReverts"  # a guard's alarm fired while the flags were at its version: reverted
+GUARD_SKIPS = "GuardSkips"  # a guard's alarm fired after a newer change: nothing reverted (alarmed)
+GUARD_CLOSES = "GuardCloses"  # a bake ended without its alarms firing
+GUARD_FAILURES = "GuardFailures"  # a guard event no retry can fix, or a close schedule not created (alarmed)
 CHANGE_EVENTS_PUBLISHED = "ChangeEventsPublished"  # Flags Changed events EventBridge accepted
 CHANGE_EVENTS_REFUSED = "ChangeEventsRefused"  # PutEvents entries refused (FailedEntryCount), every attempt counted
 SCHEDULED_CHANGES_APPLIED = "ScheduledChangesApplied"

@@ -1,5 +1,7 @@
-"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore, and the scheduled
-changes (POST and GET /flags/schedules, DELETE /flags/schedules/{id}) (IAM, admin).
+"""Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore, GET /flags/guards,
+the console's reads (GET /flags/declarations, GET /flags/windows) and the scheduled changes (POST and GET
+/flags/schedules, DELETE /flags/schedules/{id}) (IAM, admin). A PATCH or revert may carry a ``guard``
+(singleton_flags.guard_writes).
 
 Thin routes over ``singleton_flags.store``. A request is validated once, by its model (whose first validator
 runs the domain rules: ``singleton_flags.api_models``); every refusal, whoever raised it, reaches the error
@@ -12,7 +14,6 @@ gc.disable()  # init builds 100k+ long-lived objects, little garbage: no collect
 
 import binascii
 import os
-from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,7 +23,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -30,8 +31,11 @@ from singleton_flags.api_models import build_models
 from singleton_flags.audit import decode_cursor
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.codec import iso_time
+from singleton_flags.console_routes import console_routes
 from singleton_flags.declarations import load_declarations
 from singleton_flags.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
+from singleton_flags.guard_routes import GUARDS_PATH, guard_routes, guards_query
+from singleton_flags.guard_writes import GuardedWrites, guarded_request, store_options
 from singleton_flags.http import (
     Versions,
     acceptable_versions,
@@ -43,7 +47,7 @@ from singleton_flags.http import (
     parse_entity_tags,
 )
 from singleton_flags.idempotency import Idempotency, parse_key
-from singleton_flags.observability import ReadCounter, emit_count, logger, metrics, tracer
+from singleton_flags.observability import ReadCounter, count_write_retry, emit_count, logger, metrics, tracer
 from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget, scheduler_client
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
@@ -54,12 +58,19 @@ from singleton_flags.requests import (
     parse_json_body,
     with_lowercase_json_media_type,
 )
+from singleton_flags.route_params import Cursor, limit_param
 from singleton_flags.routes import SCHEDULES
 from singleton_flags.schedule_routes import schedule_routes, schedules_query
 from singleton_flags.scheduled import ScheduledChanges, ScheduleItems
 from singleton_flags.settings import Settings
 from singleton_flags.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
-from singleton_flags.vocabulary import CHANGES_APPLIED, DIMENSION_CODE, REFUSALS, STATIC, WRITE_CONFLICTS, WRITE_RETRIES
+from singleton_flags.vocabulary import (
+    CHANGES_APPLIED,
+    DIMENSION_CODE,
+    REFUSALS,
+    STATIC,
+    WRITE_CONFLICTS,
+)
 from singleton_flags.windows import schedules_from_env, windows_from_env
 
 SETTINGS = Settings.from_env(os.environ)
@@ -71,13 +82,14 @@ STORE = FlagStore.for_function(
     DECLARATIONS,
     # every write keeps room in the item for the longest window's bookkeeping, so a window start always fits
     reserve_owner=max(windows_from_env(os.environ), key=len, default=""),
-    on_retry=lambda attempt: metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1),
+    on_retry=count_write_retry,
 )
 _NO_STORE = {"Cache-Control": "no-store"}
 
+SCHEDULER = scheduler_client()  # one client for the scheduled changes' and the guards' one-time schedules
 SCHEDULED = ScheduledChanges(
     ScheduleItems(CLIENT, SETTINGS.table_name, retention_seconds=SETTINGS.audit_retention_days * 86400),
-    OneTimeSchedules(scheduler_client(), OneTimeTarget.from_env(os.environ)),
+    OneTimeSchedules(SCHEDULER, OneTimeTarget.from_env(os.environ)),
 )
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
 DEADLINE_MARGIN_SECONDS = 1.0
@@ -90,17 +102,20 @@ READER = FlagReader(
     max_stale=SETTINGS.max_stale_seconds,
     counter=ReadCounter(),
 )
-MODELS = build_models(DECLARATIONS)
+GUARDS = GuardedWrites.for_function(CLIENT, SCHEDULER, SETTINGS, os.environ)
+MODELS = build_models(DECLARATIONS, SETTINGS.guard_alarm_prefix)
 if TYPE_CHECKING:  # the request models' shape for the type checker; at run time they come from the declarations
     from pydantic import BaseModel
 
     class PatchRequest(BaseModel):
         flags: BaseModel
         reason: str
+        guard: Any  # singleton_flags.api_models.GuardRequest | None
 
     class RevertRequest(BaseModel):
         version: int
         reason: str
+        guard: Any  # singleton_flags.api_models.GuardRequest | None
 
     class RestoreRequest(BaseModel):
         reason: str
@@ -111,8 +126,6 @@ else:
     RestoreRequest = MODELS["RestoreRequest"]
 FlagsState = MODELS["FlagsState"]
 History = MODELS["History"]
-DeclarationList = MODELS["DeclarationList"]
-WindowList = MODELS["WindowList"]
 # What GET /flags/declarations answers, built once: the declarations never change in a running function.
 DECLARATION_LIST = {"declarations": DECLARATIONS.as_documents()}
 # The windows' schedules as deployed (cdk.json, through the stack), evaluated per GET /flags/windows.
@@ -178,7 +191,7 @@ def _idempotency(actor: str, request: dict[str, Any], expected: int | Versions |
     )
 
 
-def _state_response(result: ChangeResult) -> Response[str]:
+def _state_response(result: ChangeResult, guard: dict[str, Any] | None = None) -> Response[str]:
     snapshot = result.snapshot
     if result.applied or result.restored:
         READER.prime(snapshot)
@@ -194,6 +207,8 @@ def _state_response(result: ChangeResult) -> Response[str]:
     }
     if result.restored:
         body["restored"] = True
+    if guard is not None:
+        body["guard"] = guard
     headers = {"ETag": format_etag(snapshot.version or 0), "Cache-Control": "no-store"}
     if result.replayed:
         headers["Idempotent-Replayed"] = "true"
@@ -208,7 +223,8 @@ def _state_response(result: ChangeResult) -> Response[str]:
 def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None):  # type: ignore[no-untyped-def]  # on purpose, see above
     changes, reason = body.flags.model_dump(exclude_unset=True), body.reason  # validated by the model, once
     expected, actor = _expected_version(), _actor()
-    idempotency = _idempotency(actor, {"flags": changes, "reason": reason}, expected)
+    guard = GUARDS.new(body.guard, actor)
+    idempotency = _idempotency(actor, guarded_request({"flags": changes, "reason": reason}, guard), expected)
     result = STORE.change(
         changes,
         actor=actor,
@@ -216,8 +232,9 @@ def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None)
         expected_version=expected,
         idempotency=idempotency,
         time_budget=_time_budget(),
+        **store_options(guard),
     )
-    return _state_response(result)
+    return _state_response(result, GUARDS.answer(result, guard))
 
 
 @app.post(
@@ -226,7 +243,10 @@ def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None)
 )
 def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):  # type: ignore[no-untyped-def]  # on purpose, see above
     expected, actor = _expected_version(), _actor()
-    idempotency = _idempotency(actor, {"version": body.version, "reason": body.reason}, expected)
+    guard = GUARDS.new(body.guard, actor)
+    idempotency = _idempotency(
+        actor, guarded_request({"version": body.version, "reason": body.reason}, guard), expected
+    )
     result = STORE.revert(
         body.version,
         actor=actor,
@@ -234,8 +254,9 @@ def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = Non
         expected_version=expected,
         idempotency=idempotency,
         time_budget=_time_budget(),
+        **store_options(guard),
     )
-    return _state_response(result)
+    return _state_response(result, GUARDS.answer(result, guard))
 
 
 @app.post(
@@ -255,38 +276,12 @@ def restore_flags(body: Annotated[RestoreRequest, Body()]):  # type: ignore[no-u
     responses={200: {"description": "Audit records", "content": {"application/json": {"model": History}}}},
 )
 def get_history(  # type: ignore[no-untyped-def]  # on purpose, see above
-    # Documented here, read from the raw query (_history_query): a repeat is refused, digits are ASCII only.
-    limit: Annotated[
-        str | None,
-        Query(
-            description=f"Records per page (1-{MAX_HISTORY_LIMIT}, default {DEFAULT_HISTORY_LIMIT}).",
-            json_schema_extra={"pattern": "^[0-9]{1,3}$"},
-        ),
-    ] = None,
-    cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
+    limit: Annotated[str | None, limit_param("Records", DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)] = None,
+    cursor: Cursor = None,
 ):
     limit_value, cursor = _history_query()
     records, next_cursor = STORE.history(limit=limit_value, cursor=cursor)
     return json_response(HTTPStatus.OK, {"records": records, "next_cursor": next_cursor})
-
-
-@app.get(
-    "/flags/declarations",
-    responses={200: {"description": "The declarations", "content": {"application/json": {"model": DeclarationList}}}},
-)
-def get_declarations():  # type: ignore[no-untyped-def]  # on purpose, see above
-    return json_response(HTTPStatus.OK, DECLARATION_LIST, _NO_STORE)
-
-
-@app.get(
-    "/flags/windows",
-    responses={200: {"description": "The windows", "content": {"application/json": {"model": WindowList}}}},
-)
-def get_windows():  # type: ignore[no-untyped-def]  # on purpose, see above
-    now = datetime.now(UTC)
-    return json_response(
-        HTTPStatus.OK, {"windows": [schedule.upcoming(now) for schedule in WINDOW_SCHEDULES]}, _NO_STORE
-    )
 
 
 def _content_type() -> str:
@@ -317,7 +312,7 @@ def _as_refusal(error: Exception) -> FlagsError:
         first = error.errors()[0] if error.errors() else {}
         if event.http_method == "GET":  # the raw query's rules name the parameter the schema refused
             try:
-                schedules_query(event.raw_event) if event.resource == SCHEDULES else _history_query()
+                PAGE_QUERIES.get(event.resource, lambda raw: _history_query())(event.raw_event)
             except FlagsError as precise:
                 return precise
         elif first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
@@ -346,6 +341,10 @@ def handle_no_route(_: NotFoundError) -> Response[str]:
 
 
 app.include_router(schedule_routes(lambda: SCHEDULED, _actor, MODELS))
+app.include_router(guard_routes(lambda: GUARDS, MODELS))
+app.include_router(console_routes(lambda: DECLARATION_LIST, lambda: WINDOW_SCHEDULES, MODELS))
+# The paginated GETs' own query rules, which name the parameter their schema refused (_as_refusal)
+PAGE_QUERIES = {SCHEDULES: schedules_query, GUARDS_PATH: guards_query}
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

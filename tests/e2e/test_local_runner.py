@@ -185,6 +185,7 @@ def test_the_openapi_document_and_swagger_ui_are_served(runner):
         "/flags/windows",
         "/flags/revert",
         "/flags/restore",
+        "/flags/guards",
         "/flags/schedules",
         "/flags/schedules/{id}",
         "/ofrep/v1/evaluate/flags",

@@ -24,6 +24,7 @@ WRITE_ROUTES = {
     ("POST", "/flags/schedules"),
     ("GET", "/flags/schedules"),
     ("DELETE", "/flags/schedules/{id}"),
+    ("GET", "/flags/guards"),
 }
 
 
@@ -86,7 +87,8 @@ def test_path_parameters_are_required_and_validated(synth: Synth) -> None:
 
 def test_lambda_permissions_are_per_method_without_test_invoke(synth: Synth) -> None:
     permissions = synth.resources("AWS::Lambda::Permission").values()
-    source_arns = [tt.render(p["Properties"]["SourceArn"]) for p in permissions]
+    api_permissions = [p for p in permissions if p["Properties"]["Principal"] == "apigateway.amazonaws.com"]
+    source_arns = [tt.render(p["Properties"]["SourceArn"]) for p in api_permissions]
     assert len(source_arns) == len(ROUTES)
     assert not [arn for arn in source_arns if "/test-invoke-stage/" in arn]
     ((stage_id, _),) = synth.resources("AWS::ApiGateway::Stage").items()
@@ -238,6 +240,8 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
         "GET/flags/windows/*",
         "GET/flags/schedules",
         "GET/flags/schedules/*",
+        "GET/flags/guards",
+        "GET/flags/guards/*",
     }
 
 
@@ -287,6 +291,9 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
         ("POST/flags/schedules/", False),
         ("DELETE/flags/schedules/20270301T080000Z-3f9a1c2b", False),
         ("DELETE/flags/schedules/20270301T080000Z-3f9a1c2b/", False),
+        ("GET/flags/guards", False),
+        ("GET/flags/guards/", False),
+        ("GET/flags/guards/x", False),
         ("PATCH/flags", False),
         ("PATCH/flags/signup_enabled", False),
         ("DELETE/flags", False),
@@ -321,6 +328,7 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "POST/flags/schedules",
         "GET/flags/schedules",
         "DELETE/flags/schedules/*",
+        "GET/flags/guards",
         "POST/ofrep/v1/evaluate/flags",
         "POST/ofrep/v1/evaluate/flags/*",
     }
@@ -351,6 +359,7 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
         "/flags/restore": "POST",
         "/flags/schedules": "GET, POST",
         "/flags/schedules/{id}": "DELETE",
+        "/flags/guards": "GET",
         "/ofrep/v1/evaluate/flags": "POST",
         "/ofrep/v1/evaluate/flags/{key}": "POST",
     }

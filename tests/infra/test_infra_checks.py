@@ -64,6 +64,15 @@ ACKNOWLEDGED = {
     ("AwsSolutions-IAM5[Resource::<execute-api>/POST/ofrep/v1/evaluate/flags/*]", "Api/AdminPolicy/Resource"),
     ("AwsSolutions-SQS3", "Maintenance/DeadLetterQueue/Resource"),
     ("AwsSolutions-IAM5[Resource::<MaintenanceFunction.Arn>:*]", "Maintenance/SchedulerRole/DefaultPolicy/Resource"),
+    # guarded changes: the guard function, its route, its queues, DescribeAlarms on '*', its schedules' role
+    ("AwsSolutions-L1", "Functions/GuardFunction/Resource"),
+    ("AwsSolutions-IAM5[Resource::*]", "Functions/GuardRole/DefaultPolicy/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/guards/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/guards/ANY/Resource"),
+    ("AwsSolutions-SQS3", "Guards/RuleDeadLetterQueue/Resource"),
+    ("AwsSolutions-SQS3", "Guards/ScheduleDeadLetterQueue/Resource"),
+    ("AwsSolutions-SQS3", "Guards/FailureQueue/Resource"),
+    ("AwsSolutions-IAM5[Resource::<GuardFunction.Arn>:*]", "Guards/SchedulerRole/DefaultPolicy/Resource"),
     ("AwsSolutions-IAM5[Resource::<execute-api>/DELETE/flags/schedules/*]", "Api/AdminPolicy/Resource"),
     # the write function creates and deletes the one-time schedules of its stack's group (infra/scheduled_changes.py)
     ("AwsSolutions-IAM5[Resource::<schedules of the group>]", "Functions/WriteRole/DefaultPolicy/Resource"),
@@ -89,7 +98,14 @@ def stack_name(synth: Synth) -> str:
 
 def expected_acknowledgments(synth: Synth) -> set[tuple[str, str]]:
     mode = synth.config.apigw_account_logging_role
-    return ACKNOWLEDGED | ACKNOWLEDGED_BY_LOGGING_ROLE_MODE[mode if mode in ("auto", "existing") else "arn"]
+    # the write function creates the guards' close schedules in their group only (its name is the stack's)
+    (group,) = [g for lid, g in synth.resources("AWS::Scheduler::ScheduleGroup").items() if lid.startswith("Guards")]
+    schedules = (
+        f"arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/{group['Properties']['Name']}/*"
+    )
+    guard_schedules = {(f"AwsSolutions-IAM5[Resource::{schedules}]", "Functions/WriteRole/DefaultPolicy/Resource")}
+    by_mode = ACKNOWLEDGED_BY_LOGGING_ROLE_MODE[mode if mode in ("auto", "existing") else "arn"]
+    return ACKNOWLEDGED | by_mode | guard_schedules
 
 
 # cfn-lint findings CDK itself causes, each with why it stands; everything else fails the test.

@@ -87,6 +87,12 @@ def test_load_config_reads_a_given_file(tmp_path: Any) -> None:
     assert load_config(tmp_path / "cdk.json").stage == "dev"
 
 
+def test_guard_alarm_prefix_defaults_to_the_stages_and_may_be_set() -> None:
+    assert parse_config(settings()).guard_prefix == "singleton-flags-prod-guard-"
+    assert parse_config(settings(), stage="dev").guard_prefix == "singleton-flags-dev-guard-"
+    assert parse_config(settings(guard_alarm_prefix="payments-guard-")).guard_prefix == "payments-guard-"
+
+
 def test_config_is_frozen() -> None:
     config = load_config()
     with pytest.raises(AttributeError):
@@ -275,6 +281,13 @@ def test_windows_must_be_a_list() -> None:
         ({"alarm_email": "not-an-email"}, "alarm_email", "email"),
         ({"alarm_email": None}, "alarm_email", "string"),
         ({"system_log_level": "ERROR"}, "system_log_level", "one of ['DEBUG', 'INFO', 'WARN']"),
+        ({"guard_alarm_prefix": ""}, "guard_alarm_prefix", "8-200 characters"),
+        ({"guard_alarm_prefix": "short-"}, "guard_alarm_prefix", "8-200 characters"),  # would match too many alarms
+        ({"guard_alarm_prefix": "app guard-"}, "guard_alarm_prefix", "8-200 characters"),
+        ({"guard_alarm_prefix": "app-guard-*"}, "guard_alarm_prefix", "8-200 characters"),
+        ({"guard_alarm_prefix": "-app-guard-"}, "guard_alarm_prefix", "starting with a letter or digit"),
+        ({"guard_alarm_prefix": "a" * 201}, "guard_alarm_prefix", "8-200 characters"),
+        ({"guard_alarm_prefix": 7}, "guard_alarm_prefix", "string"),
     ],
 )
 def test_bad_setting_is_refused_naming_its_key(changes: dict[str, Any], key: str, fragment: str) -> None:

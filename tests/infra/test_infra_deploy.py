@@ -131,12 +131,16 @@ def test_two_stages_in_one_app_share_no_name_and_no_metric(two_stages: dict[str,
 
     def names(synth: Synth) -> dict[str, Any]:
         ((_, api),) = synth.resources("AWS::ApiGateway::RestApi").items()
-        ((_, group),) = synth.resources("AWS::Scheduler::ScheduleGroup").items()
+        groups = sorted(
+            group["Properties"]["Name"] for group in synth.resources("AWS::Scheduler::ScheduleGroup").values()
+        )
         ((_, rule),) = synth.resources("AWS::XRay::SamplingRule").items()
+        ((_, alarm_rule),) = synth.resources("AWS::Events::Rule").items()
         ((_, dashboard),) = synth.resources("AWS::CloudWatch::Dashboard").items()
         return {
             "api": api["Properties"]["Name"],
-            "group": group["Properties"]["Name"],
+            "groups": groups,
+            "guards' alarm prefix": json.dumps(alarm_rule["Properties"]["EventPattern"]["detail"]["alarmName"]),
             "sampling rule": rule["Properties"]["SamplingRule"]["RuleName"],
             "dashboard": json.dumps(dashboard["Properties"]["DashboardName"]),
             "namespaces": flags_alarm_namespaces(synth),

@@ -24,13 +24,15 @@ LEADING_KEYS = {
     "read": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP"]}},
     "write": {
         "ForAllValues:StringLike": {
-            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "IDEMPOTENCY#*", "SCHEDULE#APP"]
+            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP", "IDEMPOTENCY#*", "SCHEDULE#APP"]
         }
     },
     # the scheduled changes' items: created, listed and cancelled by the write API, applied by the maintenance function
     "maintenance": {
         "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "SCHEDULE#APP"]}
     },
+    # a guard-revert writes the flags and their record; the guard's end, its own item
+    "guard": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP"]}},
 }
 # Stated here on purpose (not imported from infra): least privilege is what these tests pin down.
 TABLE_ACTIONS = {
@@ -38,11 +40,23 @@ TABLE_ACTIONS = {
     "write": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"},
     # Query: the store re-seeds a missing singleton after the newest audit record, from either writer
     "maintenance": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"},
+    "guard": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"},
 }
+# What each function may do beyond the table, its logs and X-Ray (stated here on purpose, as TABLE_ACTIONS).
+ON_FAILURE_QUEUE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}  # CDK's SqsDestination
+OTHER_ACTIONS = {
+    "read": set(),
+    # a guard's alarms checked (DescribeAlarms, nothing else of CloudWatch); its close scheduled; the scheduled
+    # changes' one-time schedules created and deleted, passing them the Scheduler role (test_infra_scheduled_changes)
+    "write": {"cloudwatch:DescribeAlarms", "scheduler:CreateSchedule", "scheduler:DeleteSchedule", "iam:PassRole"},
+    "maintenance": ON_FAILURE_QUEUE,
+    "guard": {"cloudwatch:DescribeAlarms"} | ON_FAILURE_QUEUE,
+}
+FAILURE_QUEUE_PREFIX = {"maintenance": "MaintenanceFailureQueue", "guard": "GuardsFailureQueue"}
 LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
-MEMORY = {"read": 256, "write": 512, "maintenance": 256}
-TIMEOUT = {"read": 5, "write": 20, "maintenance": 30}
+MEMORY = {"read": 256, "write": 512, "maintenance": 256, "guard": 256}
+TIMEOUT = {"read": 5, "write": 20, "maintenance": 30, "guard": 30}
 
 
 def function(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
@@ -154,6 +168,22 @@ def test_function_environment(synth: Synth, name: str) -> None:
         expected["MAINTENANCE_WINDOWS"] = json.dumps(
             {"weekly-patching": {"duration_seconds": 3600}}, separators=(",", ":")
         )
+    if name == "write":  # a guard's alarm names are checked against the prefix; its close is scheduled
+        expected["FLAGS_GUARD_ALARM_PREFIX"] = "singleton-flags-prod-guard-"
+        guard_id, _ = function(synth, "guard")
+        ((_, group),) = [
+            item for item in synth.resources("AWS::Scheduler::ScheduleGroup").items() if item[0].startswith("Guards")
+        ]
+        (role_id,) = [lid for lid in synth.resources("AWS::IAM::Role") if lid.startswith("GuardsSchedulerRole")]
+        (dlq_id,) = [lid for lid in synth.resources("AWS::SQS::Queue") if lid.startswith("GuardsScheduleDeadLetter")]
+        expected |= {
+            "GUARD_SCHEDULE_GROUP": group["Properties"]["Name"],
+            "GUARD_SCHEDULE_TARGET_ARN": {"Fn::GetAtt": [guard_id, "Arn"]},
+            "GUARD_SCHEDULE_ROLE_ARN": {"Fn::GetAtt": [role_id, "Arn"]},
+            "GUARD_SCHEDULE_DLQ_ARN": {"Fn::GetAtt": [dlq_id, "Arn"]},
+            "GUARD_SCHEDULE_RETRY_ATTEMPTS": "3",
+            "GUARD_SCHEDULE_MAX_EVENT_AGE_SECONDS": "3600",
+        }
     if name == "write":  # GET /flags/windows evaluates the schedules as deployed
         window = synth.config.maintenance_windows[0]
         expected["MAINTENANCE_SCHEDULES"] = json.dumps(
@@ -217,12 +247,9 @@ def test_each_function_has_its_own_role_with_exactly_what_it_uses(synth: Synth, 
     ]
     statements = tt.role_statements(synth.template, role_id)  # also refuses any attached managed policy
     assert all(statement["Effect"] == "Allow" for statement in statements)
-    # the maintenance function also hands failed asynchronous events to its on-failure queue (CDK's
+    # the maintenance and guard functions also hand failed asynchronous events to their on-failure queue (CDK's
     # SqsDestination grants what sending takes: SendMessage, with GetQueueUrl and GetQueueAttributes)
-    extra = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"} if name == "maintenance" else set()
-    # the write API creates and deletes one-time schedules, passing them the Scheduler role (its own test file)
-    scheduling = {"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "iam:PassRole"} if name == "write" else set()
-    assert tt.actions(statements) == TABLE_ACTIONS[name] | LOG_ACTIONS | XRAY_ACTIONS | extra | scheduling
+    assert tt.actions(statements) == TABLE_ACTIONS[name] | LOG_ACTIONS | XRAY_ACTIONS | OTHER_ACTIONS[name]
 
     table_id, _ = synth.one("AWS::DynamoDB::GlobalTable")
     (table_statement,) = [s for s in statements if any(a.startswith("dynamodb:") for a in tt.as_list(s["Action"]))]
@@ -238,10 +265,18 @@ def test_each_function_has_its_own_role_with_exactly_what_it_uses(synth: Synth, 
     (xray_statement,) = [s for s in statements if any(a.startswith("xray:") for a in tt.as_list(s["Action"]))]
     assert xray_statement["Resource"] == "*"  # X-Ray has no resource-level permissions
 
-    if extra:
+    if name in FAILURE_QUEUE_PREFIX:
         (sqs_statement,) = [s for s in statements if any(a.startswith("sqs:") for a in tt.as_list(s["Action"]))]
-        (queue_id,) = [lid for lid in synth.resources("AWS::SQS::Queue") if lid.startswith("MaintenanceFailureQueue")]
-        assert sqs_statement["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+        prefix = FAILURE_QUEUE_PREFIX[name]
+        (queue_id,) = [lid for lid in synth.resources("AWS::SQS::Queue") if lid.startswith(prefix)]
+        assert sqs_statement["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]}  # its own on-failure queue only
+
+    cloudwatch = [s for s in statements if any(a.startswith("cloudwatch:") for a in tt.as_list(s["Action"]))]
+    granted = {a for s in cloudwatch for a in tt.as_list(s["Action"]) if a.startswith("cloudwatch:")}
+    # DescribeAlarms takes no resource-level permission for composite alarms: '*', unconditioned; no other
+    # CloudWatch action (the statement may share '*' with X-Ray's actions: CDK merges statements of one resource)
+    assert granted == ({"cloudwatch:DescribeAlarms"} & OTHER_ACTIONS[name])
+    assert all(s["Resource"] == "*" and "Condition" not in s for s in cloudwatch)
 
 
 def test_roles_are_not_shared(synth: Synth) -> None:

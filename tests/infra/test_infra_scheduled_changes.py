@@ -27,11 +27,13 @@ def function(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
 
 
 def scheduler_role_id(synth: Synth) -> str:
+    """The maintenance schedules' role (the guards' close schedules have their own: test_infra_guards.py)."""
     (role_id,) = [
         lid
         for lid, role in synth.resources("AWS::IAM::Role").items()
         if role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Service")
         == "scheduler.amazonaws.com"
+        and lid.startswith("Maintenance")
     ]
     return role_id
 
@@ -45,10 +47,16 @@ def test_the_write_function_may_create_and_delete_only_the_schedules_of_the_stac
     _, write = function(any_synth, "write")
     statements = tt.role_statements(any_synth.template, tt.referenced_id(write["Properties"]["Role"]))
     scheduling = [s for s in statements if any(a.startswith("scheduler:") for a in tt.as_list(s["Action"]))]
-    (statement,) = scheduling
+    ((_, group),) = [
+        (lid, g)
+        for lid, g in any_synth.resources("AWS::Scheduler::ScheduleGroup").items()
+        if lid.startswith("Maintenance")
+    ]
+    # one statement for this group; the only other is the guards' CreateSchedule in their own group (test_infra_guards)
+    (statement,) = [s for s in scheduling if group["Properties"]["Name"] in tt.render(s["Resource"])]
+    assert len(scheduling) == 2
     assert set(tt.as_list(statement["Action"])) == {"scheduler:CreateSchedule", "scheduler:DeleteSchedule"}
     assert "Condition" not in statement and statement["Effect"] == "Allow"
-    ((_, group),) = any_synth.resources("AWS::Scheduler::ScheduleGroup").items()
     (resource,) = tt.as_list(statement["Resource"])
     rendered = tt.render(resource)
     prefix = "arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/"
@@ -58,7 +66,7 @@ def test_the_write_function_may_create_and_delete_only_the_schedules_of_the_stac
     environment = write["Properties"]["Environment"]["Variables"]
     assert environment["ONE_TIME_SCHEDULE_GROUP"] == group_name
     # and no function other than the write function may touch Scheduler at all
-    for name in ("read", "maintenance"):
+    for name in ("read", "maintenance", "guard"):
         _, other = function(any_synth, name)
         actions = tt.actions(tt.role_statements(any_synth.template, tt.referenced_id(other["Properties"]["Role"])))
         assert not {a for a in actions if a.startswith(("scheduler:", "iam:"))}, name
@@ -67,9 +75,11 @@ def test_the_write_function_may_create_and_delete_only_the_schedules_of_the_stac
 def test_the_write_function_may_pass_only_the_scheduler_role_and_only_to_scheduler(any_synth: Synth) -> None:
     _, write = function(any_synth, "write")
     statements = tt.role_statements(any_synth.template, tt.referenced_id(write["Properties"]["Role"]))
-    (statement,) = [s for s in statements if "iam:PassRole" in tt.as_list(s["Action"])]
+    passing = [s for s in statements if "iam:PassRole" in tt.as_list(s["Action"])]
+    # this role's statement; the only other passes the guards' close schedules' role (test_infra_guards.py)
+    (statement,) = [s for s in passing if s["Resource"] == {"Fn::GetAtt": [scheduler_role_id(any_synth), "Arn"]}]
+    assert len(passing) == 2
     assert tt.as_list(statement["Action"]) == ["iam:PassRole"]
-    assert statement["Resource"] == {"Fn::GetAtt": [scheduler_role_id(any_synth), "Arn"]}
     assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
 
 

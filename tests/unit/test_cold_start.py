@@ -16,7 +16,7 @@ import pytest
 
 from local.functions import load_module
 
-HANDLER_MODULES = ("read_api.handler", "write_api.handler", "maintenance.handler")
+HANDLER_MODULES = ("read_api.handler", "write_api.handler", "maintenance.handler", "guard.handler")
 
 
 @pytest.fixture

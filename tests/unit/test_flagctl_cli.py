@@ -445,6 +445,95 @@ def test_restore_posts_the_reason_to_the_restore_route() -> None:
     assert (args.command, args.reason) == ("restore", "item deleted by mistake")
 
 
+# -- guarded changes -------------------------------------------------------------------------------------
+
+GUARDED_BODY = {
+    "flags": FLAGS_BODY["flags"],
+    "version": 8,
+    "reason": "STATIC",
+    "applied": True,
+    "changed": {"signup_enabled": {"old": True, "new": False}},
+    "guard": {"alarms": ["app-guard-errors"], "bake_ends_at": "2026-01-01T00:30:00.000+00:00", "close_scheduled": True},
+}
+
+
+def test_set_with_a_guard_sends_its_alarms_and_bake_and_prints_it() -> None:
+    transport = FakeTransport(body=GUARDED_BODY)
+    argv = ["set", "signup_enabled=false", "--reason", "r", "--guard-alarm", "app-guard-errors"]
+    argv += ["--guard-alarm", "app-guard-latency", "--bake-minutes", "30"]
+
+    code, out, _ = run(argv, transport)
+
+    assert code == OK
+    (sent,) = transport.sent
+    assert json.loads(sent.body or b"")["guard"] == {
+        "alarms": ["app-guard-errors", "app-guard-latency"],
+        "bake_minutes": 30,
+    }
+    assert "guarded by app-guard-errors until 2026-01-01T00:30:00.000+00:00" in out
+
+
+def test_revert_with_a_guard_sends_it() -> None:
+    transport = FakeTransport(body=GUARDED_BODY)
+
+    code, _, _ = run(["revert", "3", "--reason", "r", "--guard-alarm", "a-guard-x", "--bake-minutes", "5"], transport)
+
+    assert code == OK
+    assert json.loads(transport.sent[0].body or b"") == {
+        "version": 3,
+        "reason": "r",
+        "guard": {"alarms": ["a-guard-x"], "bake_minutes": 5},
+    }
+
+
+@pytest.mark.parametrize(
+    "extra", [["--guard-alarm", "a"], ["--bake-minutes", "5"]], ids=["alarm-without-bake", "bake-without-alarm"]
+)
+def test_a_half_given_guard_is_bad_input_and_sends_nothing(extra: list[str]) -> None:
+    transport = FakeTransport()
+
+    code, _, _ = run(["set", "signup_enabled=false", "--reason", "r", *extra], transport)
+
+    assert code == BAD_INPUT
+    assert transport.sent == []
+
+
+@pytest.mark.parametrize("minutes", ["0", "1441", "five", "-5"])
+def test_a_bake_out_of_range_is_a_usage_error(minutes: str) -> None:
+    transport = FakeTransport()
+
+    with pytest.raises(SystemExit) as caught:
+        run(
+            ["set", "signup_enabled=false", "--reason", "r", "--guard-alarm", "a", "--bake-minutes", minutes], transport
+        )
+
+    assert caught.value.code == BAD_INPUT
+    assert transport.sent == []
+
+
+def test_guards_lists_them_as_a_table_with_the_next_cursor() -> None:
+    body = {
+        "guards": [
+            {
+                "version": 9,
+                "state": "reverted",
+                "alarms": ["app-guard-errors"],
+                "bake_ends_at": "2026-01-01T00:30:00.000+00:00",
+                "outcome": "alarm went into ALARM during the bake",
+            }
+        ],
+        "next_cursor": "abc",
+    }
+    transport = FakeTransport(body=body)
+
+    code, out, _ = run(["guards", "--limit", "1"], transport)
+
+    assert code == OK
+    assert transport.sent[0].url.endswith("/flags/guards?limit=1")
+    assert out.splitlines()[0].split() == ["VERSION", "STATE", "ALARMS", "BAKE", "ENDS", "OUTCOME"]
+    assert "reverted" in out and "--cursor abc" in out
+
+
 # -- scheduled changes -----------------------------------------------------------------------------------
 
 SCHEDULE = {

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 from unit_support import Clock
 
-from local.scheduler import Deliveries, LocalScheduler, due_at
+from local.scheduler import Deliveries, LocalScheduler, due_at, local_one_time_environment, target_function
 from singleton_flags.errors import SchedulerFault
+from singleton_flags.guard_writes import close_payload, close_target_from_env
 from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
+from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
 from tests.conftest import ONE_TIME_ENV
 
 NINE_UTC = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
@@ -73,3 +75,28 @@ def test_a_failed_delivery_does_not_stop_the_others(capsys: pytest.CaptureFixtur
     Deliveries(scheduler, deliver, clock=Clock(NINE_UTC.timestamp())).tick()
     assert seen == [2]
     assert "delivery of {'n': 1} failed" in capsys.readouterr().err
+
+
+def test_a_guards_close_and_a_scheduled_change_each_reach_their_function_from_their_own_group() -> None:
+    # Given the runner's one-time environment: the scheduled changes' and the guards' own targets and groups
+    environment = local_one_time_environment("eu-west-1")
+    change_target = OneTimeTarget.from_env(environment)
+    close_target = close_target_from_env(environment)
+    assert close_target is not None and close_target.group != change_target.group
+    assert close_target.target_arn.endswith(f"-{GUARD_FUNCTION}")
+    assert change_target.target_arn.endswith(f"-{MAINTENANCE_FUNCTION}")
+    # When a guard's close and a scheduled change are both due
+    scheduler = LocalScheduler()
+    OneTimeSchedules(scheduler, close_target).create("guard-7", NINE_UTC, "UTC", close_payload(7))
+    OneTimeSchedules(scheduler, change_target).create("change-a", NINE_UTC, "UTC", {"scheduled_change": "a"})
+    delivered: list[tuple[str, dict[str, Any]]] = []
+    Deliveries(
+        scheduler,
+        lambda payload: delivered.append((target_function(payload), payload)),
+        clock=Clock(NINE_UTC.timestamp()),
+    ).tick()
+    # Then the close goes to the guard function, the change to the maintenance function
+    assert sorted(delivered, key=lambda pair: pair[0]) == [
+        (GUARD_FUNCTION, close_payload(7)),
+        (MAINTENANCE_FUNCTION, {"scheduled_change": "a"}),
+    ]
