@@ -91,6 +91,10 @@ ASYNC_MAX_EVENT_AGE_SECONDS = 3600
 # The guards' alarm rule target (EventBridge's own retries of an undelivered event, then its DLQ)
 GUARD_RULE_RETRY_ATTEMPTS = 10
 GUARD_RULE_MAX_EVENT_AGE_SECONDS = 3600
+# The change events' forwarding rule target (EventBridge's retries of an undelivered event, then its DLQ): a
+# day, as EventBridge's own default, but bounded and dead-lettered rather than dropped
+FORWARD_RETRY_ATTEMPTS = 185  # EventBridge's maximum
+FORWARD_MAX_EVENT_AGE_SECONDS = 86400  # EventBridge's maximum
 # The change events' event source mapping (the table's stream -> the change-events function)
 STREAM_BATCH_SIZE = 10  # one PutEvents request per batch; its worst case stays inside the function's timeout
 STREAM_RETRY_ATTEMPTS = 10  # Lambda's retries of a failed batch (bisected on error), then the on-failure queue

@@ -8,6 +8,10 @@ published, at most ``STREAM_RETRY_ATTEMPTS`` times and ``STREAM_MAX_RECORD_AGE_S
 then the batch's description (shard, sequence numbers; the audit records stay in the table) goes to the
 on-failure queue, alarmed in infra/monitoring.py.
 
+The forwarding rule's target retries an undelivered event (``FORWARD_RETRY_ATTEMPTS`` times, for
+``FORWARD_MAX_EVENT_AGE_SECONDS``), then sends it to the rule's own dead-letter queue, alarmed in
+infra/monitoring.py: EventBridge drops an event it could not deliver unless its target has a dead-letter queue.
+
 The function's role: read this table's stream (not its items) and PutEvents to this bus; nothing else but its
 own log group and the on-failure queue.
 """
@@ -25,6 +29,7 @@ from aws_cdk import (
     aws_lambda as lambda_,
     aws_lambda_event_sources as sources,
     aws_sns as sns,
+    aws_sqs as sqs,
 )
 from aws_cdk.interfaces import aws_events as events_refs
 from constructs import Construct
@@ -54,13 +59,22 @@ def forward_rule_name(stage: str) -> str:
 
 @jsii.implements(events.IRuleTarget)
 class _TopicTarget:
-    """The topic as a rule target, without CDK's own topic policy: ours is conditioned on the rule's ARN."""
+    """The topic as a rule target, without CDK's own topic policy: ours is conditioned on the rule's ARN. Bounded
+    retries, then the dead-letter queue (whose policy, also conditioned on the rule's ARN, is the caller's)."""
 
-    def __init__(self, topic: sns.ITopic) -> None:
+    def __init__(self, topic: sns.ITopic, dead_letter_queue: sqs.IQueue) -> None:
         self._topic = topic
+        self._dead_letter_queue = dead_letter_queue
 
     def bind(self, rule: events_refs.IRuleRef, id: str | None = None) -> events.RuleTargetConfig:  # noqa: A002 - jsii's name
-        return events.RuleTargetConfig(arn=self._topic.topic_arn)
+        return events.RuleTargetConfig(
+            arn=self._topic.topic_arn,
+            dead_letter_config=events.CfnRule.DeadLetterConfigProperty(arn=self._dead_letter_queue.queue_arn),
+            retry_policy=events.CfnRule.RetryPolicyProperty(
+                maximum_retry_attempts=constants.FORWARD_RETRY_ATTEMPTS,
+                maximum_event_age_in_seconds=constants.FORWARD_MAX_EVENT_AGE_SECONDS,
+            ),
+        )
 
 
 class ChangeEvents(Construct):
@@ -92,6 +106,7 @@ class ChangeEvents(Construct):
         self.mapping = self._build_mapping(function, stream_arn)
         self.rule: events.Rule | None = None
         self.topic: sns.Topic | None = None
+        self.forward_dead_letter_queue: sqs.Queue | None = None
         if config.change_events.sns_topic:
             self.rule, self.topic = self._build_forwarding()
 
@@ -131,7 +146,17 @@ class ChangeEvents(Construct):
         rule_arn = Stack.of(self).format_arn(
             service="events", resource="rule", resource_name=f"{self.bus.event_bus_name}/{rule_name}"
         )
-        from_this_rule = {"ArnEquals": {"aws:SourceArn": rule_arn}}
+
+        def for_this_rule(sid: str, actions: list[str], resource: str) -> iam.PolicyStatement:
+            """What EventBridge may do on a resource of ours, when delivering for this rule only."""
+            return iam.PolicyStatement(
+                sid=sid,
+                principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                actions=actions,
+                resources=[resource],
+                conditions={"ArnEquals": {"aws:SourceArn": rule_arn}},
+            )
+
         key = kms.Key(
             self,
             "TopicKey",
@@ -139,14 +164,9 @@ class ChangeEvents(Construct):
             enable_key_rotation=True,
         )
         # An encrypted topic: EventBridge publishes only if the key lets it generate and decrypt data keys.
+        # (in a key policy, "*" is this key)
         key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="EventBridgeRulePublish",
-                principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],  # in a key policy, "*" is this key
-                conditions=from_this_rule,
-            )
+            for_this_rule("EventBridgeRulePublish", ["kms:Decrypt", "kms:GenerateDataKey*"], "*")
         )
         topic = sns.Topic(
             self,
@@ -155,15 +175,16 @@ class ChangeEvents(Construct):
             master_key=key,
             enforce_ssl=True,
         )
-        topic.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="EventBridgeRulePublish",
-                principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                actions=["sns:Publish"],
-                resources=[topic.topic_arn],
-                conditions=from_this_rule,
-            )
+        topic.add_to_resource_policy(for_this_rule("EventBridgeRulePublish", ["sns:Publish"], topic.topic_arn))
+        # EventBridge drops an event its retries did not deliver, unless the target has a dead-letter queue; the
+        # queue's policy lets EventBridge send to it for this rule only.
+        dead_letters = last_stop_queue(
+            self, "ForwardDeadLetterQueue", "the dead-letter queue of the change events' forwarding rule target"
         )
+        dead_letters.add_to_resource_policy(
+            for_this_rule("EventBridgeRuleDeadLetters", ["sqs:SendMessage"], dead_letters.queue_arn)
+        )
+        self.forward_dead_letter_queue = dead_letters
         rule = events.Rule(
             self,
             "ForwardRule",
@@ -171,6 +192,6 @@ class ChangeEvents(Construct):
             description=f"Every Flags Changed event of stage {stage}, to the change events topic",
             event_bus=self.bus,
             event_pattern=events.EventPattern(source=[SOURCE], detail_type=[DETAIL_TYPE]),
-            targets=[_TopicTarget(topic)],
+            targets=[_TopicTarget(topic, dead_letters)],
         )
         return rule, topic

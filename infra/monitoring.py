@@ -272,6 +272,16 @@ class Monitoring(Construct):
             "Flags Changed events were given up after the stream mapping's retries: the on-failure queue holds the "
             "shard and sequence numbers; the versions themselves are in GET /flags/history (docs/change-workflows.md).",
         )
+        forward_dead_letters = self._change_events.forward_dead_letter_queue
+        if forward_dead_letters is not None:
+            self._alarm(
+                "TopicForwardingDeadLetters",
+                forward_dead_letters.metric_approximate_number_of_messages_visible(
+                    period=FIVE_MINUTES, statistic=cw.Stats.MAXIMUM
+                ),
+                "Flags Changed events could not be published to the change events topic through a day of retries "
+                "(topic or key policy, throttling): the dead-letter queue holds them, with the error.",
+            )
 
     # -------------------------------------------------------------------------------------------- dashboard
 

@@ -105,7 +105,13 @@ def expected_acknowledgments(synth: Synth) -> set[tuple[str, str]]:
     )
     guard_schedules = {(f"AwsSolutions-IAM5[Resource::{schedules}]", "Functions/WriteRole/DefaultPolicy/Resource")}
     by_mode = ACKNOWLEDGED_BY_LOGGING_ROLE_MODE[mode if mode in ("auto", "existing") else "arn"]
-    return ACKNOWLEDGED | by_mode | guard_schedules
+    # the forwarding rule's dead-letter queue exists with the change events topic only
+    forwarding = (
+        {("AwsSolutions-SQS3", "ChangeEvents/ForwardDeadLetterQueue/Resource")}
+        if synth.config.change_events.sns_topic
+        else set()
+    )
+    return ACKNOWLEDGED | by_mode | guard_schedules | forwarding
 
 
 # cfn-lint findings CDK itself causes, each with why it stands; everything else fails the test.

@@ -238,3 +238,37 @@ def test_the_forwarding_rule_publishes_to_an_encrypted_topic_only_it_may_publish
 def test_the_bus_name_is_an_output(any_synth: Synth) -> None:
     bus_id, _ = bus(any_synth)
     assert any_synth.template["Outputs"]["EventBusName"]["Value"] == {"Ref": bus_id}
+
+
+def test_an_event_the_forwarding_rule_could_not_deliver_is_dead_lettered_and_alarmed(variant: Synth) -> None:
+    """EventBridge drops an event its retries did not deliver unless the target has a dead-letter queue."""
+    bus_id, _ = bus(variant)
+    ((_, rule),) = forwarding_rules(variant)
+    (target,) = rule["Properties"]["Targets"]
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": 86400}
+    queue_id = tt.referenced_id(target["DeadLetterConfig"]["Arn"])
+    assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert queue_id.startswith("ChangeEventsForwardDeadLetterQueue")
+    queue = variant.template["Resources"][queue_id]
+    assert queue["Type"] == "AWS::SQS::Queue"
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    name = rule["Properties"]["Name"]
+    rule_arn = f"arn:<AWS::Partition>:events:<AWS::Region>:<AWS::AccountId>:rule/<{bus_id}>/{name}"
+    (policy,) = [
+        p for p in variant.resources("AWS::SQS::QueuePolicy").values() if {"Ref": queue_id} in p["Properties"]["Queues"]
+    ]
+    (allow,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Allow"]
+    assert allow["Principal"] == {"Service": "events.amazonaws.com"}
+    assert allow["Action"] == "sqs:SendMessage"
+    assert allow["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    ((operator, condition),) = allow["Condition"].items()
+    assert operator == "ArnEquals"
+    assert {key: tt.render(value) for key, value in condition.items()} == {"aws:SourceArn": rule_arn}
+    (alarm,) = [
+        a["Properties"]
+        for a in variant.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"
+        and a["Properties"].get("Dimensions")
+        == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}]
+    ]
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
