@@ -11,6 +11,8 @@ no one else:
   compared in constant time; without it, 401 ``CONSOLE_TOKEN_REQUIRED``. The page learns it from the URL's
   fragment (``#token=...``), which browsers never send to a server or put in a Referer;
 - only the API's own routes (``singleton_flags.routes.ROUTES``) are forwarded; any other path is 404;
+- a path or query with a byte outside printable ASCII (not percent-encoded, as a browser sends it) is 400
+  ``BAD_REQUEST``, never forwarded;
 - only the end-to-end headers the API reads are forwarded (Accept, Content-Type, If-Match, If-None-Match,
   Idempotency-Key): hop-by-hop headers, cookies, the token and any incoming Authorization or X-Amz-* header are
   dropped before the request is signed afresh.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hmac
 import http.client
+import re
 import secrets
 from collections.abc import Callable, Sequence
 from http import HTTPStatus
@@ -45,6 +48,11 @@ FORWARDED_RESPONSE_HEADERS = (
     "idempotent-replayed",
     "x-amzn-requestid",
 )
+
+# What a request target may hold as sent on (RFC 3986: printable ASCII; anything else percent-encoded, as
+# browsers send it). http.client refuses the rest: a control character as InvalidURL, a non-ASCII one as
+# UnicodeEncodeError.
+_URI_TEXT = re.compile(r"[\x21-\x7e]*")
 
 Signer = Callable[[Outgoing], Outgoing]
 Upstream = Callable[[Outgoing], HttpResponse]
@@ -96,6 +104,12 @@ class ConsoleProxy:
                 HTTPStatus.NOT_FOUND,
                 "NOT_FOUND",
                 f"{request.method} {request.raw_path} is not a route of the flags API: the console forwards those only",
+            )
+        if not (_URI_TEXT.fullmatch(request.raw_path) and _URI_TEXT.fullmatch(request.query)):
+            return error(
+                HTTPStatus.BAD_REQUEST,
+                "BAD_REQUEST",
+                "the path and query must be printable ASCII: percent-encode any other character (%C3%A9 for é)",
             )
         if not self._token_matches(request.headers):
             return error(

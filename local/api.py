@@ -101,6 +101,15 @@ def _error(status: HTTPStatus, code: str, message: str, headers: dict[str, str] 
     return _from_powertools(json_response(status, error_body(code, message), headers))
 
 
+def _local_payload(body: bytes) -> Any:
+    """A local-only route's JSON body (an empty one is ``{}``), or None when it is not JSON: malformed, or nested
+    beyond what the parser can recurse into (RecursionError), either way the route's own 400."""
+    try:
+        return json.loads(body or b"{}")
+    except (ValueError, RecursionError):
+        return None
+
+
 class LocalApi:
     def __init__(
         self,
@@ -162,10 +171,7 @@ class LocalApi:
         return self._proxy(request, found)
 
     def _set_throttle(self, body: bytes) -> HttpResponse:
-        try:
-            payload = json.loads(body or b"{}")
-        except ValueError:
-            payload = None
+        payload = _local_payload(body)
         settings = payload if isinstance(payload, dict) else {}
         requests, retry_after = settings.get("requests"), settings.get("retry_after", 1)
         if not (_bounded_int(requests, MAX_THROTTLED_REQUESTS) and _bounded_int(retry_after, MAX_RETRY_AFTER_SECONDS)):
@@ -240,10 +246,7 @@ class LocalApi:
         return _json(200, {"delivered": payload, "result": result})
 
     def _set_alarm(self, name: str, body: bytes) -> HttpResponse:
-        try:
-            payload = json.loads(body or b"{}")
-        except ValueError:
-            payload = None
+        payload = _local_payload(body)
         state = payload.get("state", ALARM) if isinstance(payload, dict) else None
         if state not in STATES or not 1 <= len(name) <= 255:
             return _error(

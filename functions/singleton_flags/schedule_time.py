@@ -28,6 +28,11 @@ _RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.
 _LOCAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
 _ZONE = re.compile(r"[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*")
 _UTC = "UTC"
+# Files of a zoneinfo directory that are no IANA zone name: the host's own setting (its meaning is whatever the
+# machine running the function is set to), the POSIX-rules default, the "unset" placeholder, and the two copies
+# of the whole database (POSIX-style, and counting leap seconds).
+_NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
+_NOT_ZONE_TREES = ("posix/", "right/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,13 @@ def _zone(name: Any) -> ZoneInfo:
     if not isinstance(name, str) or not _ZONE.fullmatch(name) or len(name) > 64:
         raise InvalidRequest(
             f"'timezone' must be an IANA time zone name such as 'Europe/Paris', got {name!r}",
+            rule="timezone",
+            field="timezone",
+        )
+    if name in _NOT_ZONES or name.startswith(_NOT_ZONE_TREES):
+        raise InvalidRequest(
+            f"'timezone' {name!r} is a file of the host's zone database, not an IANA time zone name such as "
+            "'Europe/Paris'",
             rule="timezone",
             field="timezone",
         )

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -260,6 +261,43 @@ def test_anything_but_an_api_route_is_404_and_nothing_is_forwarded(console, fake
     status, _, answer = send(console.port, method, path, {TOKEN_HEADER: TOKEN}, b"{}" if method != "GET" else b"")
     assert status == 404
     assert json.loads(answer)["error"]["code"] == "NOT_FOUND"
+    assert fake_api.seen == []
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        b"/flags/caf\xc3\xa9",  # raw UTF-8, not percent-encoded
+        b"/flags/a\x00b",
+        b"/flags/a\x7f",
+        b"/flags/schedules/\x01",
+        b"/flags/guards?limit=\xff",
+        b"/flags/history?cursor=a\x00",
+    ],
+)
+def test_a_target_that_is_not_printable_ascii_is_400_and_nothing_is_forwarded(console, fake_api, target):
+    # Given the console's token, and a request line with a byte a browser would have percent-encoded
+    method = b"DELETE" if target.startswith(b"/flags/schedules/") else b"GET"
+    request = (
+        method
+        + b" "
+        + target
+        + b" HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % console.port
+        + TOKEN_HEADER.encode()
+        + b": "
+        + TOKEN.encode()
+        + b"\r\nConnection: close\r\n\r\n"
+    )
+    # When it is sent as bytes (http.client would refuse to send it)
+    with socket.create_connection(("127.0.0.1", console.port), timeout=10) as connection:
+        connection.sendall(request)
+        answer = http.client.HTTPResponse(connection)
+        answer.begin()
+        status, body = answer.status, answer.read()
+    # Then a 400 in the error contract, and nothing reaches the API
+    assert status == 400, body
+    error = json.loads(body)["error"]
+    assert error["code"] == "BAD_REQUEST" and "percent-encode" in error["message"]
     assert fake_api.seen == []
 
 

@@ -55,6 +55,9 @@ def request(method: str, target: str, body: bytes = b"", headers: list[tuple[str
     return Request(method=method, raw_path=path, query=query, headers=headers or [], body=body)
 
 
+DEEP_JSON = b'{"requests": 1, "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"  # beyond the parser's recursion
+
+
 # -- route choice -------------------------------------------------------------------------------------
 
 
@@ -352,7 +355,15 @@ def test_the_throttle_switch_answers_the_next_requests_as_api_gateway_throttles(
 
 @pytest.mark.parametrize(
     "body",
-    [b"", b"nope", b"[]", b'{"requests": -1}', b'{"requests": true}', b'{"requests": 1, "retry_after": 1e9}'],
+    [
+        b"",
+        b"nope",
+        b"[]",
+        b'{"requests": -1}',
+        b'{"requests": true}',
+        b'{"requests": 1, "retry_after": 1e9}',
+        DEEP_JSON,
+    ],
 )
 def test_a_bad_throttle_switch_is_400_and_changes_nothing(config, body):
     functions = RecordingFunctions()
@@ -360,3 +371,20 @@ def test_a_bad_throttle_switch_is_400_and_changes_nothing(config, body):
     answer = api.handle(request("POST", "/_throttle", body))
     assert answer.status == 400 and json.loads(answer.body)["error"]["code"] == "INVALID_REQUEST"
     assert api.handle(request("GET", "/flags")).status == 200
+
+
+@pytest.mark.parametrize(
+    "body", [b"nope", b"[]", b'{"state": "alarm"}', b'{"state": 1}', b'{"state": "ALARM", "x": ' + DEEP_JSON + b"}"]
+)
+def test_a_bad_alarm_state_is_400_and_changes_nothing(config, body):
+    # Given an alarm of the guards' prefix in OK
+    functions = RecordingFunctions({"status": "ignored"})
+    api = local_api(config, functions)
+    name = f"{config.guard_prefix}errors"
+    assert api.handle(request("POST", f"/_alarms/{name}", b'{"state": "OK"}')).status == 200
+    # When a body that is no state arrives
+    answer = api.handle(request("POST", f"/_alarms/{name}", body))
+    # Then 400 in the error contract, the alarm still OK and no guard function invoked
+    assert answer.status == 400 and json.loads(answer.body)["error"]["code"] == "INVALID_REQUEST"
+    assert json.loads(api.handle(request("GET", "/_alarms")).body) == {"alarms": {name: "OK"}}
+    assert functions.calls == []

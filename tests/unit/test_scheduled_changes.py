@@ -166,6 +166,11 @@ def test_when_a_change_may_be_scheduled(scheduling: Scheduling, at: str, status:
         (change(at="2027-03-01T10:00:00", timezone="Mars/Olympus"), "INVALID_REQUEST"),
         (change(at="9999-12-31T23:00:00", timezone="America/New_York"), "INVALID_REQUEST"),
         (change(at="2027-03-01T10:00:00", timezone="../../etc/passwd"), "INVALID_REQUEST"),
+        (change(at="2027-03-01T10:00:00", timezone="localtime"), "INVALID_REQUEST"),  # the host's own setting
+        (change(at="2027-03-01T10:00:00", timezone="posixrules"), "INVALID_REQUEST"),
+        (change(at="2027-03-01T10:00:00", timezone="Factory"), "INVALID_REQUEST"),
+        (change(at="2027-03-01T10:00:00", timezone="right/Europe/Paris"), "INVALID_REQUEST"),
+        (change(at="2027-03-01T10:00:00", timezone="posix/Europe/Paris"), "INVALID_REQUEST"),
         (change(if_version=-1), "INVALID_REQUEST"),
         (change(if_version=True), "INVALID_REQUEST"),
         (change(if_version=10**12), "INVALID_REQUEST"),  # beyond any version; 42 digits would be unstorable
