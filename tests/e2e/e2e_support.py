@@ -172,6 +172,27 @@ def running(log: Path, **overrides: str | None) -> Iterator[Runner]:
         started.stop()
 
 
+@contextmanager
+def flagctl_console(args: Sequence[str], env: Mapping[str, str]) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``python -m flagctl ARGS`` (a console) started, with the first line it printed (its URL); stopped as
+    Ctrl-C stops it on the way out."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flagctl", *args],
+        cwd=REPO_ROOT,
+        env={**env, "PYTHONPATH": str(REPO_ROOT)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        yield process, process.stdout.readline()
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=STOP_TIMEOUT_SECONDS)
+
+
 def eventually(probe: Callable[[], Any], accept: Callable[[Any], bool], timeout: float = 5.0) -> Any:
     """Poll ``probe`` until ``accept`` says yes (the read function's cache is 1 s old at most)."""
     deadline = time.monotonic() + timeout

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +26,14 @@ from console_support import (
     session,
     show_view,
 )
-from e2e_support import REPO_ROOT, Runner, eventually, run_module, runner_env, running
+from e2e_support import (
+    Runner,
+    eventually,
+    flagctl_console as console_process,
+    run_module,
+    runner_env,
+    running,
+)
 from playwright.sync_api import Browser, Error as PlaywrightError, Page, Route, expect, sync_playwright
 
 from singleton_flags.routes import ROUTES
@@ -493,24 +497,10 @@ def test_a_token_in_the_fragment_goes_as_a_header_on_every_api_call_and_nowhere_
 def flagctl_console(console_runner: Runner) -> Iterator[str]:
     """``flagctl console`` in front of the runner (it signs with the runner's fake keys; the runner ignores
     signatures): the URL it prints, token included."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flagctl", "--url", console_runner.url, "console", "--port", "0"],
-        cwd=REPO_ROOT,
-        env={**runner_env(0), "PYTHONPATH": str(REPO_ROOT)},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
+    with console_process(["--url", console_runner.url, "console", "--port", "0"], runner_env(0)) as (_, line):
         match = re.fullmatch(r"console: (?P<url>http://127\.0\.0\.1:\d+/#token=\S+)\n", line)
         assert match, line
         yield match["url"]
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=10)
 
 
 def test_through_flagctl_console_the_page_reads_and_writes_with_its_token(console_runner, console, flagctl_console):

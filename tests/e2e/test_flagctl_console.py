@@ -11,9 +11,7 @@ import http.client
 import json
 import os
 import re
-import signal
 import socket
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -25,7 +23,7 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from e2e_support import REPO_ROOT, Runner
+from e2e_support import REPO_ROOT, Runner, flagctl_console as console_process
 
 from flagctl.console import TOKEN_HEADER, ConsoleProxy, signer_for
 from local.server import LocalServer
@@ -349,23 +347,13 @@ def test_flagctl_console_prints_its_url_with_a_fresh_token_and_forwards_to_the_l
     links = []
     for args in starts:
         # When flagctl console starts in front of the runner
-        process = subprocess.Popen(
-            [sys.executable, "-m", "flagctl", *args],
-            cwd=REPO_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
+        with console_process(args, env) as (process, line):
             # Then it prints its loopback URL with the token in the fragment, never in the query
             match = re.fullmatch(
                 r"console: (?P<link>http://127\.0\.0\.1:(?P<port>\d+)/#token=(?P<token>[A-Za-z0-9_-]{43}))\n", line
             )
             assert match, line
+            assert process.stdout is not None
             assert runner.url in process.stdout.readline()  # where its calls go
             port, token = int(match["port"]), match["token"]
             links.append(match["link"])
@@ -376,9 +364,6 @@ def test_flagctl_console_prints_its_url_with_a_fresh_token_and_forwards_to_the_l
             assert json.loads(answer)["flags"] == direct.body["flags"]
             assert headers["etag"] == direct.header("ETag")
             assert send(port, "GET", "/flags")[0] == 401
-        finally:
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=10)
         assert process.returncode == 0, process.stderr.read() if process.stderr else ""
     # And each start has its own token; --open opened exactly the printed URL
     assert links[0] != links[1]
