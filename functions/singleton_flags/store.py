@@ -209,8 +209,11 @@ class FlagStore:
         item = self._get(singleton_key(self._sort_key))
         return Snapshot.from_item(item, self._declarations, fetched_at=self._clock())
 
-    def _read_current(self) -> _Current:
-        """Consistent read of the singleton; when it is missing, the state an accepted write restores."""
+    def _read_current(self, *, seeding: bool = False) -> _Current:
+        """Consistent read of the singleton; when it is missing, the state an accepted write restores.
+
+        ``seeding``: the deploy-time seed, for which a table with neither item nor record is a new table (its
+        first version, said at INFO), not a lost item (a WARNING otherwise)."""
         item = self._get(singleton_key(self._sort_key))
         if item is not None:
             return _Current(raw=item, snapshot=self._snapshot(item))
@@ -218,7 +221,10 @@ class FlagStore:
         if newest is None:
             raw = {**singleton_key(self._sort_key), VERSION_ATTR: {"N": "0"}}
             raw.update({spec.name: encode(spec, spec.initial) for spec in self._declarations.values()})
-            logger.warning("the flags item is missing and no audit record remains: the initial values restore it")
+            if seeding:
+                logger.info("a new table: the declared initial values are its first version (0)")
+            else:
+                logger.warning("the flags item is missing and no audit record remains: the initial values restore it")
             return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True)
         last = record_version(newest)
         raw = {**singleton_key(self._sort_key), **newest.get(STATE_ATTR, {}).get("M", {})}
@@ -393,7 +399,7 @@ class FlagStore:
         for attempt in range(1, attempts + 1):
             if not budget.allows():
                 break
-            current = self._read_current()
+            current = self._read_current(seeding=kind == KIND_SEED)
             if expected is not None and (current.missing or current.version not in expected):
                 raise self._stale(current, expected)
             plan = plan_for(current.snapshot)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from unit_support import Output, warnings_in
+
 from singleton_flags.codec import decode
 from singleton_flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
 from singleton_flags.keys import VERSION_ATTR, singleton_key
@@ -46,6 +48,23 @@ def test_a_fresh_table_gets_every_initial_value_at_version_zero_without_a_record
     assert item is not None and item[VERSION_ATTR] == {"N": "0"}
     assert {name: decode(spec, item[name]) for name, spec in declarations.items()} == declarations.initials()
     assert result.snapshot.version == 0 and kinds(ddb, table_name, declarations) == []
+
+
+def test_seeding_a_new_table_is_no_warning_but_a_write_finding_nothing_left_is(
+    ddb: Any, table_name: str, declarations: Declarations, stdout: Output
+) -> None:
+    # Given an empty table / When the deploy-time seed creates version 0
+    seed(ddb, table_name, declarations)
+    # Then that is a new table said at INFO, not a lost item
+    records = stdout.records()
+    assert warnings_in(records) == []
+    assert any(r.get("level") == "INFO" and "a new table" in r.get("message", "") for r in records)
+    # When the item is then lost with no record left, and a change restores it
+    ddb.delete_item(TableName=table_name, Key=singleton_key())
+    FlagStore(ddb, table_name, declarations).change({"signup_enabled": False}, actor="alice", reason="after a loss")
+    # Then that one is a warning
+    (warning,) = warnings_in(stdout.records())
+    assert "no audit record remains" in warning["message"]
 
 
 def test_seeding_again_changes_nothing_and_writes_no_version(
