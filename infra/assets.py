@@ -14,13 +14,9 @@ from pathlib import Path
 
 from singleton_flags.layer import package_files, staged_tree
 
-HERE = Path(__file__).resolve().parent
-CHECKOUT_FUNCTIONS = HERE.parent / "functions"  # a checkout: infra/ beside functions/
-HANDLERS_DIR = HERE / "handlers"  # the distribution: singleton_flags/service/handlers/<name>/
+from .constants import CHECKOUT_FUNCTIONS, IN_CHECKOUT
 
-
-def in_checkout() -> bool:
-    return (CHECKOUT_FUNCTIONS / "singleton_flags" / "__init__.py").is_file()
+HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"  # the distribution: singleton_flags/service/handlers/
 
 
 def _handler_files() -> list[tuple[Path, str]]:
@@ -33,6 +29,6 @@ def _handler_files() -> list[tuple[Path, str]]:
 
 def functions_asset_dir(build_dir: Path) -> Path:
     """The directory the functions' code asset is made of."""
-    if in_checkout():
+    if IN_CHECKOUT:
         return CHECKOUT_FUNCTIONS
     return staged_tree(build_dir, "functions", _handler_files() + package_files())

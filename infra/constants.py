@@ -8,9 +8,13 @@ from pathlib import Path
 from singleton_flags import vocabulary
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
+# In a checkout, infra/ sits beside functions/ (the functions' asset as it is); installed as
+# singleton_flags.service, it does not (the asset is staged from the package: infra/assets.py).
+CHECKOUT_FUNCTIONS = _CHECKOUT / "functions"
+IN_CHECKOUT = (CHECKOUT_FUNCTIONS / "singleton_flags" / "__init__.py").is_file()
 # Builds kept between synths (layers, a staged functions asset): the checkout's .build/ (ignored by git), or,
 # built from the installed distribution, .build/ of the directory the CDK app runs in (never site-packages).
-BUILD_DIR = (_CHECKOUT if (_CHECKOUT / "functions" / "singleton_flags").is_dir() else Path.cwd()) / ".build"
+BUILD_DIR = (_CHECKOUT if IN_CHECKOUT else Path.cwd()) / ".build"
 
 # Must equal the aws-lambda-powertools pin in requirements.txt (a test checks): what was tested deploys.
 POWERTOOLS_VERSION = "3.37.0"
