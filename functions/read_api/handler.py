@@ -37,6 +37,7 @@ from singleton_flags.observability import ReadCounter, logger
 from singleton_flags.ofrep import OfrepError, bulk_evaluation, check_key, check_request, evaluation
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader, FlagState, flag_reason
+from singleton_flags.routes import OFREP_FLAG, ROUTES, RouteMatch, match_route
 from singleton_flags.settings import Settings
 from singleton_flags.vocabulary import DEFAULT
 
@@ -179,9 +180,26 @@ def handle_flags_error(error: FlagsError) -> Response[str]:
     return error_response(error)
 
 
+# The read routes whose path parameter is a flag name, by their template in the route table. Powertools' route
+# pattern does not take every character a path segment may hold (a raw ", \ or `): the route table does, and
+# such a name, which no flag has, is answered by its route as any undeclared name, in that route's error shape.
+_NAMED_VIEWS: dict[str, Callable[[str], Response[str]]] = {"/flags/{name}": get_flag, OFREP_FLAG: ofrep_evaluate_flag}
+
+
 @app.not_found
 def handle_no_route(_: NotFoundError) -> Response[str]:
-    return no_route_response(app.current_event.http_method, app.current_event.path)
+    event = app.current_event
+    match = match_route(ROUTES, event.http_method, event.path)
+    view = _NAMED_VIEWS.get(match.route.path) if isinstance(match, RouteMatch) else None
+    if view is None or not isinstance(match, RouteMatch):
+        return no_route_response(event.http_method, event.path)
+    try:
+        (name,) = match.path_parameters.values()
+        return view(name)
+    except OfrepError as error:  # the exception handlers' own answers (their decorator hides their types)
+        return json_response(error.status, error.body(), _NO_STORE)
+    except FlagsError as error:
+        return error_response(error)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

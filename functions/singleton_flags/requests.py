@@ -242,10 +242,12 @@ def single_query_value(event: Mapping[str, Any], name: str, rule: str) -> str | 
 
 
 def query_integer(text: str, name: str, low: int, high: int, rule: str) -> int:
-    """``text`` as an integer in [low, high]: ASCII digits only (no sign, no superscripts), length first."""
-    if not _DIGITS.fullmatch(text) or len(text) > len(str(high)) or not low <= int(text) <= high:
+    """``text`` as an integer in [low, high]: ASCII digits only (no sign, no superscripts; leading zeros are
+    digits too), its significant length checked before any int()."""
+    significant = text.lstrip("0") or "0"
+    if not _DIGITS.fullmatch(text) or len(significant) > len(str(high)) or not low <= int(significant) <= high:
         raise InvalidRequest(f"'{name}' must be an integer between {low} and {high} (digits only)", rule=rule)
-    return int(text)
+    return int(significant)
 
 
 def page_query(

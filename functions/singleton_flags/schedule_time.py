@@ -25,6 +25,7 @@ MIN_LEAD = timedelta(minutes=2)  # Scheduler needs time to create it; a nearer c
 MAX_LEAD = timedelta(days=366)
 
 _RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})")
+_FRACTION = re.compile(r"\.([0-9]+)")
 _LOCAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
 _ZONE = re.compile(r"[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*")
 _UTC = "UTC"
@@ -53,7 +54,10 @@ def _refuse(message: str, rule: str = "at") -> InvalidRequest:
 
 
 def _whole_minute(moment: datetime, text: str) -> None:
-    if moment.second or moment.microsecond:
+    """Seconds :00 and no fraction but zeros, read from the text itself: datetime keeps six fractional digits and
+    drops the rest (``:00.000000001`` would pass as a whole minute)."""
+    fraction = _FRACTION.search(text)
+    if moment.second or moment.microsecond or (fraction is not None and fraction.group(1).strip("0")):
         raise _refuse(f"'at' must be a whole minute (seconds :00, Scheduler's precision), got {text!r}", "at_seconds")
 
 

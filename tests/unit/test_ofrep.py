@@ -172,7 +172,9 @@ class TestOneFlag:
 
 
 class TestOneFlagRefusals:
-    @pytest.mark.parametrize("key", ["no_such_flag", "history", "PK", "%20", "Signup_Enabled"])
+    @pytest.mark.parametrize(
+        "key", ["no_such_flag", "history", "PK", "%20", "Signup_Enabled", 'a"b', "a\\b", "a`b", '"', "\\", "`"]
+    )
     def test_an_unknown_key_is_404_flag_not_found_without_a_read(
         self, read_api: ReadApi, put_flags: Any, get_item_calls: CallCount, key: str
     ) -> None:

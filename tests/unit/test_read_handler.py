@@ -269,7 +269,7 @@ class TestGetOneFlag:
         response = read_api.get("/flags/signup_enabled", resource="/flags/{name}", headers={"If-None-Match": '"3"'})
         assert response["statusCode"] == 304
 
-    @pytest.mark.parametrize("name", ["no_such_flag", "history", "schema_version", "PK", "%20"])
+    @pytest.mark.parametrize("name", ["no_such_flag", "history", "schema_version", "PK", "%20", 'a"b', "a\\b", "a`b"])
     def test_an_unknown_name_is_a_404_json_error(self, read_api: ReadApi, put_flags: Any, name: str) -> None:
         # Given a seeded item
         put_flags()

@@ -14,6 +14,7 @@ from unit_support import (
     REASON,
     WriteApi,
     assert_refused,
+    body_of,
     headers_of,
 )
 
@@ -134,11 +135,19 @@ def test_a_stale_if_match_is_412_even_when_the_values_already_hold(api: WriteApi
 # -- history and revert refusals -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("limit", ["0", "101", "-1", "abc", "1.5", ""])
+@pytest.mark.parametrize("limit", ["0", "101", "-1", "abc", "1.5", "", "000", "00101", "\u0665", "+5"])
 def test_history_refuses_a_bad_limit(api: WriteApi, limit: str) -> None:
     before = api.state()
     response = api.history(limit=limit)
     assert_refused(api, response, before, 400, "INVALID_REQUEST", rule="limit")
+
+
+@pytest.mark.parametrize(("limit", "records"), [("00001", 1), ("0" * 200 + "2", 2), ("0100", 2)])
+def test_a_limit_in_ascii_digits_may_have_leading_zeros(api: WriteApi, limit: str, records: int) -> None:
+    api.patch({"signup_enabled": False})
+    response = api.history(limit=limit)
+    assert response["statusCode"] == 200, response["body"]
+    assert len(body_of(response)["records"]) == records
 
 
 @pytest.mark.parametrize(
