@@ -37,11 +37,18 @@ SEED_FUNCTION = "seed"
 SEED_HANDLER = "seed.handler.handler"
 
 # What each function does to the table, and nothing more. TransactWriteItems is authorised per contained
-# action (its Update and Put), so it needs no action of its own. Query serves GET /flags/history, and both
-# writers' re-seed of a missing singleton (it resumes after the newest audit record: one Query, Limit 1).
+# action (Update, Put, ConditionCheck), so it needs no action of its own. Query serves GET /flags/history, and
+# both writers' re-seed of a missing singleton (it resumes after the newest audit record: one Query, Limit 1).
+# The write API also remembers a keyed no-op: its key's Put with a ConditionCheck of the flags' version.
 DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: ("dynamodb:GetItem",),
-    WRITE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
+    WRITE_FUNCTION: (
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:PutItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:Query",
+    ),
     MAINTENANCE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
     # a guard-revert is a revert (GetItem, the transaction's Update and Put, Query to restore a missing item); the
     # guards' partition: GetItem, Query (the baking guards of an alarm), UpdateItem (a guard's end)

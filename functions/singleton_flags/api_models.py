@@ -153,7 +153,10 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         version: int | None
         reason: Literal[READ_REASONS]  # type: ignore[valid-type]  # the reasons' one definition, as a Literal
         fetched_at: str | None
-        applied: bool = Field(description="False when the values already held: no new version was written.")
+        applied: bool = Field(
+            description="True when this request wrote a version (its change, or the restore of a missing item); "
+            "false when the values already held and nothing was written."
+        )
         changed: dict[str, dict[str, Any]] = Field(description="Flag -> {old, new} of what this write changed.")
         restored: bool | None = Field(
             None, description="True when the flags item was missing and this write restored it first."

@@ -1,8 +1,11 @@
-"""Idempotency-Key: a client's key, scoped to its caller, remembered with the request it named for 24 hours.
+"""Idempotency-Key: a client's key, scoped to its caller, remembered with the answer it got for 24 hours.
 
-The key's item (``IDEMPOTENCY#<sha256(caller, key)>``) is put in the same transaction as the write it names,
-with the request's fingerprint and the resulting version. The same key with the same request answers the
-original result; with another request it is ``IdempotencyKeyReused``.
+The key's item (``IDEMPOTENCY#<sha256(caller, key)>``) holds the request's fingerprint and the answer: for a
+change, the version it answered with and whether it wrote (a no-op is remembered too, at the version it found);
+for a scheduled change, the change's id. It is put in the same transaction as what it names, conditioned on the
+key not existing, so of concurrent senders of one key exactly one is answered first and every other one reads
+the stored answer. The same key with another request is ``IdempotencyKeyReused``. Refusals and outages are not
+remembered: a retry after one is a new attempt.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from singleton_flags.codec import decode_plain, encode_plain
 from singleton_flags.errors import IdempotencyKeyReused, InvalidRequest
 from singleton_flags.keys import PARTITION_KEY, TTL_ATTR, idempotency_key
 
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 MAX_KEY_LENGTH = 255
+ANSWER_ATTR = "answer"
+REPLAYED_HEADER = "Idempotent-Replayed"  # "true" on an answer given before to the same key and request
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +43,15 @@ class Idempotency:
     def key(self) -> dict[str, dict[str, str]]:
         return idempotency_key(self.digest)
 
-    def put(self, table_name: str, version: int, now: float) -> dict[str, Any]:
-        """The transaction's Put of this key's item; an expired item TTL has not deleted yet no longer counts."""
+    def put(self, table_name: str, now: float, answer: Mapping[str, Any]) -> dict[str, Any]:
+        """The transaction's Put of this key's item with its ``answer`` (plain JSON values), conditioned on the
+        key not being remembered already; an expired item TTL has not deleted yet no longer counts."""
         return {
             "TableName": table_name,
             "Item": {
                 **self.key,
                 "fingerprint": {"S": self.fingerprint},
-                "version": {"N": str(version)},
+                ANSWER_ATTR: encode_plain(dict(answer)),
                 TTL_ATTR: {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
             },
             "ConditionExpression": "attribute_not_exists(#pk) OR #ttl < :now",
@@ -52,8 +59,20 @@ class Idempotency:
             "ExpressionAttributeValues": {":now": {"N": str(int(now))}},
         }
 
-    def remembered_version(self, item: Mapping[str, Any] | None, now: float) -> int | None:
-        """The version an earlier request with this key wrote (None: the key is new or expired)."""
+    def release(self, table_name: str) -> dict[str, Any]:
+        """The transaction's Update that forgets this key's answer (its item expires now), conditioned on the item
+        being this request's: for an answer that turned out to be a failure, so a retry is a new attempt."""
+        return {
+            "TableName": table_name,
+            "Key": self.key,
+            "UpdateExpression": "SET #ttl = :expired",
+            "ConditionExpression": "#fingerprint = :fingerprint",
+            "ExpressionAttributeNames": {"#ttl": TTL_ATTR, "#fingerprint": "fingerprint"},
+            "ExpressionAttributeValues": {":expired": {"N": "0"}, ":fingerprint": {"S": self.fingerprint}},
+        }
+
+    def remembered(self, item: Mapping[str, Any] | None, now: float) -> dict[str, Any] | None:
+        """The answer an earlier request with this key got (None: the key is new or expired)."""
         if item is None or int(item.get(TTL_ATTR, {}).get("N", "0")) < int(now):
             return None
         if item.get("fingerprint", {}).get("S") != self.fingerprint:
@@ -61,7 +80,10 @@ class Idempotency:
                 "this Idempotency-Key was used for a different request in the last 24 hours; use a new key",
                 rule="idempotency_key",
             )
-        return int(item["version"]["N"])
+        if ANSWER_ATTR in item:
+            answer: dict[str, Any] = decode_plain(item[ANSWER_ATTR])
+            return answer
+        return {"version": int(item["version"]["N"]), "applied": True}  # kept before answers were stored whole
 
 
 def parse_key(value: str | None) -> str | None:

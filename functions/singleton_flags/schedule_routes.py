@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel
 
 from singleton_flags.http import json_response
+from singleton_flags.idempotency import REPLAYED_HEADER, Idempotency
 from singleton_flags.requests import page_query
 from singleton_flags.route_params import Cursor, json_content, limit_param
 from singleton_flags.routes import SCHEDULES
@@ -30,9 +31,13 @@ def schedules_query(event: Mapping[str, Any]) -> tuple[int, str | None]:
 
 
 def schedule_routes(
-    scheduled: Callable[[], ScheduledChanges], actor: Callable[[], str], models: Mapping[str, type[BaseModel]]
+    scheduled: Callable[[], ScheduledChanges],
+    actor: Callable[[], str],
+    models: Mapping[str, type[BaseModel]],
+    idempotency: Callable[[str, dict[str, Any]], Idempotency | None],
 ) -> Router:
-    """``scheduled`` gives the function's service at each request (its module attribute, which tests replace)."""
+    """``scheduled`` gives the function's service at each request (its module attribute, which tests replace);
+    ``idempotency`` the request's Idempotency-Key for a caller and the request it names (None without one)."""
     router = Router()  # type: ignore[no-untyped-call]  # Powertools' Router.__init__ is unannotated
     schedule_request = models["ScheduleRequest"]
 
@@ -43,8 +48,19 @@ def schedule_routes(
         request: Any = body
         when = parse_schedule_time(request.at, request.timezone)  # validated by the model; parsed for its instant
         changes = request.flags.model_dump(exclude_unset=True)
-        change = scheduled().create(changes, request.reason, when, request.if_version, actor())
-        return json_response(HTTPStatus.CREATED, change.as_json(), NO_STORE)
+        caller = actor()
+        named = {
+            "flags": changes,
+            "reason": request.reason,
+            "at": when.iso,
+            "timezone": when.timezone,
+            "if_version": request.if_version,
+        }
+        change, replayed = scheduled().create(
+            changes, request.reason, when, request.if_version, caller, idempotency(caller, named)
+        )
+        headers = {**NO_STORE, REPLAYED_HEADER: "true"} if replayed else NO_STORE
+        return json_response(HTTPStatus.CREATED, change.as_json(), headers)
 
     @router.get(
         SCHEDULES, responses={200: {"description": "Newest first", "content": json_content(models["Schedules"])}}

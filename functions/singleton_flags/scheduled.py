@@ -22,6 +22,14 @@ then the schedule. If the schedule cannot be created, the item is marked ``faile
 have been created despite the error is deleted, best effort): a schedule without a pending item applies nothing.
 Cancellation is the reverse: the item is marked ``cancelled`` first, then its schedule deleted (best effort: a
 leftover schedule finds a cancelled item, does nothing, and Scheduler deletes it after it fires).
+
+With an ``Idempotency-Key``, the key's item (naming the change's id, which names its schedule and ClientToken) is
+put in the same transaction as the pending item: a retry, a concurrent duplicate, or a retry after a lost answer
+gets the same change back (``Idempotent-Replayed``) and never a second one. A duplicate that finds its change
+still pending and due later creates the schedule again under the same name and ClientToken (Scheduler answers a
+repeat as the same schedule), so a request that stopped between the item and the schedule is completed by its
+retry. A change whose schedule could not be created is marked ``failed`` and its key released in one
+transaction: the answer was a failure, and the retry is a new attempt.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from singleton_flags import transaction
@@ -44,7 +53,9 @@ from singleton_flags.errors import (
     ScheduleNotPending,
     SchedulerFault,
     SchedulerUnavailable,
+    StoreUnavailable,
 )
+from singleton_flags.idempotency import Idempotency
 from singleton_flags.keys import PARTITION_KEY, SCHEDULE_PK, SCHEDULE_SK_PREFIX, SORT_KEY, TTL_ATTR, schedule_key
 from singleton_flags.observability import logger
 from singleton_flags.one_time import OneTimeSchedules
@@ -148,7 +159,10 @@ class ScheduleItems:
         if_version: int | None,
         actor: str,
         now: float,
+        idempotency: Idempotency | None = None,
     ) -> dict[str, Any]:
+        """Write the pending item (with its key's item, in one transaction, when the request has one);
+        ``transaction.Conflict`` when the id, or the key, is taken."""
         item: dict[str, Any] = {
             **schedule_key(schedule_id),
             "id": {"S": schedule_id},
@@ -165,15 +179,47 @@ class ScheduleItems:
         }
         if if_version is not None:
             item["if_version"] = {"N": str(if_version)}
-        transaction.call(
-            self._client,
-            "put_item",
-            TableName=self._table,
-            Item=item,
-            ConditionExpression="attribute_not_exists(#pk)",
-            ExpressionAttributeNames={"#pk": PARTITION_KEY},
-        )
+        put = {
+            "TableName": self._table,
+            "Item": item,
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+        }
+        if idempotency is None:
+            transaction.call(self._client, "put_item", conditional=True, **put)
+            return item
+        key = idempotency.put(self._table, now, {"schedule": schedule_id})
+        self._send([{"Put": put}, {"Put": key}], "the scheduled change")
         return item
+
+    def get_key(self, idempotency: Idempotency) -> dict[str, Any] | None:
+        item: dict[str, Any] | None = transaction.call(
+            self._client, "get_item", TableName=self._table, Key=idempotency.key, ConsistentRead=True
+        ).get("Item")
+        return item
+
+    def fail_and_release(self, schedule_id: str, idempotency: Idempotency, now: float, detail: str) -> bool:
+        """Mark a pending item failed and forget its key's answer, together; False when it was no longer pending."""
+        entries = [
+            {"Update": self.finish_update(schedule_id, FAILED, now, detail=detail)},
+            {"Update": idempotency.release(self._table)},
+        ]
+        try:
+            self._send(entries, "the failed scheduled change")
+        except transaction.Conflict:
+            return False
+        return True
+
+    def _send(self, entries: list[dict[str, Any]], what: str) -> None:
+        """One transaction (resent with its token after a lost answer); ``transaction.Conflict`` on a condition."""
+        request = {"TransactItems": entries, "ClientRequestToken": secrets.token_hex(16)}
+        try:
+            transaction.send(self._client, request, transaction.Budget(None, time.monotonic, 0.0))
+        except transaction.Lost as lost:
+            raise StoreUnavailable(
+                f"the write of {what} was sent but DynamoDB's answer was lost ({lost.cause}); a retry with the "
+                "same Idempotency-Key is safe"
+            ) from lost
 
     def get(self, schedule_id: str) -> ScheduledChange | None:
         item = transaction.call(
@@ -265,38 +311,82 @@ class ScheduledChanges:
         self._make_id = make_id
 
     def create(
-        self, changes: Mapping[str, Any], reason: str, when: ScheduleTime, if_version: int | None, actor: str
-    ) -> ScheduledChange:
-        """``changes`` and ``reason`` already validated (as PATCH validates them); ``when`` parsed."""
+        self,
+        changes: Mapping[str, Any],
+        reason: str,
+        when: ScheduleTime,
+        if_version: int | None,
+        actor: str,
+        idempotency: Idempotency | None = None,
+    ) -> tuple[ScheduledChange, bool]:
+        """``changes`` and ``reason`` already validated (as PATCH validates them); ``when`` parsed. Returns the
+        pending change and whether it is the answer of an earlier request with the same Idempotency-Key."""
+        if idempotency is not None:
+            replayed = self._replay(idempotency)
+            if replayed is not None:
+                return replayed, True
         now = self._clock()
         check_lead(when, now)
         schedule_id = self._make_id(now)
-        item = self._items.put_pending(schedule_id, changes, reason, when, if_version, actor, now)
-        name = schedule_name(schedule_id)
         try:
-            self._schedules.create(
-                name,
-                when.utc,
-                "UTC",  # the instant, already resolved from the local time and zone (schedule_time)
-                {PAYLOAD_KEY: schedule_id},
-                description=f"singleton-flags scheduled change {schedule_id}: {reason}",
-            )
+            item = self._items.put_pending(schedule_id, changes, reason, when, if_version, actor, now, idempotency)
+        except transaction.Conflict:
+            replayed = self._replay(idempotency) if idempotency is not None else None
+            if replayed is not None:  # a concurrent duplicate with the same key was first
+                return replayed, True
+            raise StoreUnavailable("a scheduled change with the same id was created at this moment; retry") from None
+        change = ScheduledChange.from_item(item)
+        try:
+            self._schedule(change)
         except (SchedulerUnavailable, SchedulerFault) as exc:
-            self._discard(schedule_id, name, exc)
+            self._discard(schedule_id, schedule_name(schedule_id), exc, idempotency)
             raise
         logger.info("scheduled change created", schedule=schedule_id, at=when.iso, flags=sorted(changes), actor=actor)
-        return ScheduledChange.from_item(item)
+        return change, False
 
-    def _discard(self, schedule_id: str, name: str, cause: SchedulerUnavailable | SchedulerFault) -> None:
-        """The schedule could not be created: the item is marked failed, so nothing can apply it; a schedule
-        that may exist despite the error (a lost answer) is deleted, best effort."""
+    def _schedule(self, change: ScheduledChange) -> None:
+        """The change's one-time schedule, created (or found: the same name is the same ClientToken)."""
+        self._schedules.create(
+            schedule_name(change.id),
+            datetime.fromisoformat(change.at),
+            "UTC",  # the instant, already resolved from the local time and zone (schedule_time)
+            {PAYLOAD_KEY: change.id},
+            description=f"singleton-flags scheduled change {change.id}: {change.reason}",
+        )
+
+    def _replay(self, idempotency: Idempotency) -> ScheduledChange | None:
+        """The change an earlier request with this key created, as it is now (None: the key is new). A pending
+        change still due later gets its schedule created again (the same name: no second schedule), in case
+        that request stopped before creating it."""
+        answer = idempotency.remembered(self._items.get_key(idempotency), self._clock())
+        if answer is None:
+            return None
+        change = self._items.get(str(answer["schedule"]))
+        if change is None:  # expired from the table with its key still remembered: nothing to answer with
+            return None
+        if change.status == PENDING and datetime.fromisoformat(change.at).timestamp() > self._clock() + 60:
+            self._schedule(change)
+        return change
+
+    def _discard(
+        self,
+        schedule_id: str,
+        name: str,
+        cause: SchedulerUnavailable | SchedulerFault,
+        idempotency: Idempotency | None = None,
+    ) -> None:
+        """The schedule could not be created: the item is marked failed, so nothing can apply it (and its key, if
+        any, released: a retry is a new attempt); a schedule that may exist despite the error (a lost answer) is
+        deleted, best effort."""
         try:
             self._schedules.delete(name)
         except (SchedulerUnavailable, SchedulerFault):
             logger.warning("a schedule that may exist could not be deleted; it would find a failed item", schedule=name)
-        marked = self._items.finish(
-            schedule_id, FAILED, self._clock(), detail=f"its schedule could not be created: {cause.message}"
-        )
+        detail = f"its schedule could not be created: {cause.message}"
+        if idempotency is None:
+            marked = self._items.finish(schedule_id, FAILED, self._clock(), detail=detail)
+        else:
+            marked = self._items.fail_and_release(schedule_id, idempotency, self._clock(), detail)
         logger.error(
             "scheduled change not created: Scheduler failed", schedule=schedule_id, error=cause.message, marked=marked
         )

@@ -5,12 +5,18 @@ A change is ONE ``TransactWriteItems``:
       ``updated_at``, ``updated_by``, conditioned on ``schema_version = :current``;
   (b) ``Put`` of the audit record ``AUDIT#APP / AUDIT#<zero-padded next>`` (singleton_flags.audit), conditioned on
       ``attribute_not_exists``;
-  (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, resulting version, 24 h TTL);
+  (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, the answer, 24 h TTL),
+      conditioned on the key not being remembered yet;
   (d) the caller's companions: items that belong to the new version (a guarded change's ``GUARD#`` item, or a
       guard's own state change when it reverts), each with its own condition.
 All commit or none does. A cancelled transaction is a conflict: consistent re-read, jittered back-off,
 retry, a bounded number of times, then ``WriteConflict``. With an expected version (HTTP If-Match) there is
 one attempt and a stale version is ``PreconditionFailed``.
+
+A key remembers every answer it gave: a write that changes nothing (a no-op) writes no version, but with an
+``Idempotency-Key`` it still commits the key's item, in a transaction with a ``ConditionCheck`` that the flags
+are still at the version the no-op was decided on. Whoever loses a race for a key (its transaction cancelled,
+or its no-op decided after the winner committed) reads the winner's answer instead of deciding again.
 
 Exactly once under ambiguity: each attempt's request is built once, with its own ``ClientRequestToken``.
 When DynamoDB's answer is lost (a timeout, a 5xx), the byte-identical request is sent again with the same
@@ -120,6 +126,11 @@ class ChangeResult:
     changed: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # flag -> {"old", "new"}
     restored: bool = False  # a missing item was restored by this write
     replayed: bool = False  # the answer of an earlier request with the same Idempotency-Key
+
+    @property
+    def wrote(self) -> bool:
+        """This request wrote a version: its change, or the restore of a missing item (or both)."""
+        return self.applied or self.restored
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,10 +376,12 @@ class FlagStore:
 
         return self._write(planned, actor=actor, reason=reason, kind=KIND_SEED, seed_only_missing=True)
 
-    def restore(self, *, actor: str, reason: str) -> ChangeResult:
+    def restore(self, *, actor: str, reason: str, idempotency: Idempotency | None = None) -> ChangeResult:
         """Bring a missing item back now, by the restore rule (its newest record's state at a new version; the
         initial values at version 0 when no record remains); an item that exists is left as it is."""
-        return self._write(lambda current: Plan(changes={}), actor=actor, reason=reason, kind=KIND_RESTORE)
+        return self._write(
+            lambda current: Plan(changes={}), actor=actor, reason=reason, kind=KIND_RESTORE, idempotency=idempotency
+        )
 
     def _write(
         self,
@@ -403,14 +416,18 @@ class FlagStore:
             if expected is not None and (current.missing or current.version not in expected):
                 raise self._stale(current, expected)
             plan = plan_for(current.snapshot)
-            if plan is None:
-                return self._result(current.snapshot, applied=False, attempts=attempt)
-            diff = self._diff(current, plan.changes, seed_only_missing)
-            owner_sets, owner_removes = self._ownership_delta(current, plan.ownership)
+            diff: dict[str, dict[str, Any]] = {}
+            owner_sets: dict[str, Any] = {}
+            owner_removes: list[str] = []
+            if plan is not None:
+                diff = self._diff(current, plan.changes, seed_only_missing)
+                owner_sets, owner_removes = self._ownership_delta(current, plan.ownership)
             applied = bool(diff or owner_sets or owner_removes)
-            if not applied and not current.missing:
-                return self._result(current.snapshot, applied=False, attempts=attempt)
             try:
+                if plan is None or (not applied and not current.missing):  # a no-op: no version
+                    if idempotency is not None:
+                        self._remember_no_op(current, idempotency, budget)
+                    return self._result(current.snapshot, applied=False, attempts=attempt)
                 new_raw = self._commit(
                     current,
                     diff,
@@ -425,7 +442,7 @@ class FlagStore:
                     companions,
                 )
             except transaction.Conflict:
-                if idempotency is not None:
+                if idempotency is not None:  # a race for the key: the winner's answer is this request's answer
                     replay = self._replay(idempotency)
                     if replay is not None:
                         return replay
@@ -558,8 +575,9 @@ class FlagStore:
             items.append(
                 {"Put": self._put(self._record(next_version, now, actor, reason, kind, diff, new_raw, token, extra))}
             )
-        if idempotency is not None and applied:
-            items.append({"Put": idempotency.put(self._table, next_version, now)})
+        if idempotency is not None:
+            answer = {"version": next_version, "applied": applied, "restored": current.missing}
+            items.append({"Put": idempotency.put(self._table, now, answer)})
         if companions is not None and applied:
             items.extend(companions(next_version, now))
         request = {"TransactItems": items, "ClientRequestToken": token}
@@ -618,7 +636,7 @@ class FlagStore:
             )
 
     def _update(self, current: _Current, sets: Mapping[str, Any], removes: list[str]) -> dict[str, Any]:
-        names = {"#version": VERSION_ATTR, "#pk": PARTITION_KEY}
+        names: dict[str, str] = {}
         values: dict[str, Any] = {}
         clauses = []
         for index, (attr, value) in enumerate(sets.items()):
@@ -630,21 +648,46 @@ class FlagStore:
             for index, attr in enumerate(removes):
                 names[f"#r{index}"] = attr
             expression += " REMOVE " + ", ".join(f"#r{index}" for index in range(len(removes)))
-        if current.missing:
-            condition = "attribute_not_exists(#pk)"
-            del names["#version"]
-        else:
-            condition = "#version = :current"
-            values[":current"] = {"N": str(current.version)}
-            del names["#pk"]
+        expects = self._expects(current)
         return {
-            "TableName": self._table,
-            "Key": singleton_key(self._sort_key),
+            **expects,
             "UpdateExpression": expression,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
+            "ExpressionAttributeNames": {**names, **expects["ExpressionAttributeNames"]},
+            "ExpressionAttributeValues": {**values, **expects.get("ExpressionAttributeValues", {})},
         }
+
+    def _expects(self, current: _Current) -> dict[str, Any]:
+        """The singleton's key with the condition that it is still as ``current`` found it: at its version, or
+        still missing."""
+        check: dict[str, Any] = {"TableName": self._table, "Key": singleton_key(self._sort_key)}
+        if current.missing:
+            check["ConditionExpression"] = "attribute_not_exists(#pk)"
+            check["ExpressionAttributeNames"] = {"#pk": PARTITION_KEY}
+        else:
+            check["ConditionExpression"] = "#version = :current"
+            check["ExpressionAttributeNames"] = {"#version": VERSION_ATTR}
+            check["ExpressionAttributeValues"] = {":current": {"N": str(current.version)}}
+        return check
+
+    def _remember_no_op(self, current: _Current, idempotency: Idempotency, budget: transaction.Budget) -> None:
+        """Remember that this key's request changed nothing at ``current``'s version: the key's item, committed
+        only while the flags are still at that version (else ``transaction.Conflict``: decide again, or read the
+        answer of whoever holds the key). An answer lost on the way is a 503: the retry with the key is safe."""
+        answer = {"version": current.version, "applied": False}
+        request = {
+            "TransactItems": [
+                {"ConditionCheck": self._expects(current)},
+                {"Put": idempotency.put(self._table, self._clock(), answer)},
+            ],
+            "ClientRequestToken": self._token(),
+        }
+        try:
+            transaction.send(self._client, request, budget)
+        except transaction.Lost as lost:
+            raise StoreUnavailable(
+                f"the write changed nothing, but its Idempotency-Key could not be recorded ({lost.cause}); "
+                "a retry with the same Idempotency-Key is safe"
+            ) from lost
 
     def _record(
         self,
@@ -694,17 +737,21 @@ class FlagStore:
         return bool(item.get(TOKEN_ATTR, {}).get("S") == token)
 
     def _replay(self, idempotency: Idempotency) -> ChangeResult | None:
-        """The earlier outcome of the same Idempotency-Key, or None when the key is new (or expired)."""
-        version = idempotency.remembered_version(self._get(idempotency.key), self._clock())
-        if version is None:
+        """The answer an earlier request with the same Idempotency-Key got, or None when the key is new (or
+        expired): the state right after the version it answered with, a no-op's included."""
+        answer = idempotency.remembered(self._get(idempotency.key), self._clock())
+        if answer is None:
             return None
-        record = self._get(audit_key(version))
-        if record is None:  # the trail kept less than a day: answer with today's state
-            return self._result(self.current(), applied=True, attempts=0, replayed=True)
-        raw = {**singleton_key(self._sort_key), **record.get(STATE_ATTR, {}).get("M", {})}
-        raw[VERSION_ATTR] = {"N": str(version)}
-        changes = audit_record(record)["changes"]
-        return self._result(self._snapshot(raw), applied=True, attempts=0, changed=changes, replayed=True)
+        version, applied, restored = int(answer["version"]), bool(answer["applied"]), bool(answer.get("restored"))
+        outcome: dict[str, Any] = {"applied": applied, "restored": restored, "attempts": 0, "replayed": True}
+        record = self._get(audit_key(max(version, 1)))
+        try:
+            raw = self._state_from(record, version)
+        except VersionNotFound:  # no record of it yet (a no-op at version 0) or none kept: today's state
+            return self._result(self.current(), **outcome)
+        if (applied or restored) and record is not None:
+            outcome["changed"] = audit_record(record)["changes"]
+        return self._result(self._snapshot(raw), **outcome)
 
     # -- history and revert ------------------------------------------------------------------------
 
@@ -731,7 +778,10 @@ class FlagStore:
         Version 0 (the seeded state) has no record of its own: it is version 1's state with version 1's
         old values put back, and no window holding maintenance.
         """
-        record = self._get(audit_key(max(version, 1)))
+        return self._state_from(self._get(audit_key(max(version, 1))), version)
+
+    def _state_from(self, record: Mapping[str, Any] | None, version: int) -> dict[str, Any]:
+        """``_state_item`` from the record it reads (``version``'s own, or version 1's for version 0)."""
         if record is None or STATE_ATTR not in record:
             what = "version 1's record, which holds it," if version == 0 else f"version {version}"
             raise VersionNotFound(

@@ -46,7 +46,7 @@ from singleton_flags.http import (
     no_route_response,
     parse_entity_tags,
 )
-from singleton_flags.idempotency import Idempotency, parse_key
+from singleton_flags.idempotency import REPLAYED_HEADER, Idempotency, parse_key
 from singleton_flags.observability import ReadCounter, count_write_retry, emit_count, logger, metrics, tracer
 from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget, scheduler_client
 from singleton_flags.provider import SingletonProvider
@@ -193,16 +193,16 @@ def _idempotency(actor: str, request: dict[str, Any], expected: int | Versions |
 
 def _state_response(result: ChangeResult, guard: dict[str, Any] | None = None) -> Response[str]:
     snapshot = result.snapshot
-    if result.applied or result.restored:
+    if result.wrote:
         READER.prime(snapshot)
-    if result.applied and not result.replayed:
+    if result.wrote and not result.replayed:
         metrics.add_metric(name=CHANGES_APPLIED, unit=MetricUnit.Count, value=1)
     body = {
         "flags": dict(result.values),
         "version": snapshot.version,
         "reason": STATIC,
         "fetched_at": iso_time(snapshot.fetched_at),
-        "applied": result.applied,
+        "applied": result.wrote,  # a version was written: the change, or the restore of a missing item
         "changed": dict(result.changed),
     }
     if result.restored:
@@ -211,7 +211,7 @@ def _state_response(result: ChangeResult, guard: dict[str, Any] | None = None) -
         body["guard"] = guard
     headers = {"ETag": format_etag(snapshot.version or 0), "Cache-Control": "no-store"}
     if result.replayed:
-        headers["Idempotent-Replayed"] = "true"
+        headers[REPLAYED_HEADER] = "true"
     return json_response(HTTPStatus.OK, body, headers)
 
 
@@ -267,7 +267,9 @@ def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = Non
 )
 def restore_flags(body: Annotated[RestoreRequest, Body()]):  # type: ignore[no-untyped-def]  # on purpose, see above
     """A missing flags item back now (from its newest audit record, as a new version); an existing one untouched."""
-    result = STORE.restore(actor=_actor(), reason=body.reason)
+    actor = _actor()
+    idempotency = _idempotency(actor, {"reason": body.reason}, None)
+    result = STORE.restore(actor=actor, reason=body.reason, idempotency=idempotency)
     return _state_response(result)
 
 
@@ -340,7 +342,9 @@ def handle_no_route(_: NotFoundError) -> Response[str]:
     return no_route_response(app.current_event.http_method, app.current_event.path)
 
 
-app.include_router(schedule_routes(lambda: SCHEDULED, _actor, MODELS))
+app.include_router(
+    schedule_routes(lambda: SCHEDULED, _actor, MODELS, lambda actor, request: _idempotency(actor, request, None))
+)
 app.include_router(guard_routes(lambda: GUARDS, MODELS))
 app.include_router(console_routes(lambda: DECLARATION_LIST, lambda: WINDOW_SCHEDULES, MODELS))
 # The paginated GETs' own query rules, which name the parameter their schema refused (_as_refusal)

@@ -37,7 +37,14 @@ LEADING_KEYS = {
 # Stated here on purpose (not imported from infra): least privilege is what these tests pin down.
 TABLE_ACTIONS = {
     "read": {"dynamodb:GetItem"},
-    "write": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"},
+    # ConditionCheckItem: a keyed no-op is remembered with a ConditionCheck of the flags' version
+    "write": {
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:PutItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:Query",
+    },
     # Query: the store re-seeds a missing singleton after the newest audit record, from either writer
     "maintenance": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"},
     "guard": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"},
@@ -277,6 +284,82 @@ def test_each_function_has_its_own_role_with_exactly_what_it_uses(synth: Synth, 
     # CloudWatch action (the statement may share '*' with X-Ray's actions: CDK merges statements of one resource)
     assert granted == ({"cloudwatch:DescribeAlarms"} & OTHER_ACTIONS[name])
     assert all(s["Resource"] == "*" and "Condition" not in s for s in cloudwatch)
+
+
+# How IAM authorises each entry of a TransactWriteItems: by the permission of the operation it stands for.
+TRANSACT_ITEM_ACTIONS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
+
+
+class _RecordingClient:
+    """A DynamoDB client that records the IAM action of every call it makes, a transaction's entries included."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.actions: set[str] = set()
+
+    def __getattr__(self, operation: str) -> Any:
+        call = getattr(self._real, operation)
+
+        def recorded(**params: Any) -> Any:
+            if operation == "transact_write_items":
+                for entry in params["TransactItems"]:
+                    self.actions.update(TRANSACT_ITEM_ACTIONS[kind] for kind in entry)
+            else:
+                self.actions.add("dynamodb:" + "".join(part.capitalize() for part in operation.split("_")))
+            return call(**params)
+
+        return recorded
+
+
+def test_the_write_role_allows_every_dynamodb_action_the_write_path_sends(synth: Synth) -> None:
+    # Given the write path on moto: a keyed change, a keyed no-op, history, and a write that restores the item
+    from moto import mock_aws
+
+    from local.dynamodb_local import create_table
+    from singleton_flags.declarations import load_declarations
+    from singleton_flags.idempotency import Idempotency
+    from singleton_flags.keys import singleton_key
+    from singleton_flags.store import FlagStore
+    from tests.support.write_workload import seed_table
+
+    declarations = load_declarations()
+    with mock_aws():
+        real = boto3_dynamodb_client()
+        create_table(real, "flags")
+        seed_table(real, "flags", declarations)
+        client = _RecordingClient(real)
+        store = FlagStore(client, "flags", declarations, sleep=lambda _: None)
+        for key in ("applies", "no-op"):
+            request = {"flags": {"signup_enabled": False}}
+            store.change(
+                {"signup_enabled": False}, actor="a", reason="r", idempotency=Idempotency.of("a", key, request)
+            )
+        store.history()
+        real.delete_item(TableName="flags", Key=singleton_key())
+        store.change({"signup_enabled": True}, actor="a", reason="r")
+    # When the write role's table statement is read from the template
+    table_statements = [
+        statement
+        for statement in tt.role_statements(synth.template, role_of(synth, "write"))
+        if any(action.startswith("dynamodb:") for action in tt.as_list(statement["Action"]))
+    ]
+    granted = {action for statement in table_statements for action in tt.as_list(statement["Action"])}
+    # Then every action the write path sent is granted (a ConditionCheck needs ConditionCheckItem of its own)
+    assert "dynamodb:ConditionCheckItem" in client.actions
+    assert client.actions <= granted, client.actions - granted
+
+
+def boto3_dynamodb_client() -> Any:
+    import boto3
+
+    return boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
 
 
 def test_roles_are_not_shared(synth: Synth) -> None:

@@ -56,7 +56,12 @@ def test_each_operation_documents_the_statuses_its_function_answers(document):
             expected.add("429")  # API Gateway's THROTTLED, with Retry-After: what the OFREP providers back off on
         assert set(responses) == expected, f"{route.method} {route.path}"
         # Powertools' default 422 for a validation failure is mapped to 400; only a reused Idempotency-Key is 422
-        takes_a_key = (route.method, route.path) in {("PATCH", "/flags"), ("POST", "/flags/revert")}
+        takes_a_key = (route.method, route.path) in {
+            ("PATCH", "/flags"),
+            ("POST", "/flags/revert"),
+            ("POST", "/flags/restore"),
+            ("POST", "/flags/schedules"),
+        }
         assert ("422" in responses) is takes_a_key
 
 

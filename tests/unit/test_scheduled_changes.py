@@ -140,6 +140,8 @@ def test_an_ambiguous_local_time_is_its_first_occurrence(scheduling: Scheduling)
         ("2028-03-01T08:01:00Z", 400, "at_too_far"),
         ("2027-03-01T09:00:30Z", 400, "at_seconds"),
         ("2027-03-01T09:00:00.500Z", 400, "at_seconds"),
+        ("2027-03-01T09:00:00.000000001Z", 400, "at_seconds"),  # past datetime's six digits: still not :00
+        ("2027-03-01T09:00:00.000000000Z", 201, None),
         ("2027-03-01T09:00:00", 400, "timezone"),  # a local time without its zone
         ("2027-02-30T09:00:00Z", 400, "at"),
         ("9999-12-31T23:59:00-14:00", 400, "at"),  # past datetime's range once in UTC: refused, never a 500
@@ -200,6 +202,64 @@ def test_a_schedule_scheduler_cannot_create_leaves_a_failed_item_and_no_schedule
     (listed,) = body_of(scheduling.api("GET", "/flags/schedules"))["schedules"]
     assert listed["status"] == "failed" and "could not be created" in listed["detail"]
     assert scheduling.schedules() == []
+
+
+# ---------------------------------------------------------------------------------------------- Idempotency-Key
+
+
+def keyed(scheduling: Scheduling, key: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    return scheduling.api("POST", "/flags/schedules", body=body or change(), headers={"Idempotency-Key": key})
+
+
+def pending(scheduling: Scheduling) -> list[dict[str, Any]]:
+    listed = body_of(scheduling.api("GET", "/flags/schedules"))["schedules"]
+    return [schedule for schedule in listed if schedule["status"] == "pending"]
+
+
+def test_a_scheduled_change_retried_with_its_key_is_created_once(scheduling: Scheduling) -> None:
+    # Given a change scheduled with an Idempotency-Key whose answer the client did not get
+    first = keyed(scheduling, "launch-1")
+    assert first["statusCode"] == 201 and "Idempotent-Replayed" not in first["multiValueHeaders"]
+    # When the client retries with the same key
+    again = keyed(scheduling, "launch-1")
+    # Then the same change, replayed: one pending change and one schedule, named after it
+    assert again["statusCode"] == 201 and again["multiValueHeaders"]["Idempotent-Replayed"] == ["true"]
+    assert body_of(again) == body_of(first)
+    assert [schedule["id"] for schedule in pending(scheduling)] == [body_of(first)["id"]]
+    assert [schedule["Name"] for schedule in scheduling.schedules()] == [f"change-{body_of(first)['id']}"]
+
+
+def test_a_keyed_change_whose_schedule_is_missing_gets_it_from_the_retry(scheduling: Scheduling) -> None:
+    # Given a keyed change whose request stopped after its item, before its schedule existed
+    created = body_of(keyed(scheduling, "stopped"))
+    scheduling.scheduler.delete_schedule(Name=f"change-{created['id']}", GroupName=SCHEDULE_GROUP)
+    # When the client retries with its key / Then the schedule is created again, under the same name, once
+    again = keyed(scheduling, "stopped")
+    assert again["multiValueHeaders"]["Idempotent-Replayed"] == ["true"] and body_of(again)["id"] == created["id"]
+    assert [schedule["Name"] for schedule in scheduling.schedules()] == [f"change-{created['id']}"]
+    assert len(pending(scheduling)) == 1
+
+
+def test_a_key_names_one_scheduled_change_request(scheduling: Scheduling) -> None:
+    keyed(scheduling, "one-request")
+    other = keyed(scheduling, "one-request", change(at="2027-03-01T09:30:00Z"))
+    assert other["statusCode"] == 422 and body_of(other)["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert len(pending(scheduling)) == 1 and len(scheduling.schedules()) == 1
+
+
+def test_a_keyed_change_scheduler_refused_releases_its_key_for_the_retry(scheduling: Scheduling) -> None:
+    # Given a keyed change whose schedule Scheduler could not create (503, the item marked failed)
+    stubber = Stubber(scheduling.scheduler)
+    stubber.add_client_error("create_schedule", service_error_code="ThrottlingException", http_status_code=400)
+    stubber.add_client_error("delete_schedule", service_error_code="ResourceNotFoundException", http_status_code=404)
+    with stubber:
+        assert keyed(scheduling, "after-503")["statusCode"] == 503
+    # When the client retries with the same key once Scheduler answers
+    again = keyed(scheduling, "after-503")
+    # Then a new attempt: one pending change with its schedule (the failed one stays failed), not replayed
+    assert again["statusCode"] == 201 and "Idempotent-Replayed" not in again["multiValueHeaders"]
+    assert [schedule["id"] for schedule in pending(scheduling)] == [body_of(again)["id"]]
+    assert len(scheduling.schedules()) == 1
 
 
 def test_schedules_are_listed_newest_first_a_page_at_a_time(scheduling: Scheduling) -> None:

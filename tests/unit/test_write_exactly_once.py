@@ -13,6 +13,7 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 from unit_support import WriteApi, assert_refused, body_of, headers_of
 
+from singleton_flags.keys import singleton_key
 from singleton_flags.transaction import MAX_RESENDS
 
 
@@ -169,6 +170,140 @@ def test_a_retry_after_outcome_unknown_with_the_same_key_answers_the_committed_w
     # Then it hears the committed result; the change exists once
     assert retried["statusCode"] == 200 and headers_of(retried)["Idempotent-Replayed"] == "true"
     assert body_of(retried)["version"] == 2 and versions(api) == [1, 2]
+
+
+class InterleavingClient:
+    """A DynamoDB client that runs ``between`` once, right before its first ``operation`` (for ``get_item``: the
+    first read of the flags item): another writer's request landing between this one's steps."""
+
+    def __init__(self, real: Any, between: Any, *, operation: str = "get_item") -> None:
+        self._real = real
+        self._between = between
+        self._operation = operation
+
+    def _maybe_interleave(self, operation: str, params: dict[str, Any]) -> None:
+        if operation != self._operation or self._between is None:
+            return
+        if operation == "get_item" and params["Key"]["PK"]["S"] != "SETTINGS#APP":
+            return
+        between, self._between = self._between, None
+        between()
+
+    def get_item(self, **params: Any) -> Any:
+        self._maybe_interleave("get_item", params)
+        return self._real.get_item(**params)
+
+    def transact_write_items(self, **params: Any) -> Any:
+        self._maybe_interleave("transact_write_items", params)
+        return self._real.transact_write_items(**params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def test_a_no_op_is_remembered_and_its_retry_never_overwrites_a_later_change(api: WriteApi) -> None:
+    # Given a keyed PATCH that changes nothing (signup is already on) at version 1
+    first = api.patch({"signup_enabled": True}, headers={"Idempotency-Key": "noop-1"})
+    assert body_of(first)["applied"] is False and body_of(first)["version"] == 1
+    # And another writer who then switches signup off
+    api.patch({"signup_enabled": False})
+    after_other = api.state()
+    # When the first client retries with its key (its answer was lost)
+    again = api.patch({"signup_enabled": True}, headers={"Idempotency-Key": "noop-1"})
+    # Then it hears its original no-op, replayed, and the other writer's change stands
+    assert again["statusCode"] == 200 and headers_of(again)["Idempotent-Replayed"] == "true"
+    assert (body_of(again)["applied"], body_of(again)["version"], body_of(again)["changed"]) == (False, 1, {})
+    assert body_of(again)["flags"] == body_of(first)["flags"] and headers_of(again)["ETag"] == '"1"'
+    assert api.state() == after_other
+
+
+def test_a_no_op_revert_is_remembered_and_its_retry_never_overwrites_a_later_change(api: WriteApi) -> None:
+    # Given a keyed revert to the version the flags are already at (a no-op)
+    first = api.revert(1, headers={"Idempotency-Key": "noop-revert"})
+    assert body_of(first)["applied"] is False
+    api.patch({"ai_search_enabled": False})  # another writer, after it
+    after_other = api.state()
+    # When it is retried with its key / Then the no-op is replayed and the later change stands
+    again = api.revert(1, headers={"Idempotency-Key": "noop-revert"})
+    assert headers_of(again)["Idempotent-Replayed"] == "true" and body_of(again)["applied"] is False
+    assert body_of(again)["version"] == 1 and api.state() == after_other
+
+
+def test_a_duplicate_that_decides_after_the_original_committed_replays_it(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a duplicate whose key check found nothing, and the original committing right after that check
+    def original() -> None:
+        api.use_store(monkeypatch, api.client)
+        answer = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "raced"})
+        assert body_of(answer)["applied"] is True
+        api.use_store(monkeypatch, racing)
+
+    racing = InterleavingClient(api.client, original)
+    api.use_store(monkeypatch, racing)
+    # When the duplicate reads the flags (already as it asks: a no-op for it on its own)
+    duplicate = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "raced"})
+    # Then it answers the original's result, replayed, not a no-op of its own
+    assert duplicate["statusCode"] == 200 and headers_of(duplicate)["Idempotent-Replayed"] == "true"
+    assert (body_of(duplicate)["applied"], body_of(duplicate)["version"]) == (True, 2)
+    assert body_of(duplicate)["changed"] == {"signup_enabled": {"old": True, "new": False}}
+    assert versions(api) == [1, 2]
+
+
+def test_a_no_op_decided_on_a_version_that_moved_is_decided_again(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a keyed PATCH that is a no-op at version 1, and another writer committing after it read version 1
+    def other_writer() -> None:
+        api.client.transact_write_items(**other_change)
+
+    api.use_store(monkeypatch, api.client)
+    api.patch({"signup_enabled": False})  # v2: signup off
+    api.revert(1)  # v3: signup on again; the other writer's change will be v4 (signup off)
+    before = api.state()
+    other_change = _transaction_switching_signup_off(api, monkeypatch)
+    assert api.state() == before
+    racing = InterleavingClient(api.client, other_writer, operation="transact_write_items")
+    api.use_store(monkeypatch, racing)
+    # When the keyed PATCH runs (its first decision is a no-op on version 3, its remember fails on version 4)
+    answer = api.patch({"signup_enabled": True}, headers={"Idempotency-Key": "moved"})
+    # Then it decided again on version 4 and applied its change as version 5
+    assert answer["statusCode"] == 200 and "Idempotent-Replayed" not in headers_of(answer)
+    assert (body_of(answer)["applied"], body_of(answer)["version"]) == (True, 5)
+    again = api.patch({"signup_enabled": True}, headers={"Idempotency-Key": "moved"})
+    assert headers_of(again)["Idempotent-Replayed"] == "true" and body_of(again)["version"] == 5
+
+
+def _transaction_switching_signup_off(api: WriteApi, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The TransactWriteItems request the store sends for "signup off" at the current version, captured unsent."""
+    sent: list[dict[str, Any]] = []
+
+    class Capturing:
+        def transact_write_items(self, **params: Any) -> Any:
+            sent.append(params)
+            return {}
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(api.client, name)
+
+    api.use_store(monkeypatch, Capturing())
+    api.patch({"signup_enabled": False})
+    api.use_store(monkeypatch, api.client)
+    assert len(sent) == 1
+    return sent[0]
+
+
+def test_a_restore_that_wrote_is_applied_and_its_retry_replays_it(api: WriteApi) -> None:
+    # Given a missing flags item, restored with a key
+    api.client.delete_item(TableName=api.table, Key=singleton_key())
+    first = api("POST", "/flags/restore", body={"reason": "incident"}, headers={"Idempotency-Key": "restore-1"})
+    assert (body_of(first)["applied"], body_of(first)["restored"], body_of(first)["version"]) == (True, True, 2)
+    # When it is retried with the key after the item exists again
+    again = api("POST", "/flags/restore", body={"reason": "incident"}, headers={"Idempotency-Key": "restore-1"})
+    # Then the original "applied, restored" answer, replayed (not "no change")
+    assert headers_of(again)["Idempotent-Replayed"] == "true"
+    assert (body_of(again)["applied"], body_of(again)["restored"], body_of(again)["version"]) == (True, True, 2)
+    assert versions(api) == [1, 2]
 
 
 @pytest.mark.parametrize("key", ["", " ", "x" * 256, "caf\u00e9", "a b", "tab\there"], ids=repr)

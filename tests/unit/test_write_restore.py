@@ -19,7 +19,7 @@ def test_restore_brings_a_missing_item_back_from_its_newest_record_at_a_new_vers
     # Then version 2 holds version 1's state, recorded as kind restore by the operator
     body = body_of(response)
     assert response["statusCode"] == 200, body
-    assert (body["version"], body["restored"], body["applied"]) == (2, True, False)
+    assert (body["version"], body["restored"], body["applied"]) == (2, True, True)
     assert body["flags"]["ai_search_enabled"] is True
     item, trail = api.state()
     assert item is not None and item[VERSION_ATTR] == {"N": "2"}

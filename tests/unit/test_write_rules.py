@@ -191,9 +191,10 @@ def test_a_no_op_write_on_a_lost_item_restores_it_as_a_new_version(api: WriteApi
     delete_item(api)
     # When a PATCH asks for the value the trail already holds
     response = api.patch({"ai_search_enabled": True})
-    # Then the item is back with version 1's state as version 2, kind restore; the change itself applied nothing
+    # Then the item is back with version 1's state as version 2, kind restore: the request wrote a version (the
+    # restore), and its change itself changed nothing
     body = body_of(response)
-    assert (body["version"], body["applied"], body["restored"]) == (2, False, True)
+    assert (body["version"], body["applied"], body["restored"], body["changed"]) == (2, True, True, {})
     item, _ = api.state()
     assert item["ai_search_enabled"] == {"BOOL": True} and item[VERSION_ATTR] == {"N": "2"}
     assert records(api)[-1]["kind"] == {"S": "restore"} and records(api)[-1]["restored_from"] == {"N": "1"}
