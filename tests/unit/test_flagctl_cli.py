@@ -114,7 +114,11 @@ def test_usage_errors_exit_2(argv, capsys):
     ("status", "code"),
     [
         (200, OK),
-        (304, OK),
+        (201, OK),
+        (301, SERVER),  # never followed: the request is signed for its own URL only
+        (302, SERVER),
+        (304, SERVER),  # flagctl sends no conditional request: not an answer it asked for
+        (307, SERVER),
         (400, BAD_INPUT),
         (404, BAD_INPUT),
         (405, BAD_INPUT),
