@@ -28,8 +28,8 @@ DEFAULT_URL = "http://127.0.0.1:3000"
 SERVICE = "execute-api"
 STACK_OUTPUT_API_URL = "ApiUrl"  # infra.constants.OUTPUT_API_URL (a unit test holds them equal)
 MAX_JSON_DEPTH = 64  # an answer nested deeper is not one of the API's
-# A region name as the SDKs take it (botocore's own check): letters, digits and inner hyphens.
-REGION_NAME = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$")
+# A region name as botocore checks one (utils.validate_region_name: a host label, not all digits).
+REGION_NAME = re.compile(r"^(?![0-9]+$)(?!-)[a-zA-Z0-9-]{1,63}(?<!-)$")
 REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
 EXCERPT_BYTES = 1200
 IDEMPOTENCY_HEADER = "Idempotency-Key"

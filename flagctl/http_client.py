@@ -225,42 +225,65 @@ def _open(addresses: Sequence[tuple[Any, ...]], clock: _Deadline) -> socket.sock
 
 
 def _converse(connection: socket.socket, request: list[Any], clock: _Deadline, limits: Limits) -> Response:
-    protocol = h11.Connection(h11.CLIENT, max_incomplete_event_size=limits.head_bytes)
-    _send(connection, b"".join(protocol.send(event) or b"" for event in request), clock)
-    answer: h11.Response | None = None
-    interim, received, size, parts = 0, 0, 0, []
-    while True:
-        event = protocol.next_event()
-        if event is h11.NEED_DATA:
-            connection.settimeout(clock.remaining())
-            data = connection.recv(_READ_SIZE)
-            received += len(data)
-            protocol.receive_data(data)
-            continue
-        if isinstance(event, h11.InformationalResponse | h11.Response):
-            # h11 bounds a head while it is incomplete; one that arrived whole is measured here: every byte
-            # read so far but what h11 still holds beyond it
-            if received - len(protocol.trailing_data[0]) > limits.head_bytes:
-                raise BadAnswer(f"a head over {limits.head_bytes} bytes")
-        if isinstance(event, h11.InformationalResponse):
-            interim += 1
-            if interim > limits.interim_answers:
-                raise BadAnswer(f"more than {limits.interim_answers} interim (1xx) answers")
-        elif isinstance(event, h11.Response):
-            _check_head(event, limits)
-            answer = event
-        elif isinstance(event, h11.Data):
-            size += len(event.data)
-            if size > limits.body_bytes:
-                raise BadAnswer(f"a body over {limits.body_bytes} bytes")
-            parts.append(bytes(event.data))
-        elif isinstance(event, h11.EndOfMessage) and answer is not None:
-            headers = tuple(
-                (name.decode("latin-1"), value.decode("latin-1")) for name, value in answer.headers.raw_items()
-            )
-            return Response(answer.status_code, headers, b"".join(parts))
-        else:  # the connection closed, or paused, before a whole answer
+    incoming = _Incoming(connection, clock, limits)
+    _send(connection, b"".join(incoming.protocol.send(event) or b"" for event in request), clock)
+    answer = _final_head(incoming, limits)
+    headers = tuple((name.decode("latin-1"), value.decode("latin-1")) for name, value in answer.headers.raw_items())
+    return Response(answer.status_code, headers, _body(incoming, limits))
+
+
+class _Incoming:
+    """The answer's h11 events, read as needed within the deadline, with the bytes read counted."""
+
+    def __init__(self, connection: socket.socket, clock: _Deadline, limits: Limits) -> None:
+        self.protocol = h11.Connection(h11.CLIENT, max_incomplete_event_size=limits.head_bytes)
+        self._connection, self._clock, self._received = connection, clock, 0
+
+    def next(self, part: str) -> Any:
+        while True:
+            try:
+                event = self.protocol.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise BadAnswer(f"{part} ({exc})") from exc
+            if event is not h11.NEED_DATA:
+                return event
+            self._connection.settimeout(self._clock.remaining())
+            data = self._connection.recv(_READ_SIZE)
+            self._received += len(data)
+            self.protocol.receive_data(data)
+
+    def head_bytes(self) -> int:
+        """What the heads read so far took: h11 bounds a head only while it is incomplete, so one that arrived
+        whole is measured here (every byte read, but what h11 still holds beyond it)."""
+        return self._received - len(self.protocol.trailing_data[0])
+
+
+def _final_head(incoming: _Incoming, limits: Limits) -> h11.Response:
+    for _ in range(limits.interim_answers + 1):
+        event = incoming.next("no valid HTTP/1.x status line and headers")
+        if not isinstance(event, h11.InformationalResponse | h11.Response):
             raise BadAnswer("the connection ended before a whole answer")
+        if incoming.head_bytes() > limits.head_bytes:
+            raise BadAnswer(f"a head over {limits.head_bytes} bytes")
+        if isinstance(event, h11.Response):
+            _check_head(event, limits)
+            return event
+    raise BadAnswer(f"more than {limits.interim_answers} interim (1xx) answers")
+
+
+def _body(incoming: _Incoming, limits: Limits) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        event = incoming.next("its body is broken")
+        if isinstance(event, h11.EndOfMessage):
+            return b"".join(parts)
+        if not isinstance(event, h11.Data):
+            raise BadAnswer("the connection ended before a whole answer")
+        size += len(event.data)
+        if size > limits.body_bytes:
+            raise BadAnswer(f"a body over {limits.body_bytes} bytes")
+        parts.append(bytes(event.data))
 
 
 def _send(connection: socket.socket, data: bytes, clock: _Deadline) -> None:

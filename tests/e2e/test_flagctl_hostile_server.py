@@ -261,7 +261,7 @@ def test_a_garbage_status_line_with_escapes_is_a_bad_answer_shown_escaped() -> N
         run = run_flagctl(api, "get")
     assert_clean(run)
     assert run.code == SERVER
-    assert run.err.startswith(f"flagctl: bad answer from http://127.0.0.1:{api.port}: illegal status line")
+    assert run.err.startswith(f"flagctl: bad answer from http://127.0.0.1:{api.port}: no valid HTTP/1.x status line")
     assert "\\x1b[2J\\x1b]0;owned\\x07" in run.err
 
 

@@ -57,7 +57,7 @@ class HostileAnswer:
     id: str
     chunks: tuple[bytes, ...]
     kind: str
-    status: int | None = None
+    status: int | None = None  # a well-formed answer's status (a redirect's, one with JSON nested too deep)
     body: Any = None  # the JSON value of a well-formed answer's body (None: empty or not JSON)
     json_body: bool = False
     location: str | None = None
@@ -187,7 +187,7 @@ def deep_json(depth: int, rng: random.Random | None = None) -> bytes:
 def _deep_json(rng: random.Random, index: int, _to: str) -> HostileAnswer:
     depth = rng.choice([JSON_DEPTH_LIMIT + 1, 100, 999, 1000, 1001, 5000, 100_000])
     status = rng.choice([200, 200, 400, 500])
-    return HostileAnswer(f"{index}-deep-{depth}", (_sized(status, deep_json(depth, rng)),), BROKEN)
+    return HostileAnswer(f"{index}-deep-{depth}", (_sized(status, deep_json(depth, rng)),), BROKEN, status)
 
 
 def _huge_body(rng: random.Random, index: int, _to: str) -> HostileAnswer:
