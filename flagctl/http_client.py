@@ -10,8 +10,9 @@ The server on the other end is not trusted:
 - a deadline for the whole exchange: name resolution, connecting, the TLS handshake, sending, and the whole
   answer; the socket's timeout is set to what is left before every send and receive, so a server answering one
   byte at a time cannot stretch it;
-- bounded answers (``Limits``): the head's size (h11's ``max_incomplete_event_size``), the number of headers,
-  the body's size, and the number of interim (1xx) answers; HTTP/1.0 or HTTP/1.1 only, a final status 200-599;
+- bounded answers (``Limits``): the head's size (h11's ``max_incomplete_event_size`` while it arrives, measured
+  again once whole), the number of headers, the body's size (a larger Content-Length is refused before reading),
+  and the number of interim (1xx) answers; HTTP/1.0 or HTTP/1.1 only, a final status 200-599;
 - every failure is one ``FlagctlError`` with exit code 5 (``TIMEOUT``, ``NETWORK_ERROR``, ``TLS_ERROR``,
   ``BAD_RESPONSE``), or 2 (``BAD_INPUT``) for a request h11 refuses to send; messages are fit for a terminal.
 """
@@ -132,7 +133,7 @@ def _target(url: str) -> _Target:
     try:
         port = parts.port
     except ValueError as exc:
-        raise FlagctlError(f"not a valid port in {safe(url)!s}", BAD_INPUT, "BAD_INPUT") from exc
+        raise FlagctlError(f"not a valid port in {safe(url)}", BAD_INPUT, "BAD_INPUT") from exc
     host = parts.hostname
     if parts.scheme not in DEFAULT_PORTS or not host:
         raise FlagctlError(f"not an http(s) URL: {safe(url)}", BAD_INPUT, "BAD_INPUT")
