@@ -22,7 +22,8 @@ client: a deadline for the whole exchange, bounded answers), and
 
 - a redirect (any 3xx but 304) is never followed nor passed on: the page gets 502 ``UPSTREAM_REDIRECT`` naming
   the Location as text, and no ``Location`` header it could follow;
-- an answer that cannot be read (malformed, oversized, cut short) is 502 ``UPSTREAM_BAD_RESPONSE``; no whole
+- an answer that cannot be read (malformed, oversized, cut short, a header the page reads holding a control
+  character) is 502 ``UPSTREAM_BAD_RESPONSE``; no whole
   answer within the deadline, 504 ``UPSTREAM_TIMEOUT``; an API that cannot be reached, 502
   ``UPSTREAM_UNREACHABLE``; a request the client cannot send as it came, 400 ``BAD_REQUEST``: always the error
   contract, never a traceback or a dropped connection.
@@ -35,6 +36,7 @@ import re
 import secrets
 from collections.abc import Callable, Sequence
 from http import HTTPStatus
+from urllib.parse import urlsplit
 
 from flagctl.client import Outgoing, default_signer, is_loopback
 from flagctl.errors import FlagctlError
@@ -64,14 +66,6 @@ FORWARDED_RESPONSE_HEADERS = (
 # browsers send it). The upstream client (h11) refuses the rest.
 _URI_TEXT = re.compile(r"[\x21-\x7e]*")
 
-Signer = Callable[[Outgoing], Outgoing]
-Upstream = Callable[[Outgoing], HttpResponse]
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(TOKEN_BYTES)
-
-
 # How a failed exchange with the API reaches the page: (status, code) by flagctl's error code.
 UPSTREAM_FAILURES = {
     "TIMEOUT": (HTTPStatus.GATEWAY_TIMEOUT, "UPSTREAM_TIMEOUT"),
@@ -79,6 +73,16 @@ UPSTREAM_FAILURES = {
     "BAD_INPUT": (HTTPStatus.BAD_REQUEST, "BAD_REQUEST"),
 }
 UNREACHABLE = (HTTPStatus.BAD_GATEWAY, "UPSTREAM_UNREACHABLE")  # NETWORK_ERROR, TLS_ERROR
+# A header value as RFC 9110 has it (visible characters, obs-text, spaces and tabs): h11 lets other control
+# characters through, and the page's browser would refuse the whole answer for one.
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+
+Signer = Callable[[Outgoing], Outgoing]
+Upstream = Callable[[Outgoing], HttpResponse]
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def send_upstream(outgoing: Outgoing, timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> HttpResponse:
@@ -99,6 +103,14 @@ def send_upstream(outgoing: Outgoing, timeout: float = UPSTREAM_TIMEOUT_SECONDS)
             "(it would send the signed call elsewhere); check the URL flagctl console was started with",
         )
     headers = [(name, value) for name, value in answer.headers if name.lower() in FORWARDED_RESPONSE_HEADERS]
+    unfit = next((name for name, value in headers if not _FIELD_VALUE.fullmatch(value)), None)
+    if unfit is not None:
+        origin = "{0.scheme}://{0.netloc}".format(urlsplit(outgoing.url))
+        return error(
+            HTTPStatus.BAD_GATEWAY,
+            "UPSTREAM_BAD_RESPONSE",
+            f"bad answer from {safe(origin)}: its {safe(unfit)} header holds a control character",
+        )
     return HttpResponse(answer.status, [*headers, *security_headers()], answer.body)
 
 

@@ -441,6 +441,7 @@ def test_a_redirect_from_the_api_is_neither_followed_nor_passed_on(fake_credenti
         b"HTTP/1.1 200 OK\r\nX-Huge: " + b"h" * 100_000 + b"\r\nContent-Length: 2\r\n\r\n{}",
         b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n{}",
         b"",
+        b'HTTP/1.1 200 OK\r\nETag: "7\x1b[2J"\r\nContent-Length: 2\r\n\r\n{}',
     ],
     ids=[
         "garbage-status-line",
@@ -453,6 +454,7 @@ def test_a_redirect_from_the_api_is_neither_followed_nor_passed_on(fake_credenti
         "huge-head",
         "huge-body",
         "closed-at-once",
+        "control-character-in-a-header-the-page-reads",
     ],
 )
 def test_a_malformed_answer_from_the_api_is_a_502_in_the_error_contract(fake_credentials, answer):
