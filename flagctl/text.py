@@ -41,7 +41,8 @@ def layout(text: str) -> str:
 
 
 def safe_json(value: Any, indent: int | None = None) -> str:
-    """``value`` as JSON, non-ASCII text kept readable, unsafe characters as ``\\uXXXX`` escapes."""
+    """``value`` as JSON, non-ASCII text kept readable, unsafe characters as ``\\uXXXX`` escapes (the newlines of
+    its own indentation kept)."""
     return _CANDIDATE.sub(_json_escape, json.dumps(value, ensure_ascii=False, indent=indent))
 
 
