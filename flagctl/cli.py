@@ -1,6 +1,6 @@
 """``python -m flagctl``: read and change the flags, for people (tables) and scripts (``--json``, exit codes).
 
-    python -m flagctl [--url URL | --stack-output-file cdk-outputs.json] [--json] COMMAND
+    python -m flagctl [--url URL | --stack-output-file cdk-outputs.json] [--json] [--timeout SECONDS] COMMAND
       get [NAME]                                   every flag, or one
       set NAME=VALUE ... --reason TEXT [--if-match VERSION]
       history [--limit N] [--cursor C]
@@ -13,16 +13,20 @@
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
-5 server or network.
+5 server or network (5xx, 429, a redirect, a malformed answer, no whole answer within --timeout).
+
+The server is not trusted: a redirect is never followed (its Location is shown, exit 5); everything printed
+(tables, messages, --json, stderr) goes through ``flagctl.text``, so no raw control or format character from an
+answer reaches the terminal.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
-import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,19 +34,25 @@ from typing import Any, TextIO
 from flagctl.client import (
     DEFAULT_URL,
     Answer,
-    FlagctlError,
     FlagsClient,
     Transport,
+    http_transport,
     new_idempotency_key,
     url_from_stack_outputs,
 )
+from flagctl.errors import AUTH, BAD_INPUT, CONFLICT, OK, SERVER, FlagctlError
+from flagctl.http_client import DEADLINE_SECONDS
+from flagctl.text import excerpt, layout, safe, safe_json
 
-OK, BAD_INPUT, CONFLICT, AUTH, SERVER = 0, 2, 3, 4, 5
+MAX_TIMEOUT_SECONDS = 600
 
 
 def exit_code(status: int) -> int:
-    if status < 400:
+    """2xx ok; a 3xx is an answer flagctl never follows nor asks for (server); then by the API's error."""
+    if status < 300:
         return OK
+    if status < 400:
+        return SERVER
     if status in (401, 403):
         return AUTH
     if status in (409, 412):
@@ -84,6 +94,13 @@ def parse_version(text: str) -> int:
     return int(digits)
 
 
+def parse_timeout(text: str) -> float:
+    """Seconds, more than 0 and at most MAX_TIMEOUT_SECONDS: 10, 2.5."""
+    if not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,3})?", text) or not 0 < float(text) <= MAX_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(f"a timeout is a number of seconds, above 0 and at most 600, got {text!r}")
+    return float(text)
+
+
 def parse_limit(text: str) -> int:
     """Records per page as the API takes them: ASCII digits, 1-100."""
     if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= 100:
@@ -101,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--url", help=f"the API's base URL (default {DEFAULT_URL}; non-loopback URLs are SigV4-signed)")
     target.add_argument("--stack-output-file", type=Path, metavar="FILE", help="cdk deploy --outputs-file JSON")
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
+    parser.add_argument(
+        "--timeout",
+        type=parse_timeout,
+        default=DEADLINE_SECONDS,
+        metavar="SECONDS",
+        help=f"the longest a request may take, connecting and the whole answer included (default {DEADLINE_SECONDS:g}; "
+        "not the console's)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     get = commands.add_parser("get", help="every flag, or one")
@@ -189,21 +214,6 @@ def parse_port(text: str) -> int:
 
 
 # -- tables ----------------------------------------------------------------------------------------------
-
-
-def safe(text: Any) -> str:
-    """``text`` fit for a terminal: control and format characters (ANSI escapes, newlines, bidirectional
-    overrides) shown as escapes, so one operator's reason cannot rewrite another operator's screen."""
-    return "".join(
-        char if unicodedata.category(char) not in ("Cc", "Cf", "Cs", "Zl", "Zp") else _escape(char)
-        for char in str(text)
-    )
-
-
-def _escape(char: str) -> str:
-    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(char) or (
-        f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
-    )
 
 
 def _show(value: Any) -> str:
@@ -332,10 +342,25 @@ def _schedule_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answe
 def _error_text(answer: Answer) -> str:
     error = (answer.body or {}).get("error") if isinstance(answer.body, dict) else None
     if not isinstance(error, dict):
-        return f"HTTP {answer.status}: {answer.body if answer.body is not None else 'no body'}"
+        body = answer.body if isinstance(answer.body, str) else json.dumps(answer.body, ensure_ascii=False)
+        return safe(f"HTTP {answer.status}: {excerpt(body) if answer.body is not None else 'no body'}")
     details = {key: value for key, value in error.items() if key not in ("code", "message")}
     extra = f" ({', '.join(f'{key}={value}' for key, value in details.items())})" if details else ""
     return safe(f"HTTP {answer.status} {error.get('code')}: {error.get('message')}{extra}")
+
+
+def redirect_refused(answer: Answer) -> FlagctlError:
+    """A 3xx is never followed: the request carries a signature made for its own URL, and only that host may
+    see it. The Location is shown (as text fit for a terminal) for the operator to check ``--url``."""
+    location = answer.header("Location")
+    where = f"to {safe(excerpt(location))}" if location is not None else "without a Location"
+    return FlagctlError(
+        f"HTTP {answer.status}: the API answered with a redirect {where}; flagctl never follows one (it would "
+        "send your request and its signature elsewhere): check --url",
+        SERVER,
+        "REDIRECT",
+        {"status": answer.status, "location": location},
+    )
 
 
 def _url(args: argparse.Namespace) -> str:
@@ -343,8 +368,7 @@ def _url(args: argparse.Namespace) -> str:
 
 
 def _client(args: argparse.Namespace, transport: Transport | None) -> FlagsClient:
-    url = _url(args)
-    return FlagsClient(url, transport=transport) if transport else FlagsClient(url)
+    return FlagsClient(_url(args), transport=transport or functools.partial(http_transport, deadline=args.timeout))
 
 
 def run_console(url: str, port: int, open_browser: bool, out: TextIO) -> int:
@@ -409,30 +433,32 @@ def main(
         if args.command == "console":
             return run_console(_url(args), args.port, args.open, out)
         answer, render = _call(args, _client(args, transport))
+        if 300 <= answer.status < 400:
+            raise redirect_refused(answer)
     except FlagctlError as exc:
-        if args.json:
-            print(json.dumps({"error": {"code": exc.code, "message": str(exc)}}), file=err)
-        else:
-            print(f"flagctl: {exc}", file=err)
+        error = {"code": exc.code, "message": str(exc), **exc.details}
+        _say(err, safe_json({"error": error}) if args.json else f"flagctl: {exc}")
         return exc.exit_code
     code = exit_code(answer.status)
     if code != OK:
-        print(json.dumps(answer.body) if args.json else f"flagctl: {_error_text(answer)}", file=err)
+        _say(err, safe_json(answer.body) if args.json else f"flagctl: {_error_text(answer)}")
         return code
     if args.json:
-        print(json.dumps(answer.body, indent=2, ensure_ascii=False), file=out)
+        _say(out, safe_json(answer.body, indent=2))
         return OK
     try:
         text = render(answer.body)
     except (KeyError, TypeError, AttributeError, ValueError):
-        print(
-            f"flagctl: unexpected answer from the API (HTTP {answer.status}): {safe(_excerpt(answer.body))}", file=err
-        )
+        _say(err, f"flagctl: unexpected answer from the API (HTTP {answer.status}): {_excerpt(answer.body)}")
         return SERVER
-    print(text, file=out)
+    _say(out, text)
     return OK
 
 
+def _say(stream: TextIO, text: str) -> None:
+    """The one way flagctl prints: its own newlines kept, any other control or format character escaped."""
+    print(layout(text), file=stream)
+
+
 def _excerpt(body: Any) -> str:
-    text = json.dumps(body) if not isinstance(body, str) else body
-    return text if len(text) <= 200 else text[:200] + "..."
+    return excerpt(json.dumps(body, ensure_ascii=False) if not isinstance(body, str) else body, 200)

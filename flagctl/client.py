@@ -1,18 +1,18 @@
 """HTTP to the flags API: the local runner as is, a deployed API signed with SigV4 (service ``execute-api``).
 
-Standard library for HTTP (urllib); botocore, already a dependency, for credentials, and the runtime library's
-``singleton_flags.sigv4`` for signing: the default credential chain (environment, profile, SSO, container or
-instance role) and the region of the API's host (``<id>.execute-api.<region>.amazonaws.com``), else AWS_REGION /
-AWS_DEFAULT_REGION / the profile's.
+HTTP through ``flagctl.http_client`` (h11: one request per connection, a deadline for the whole exchange,
+bounded answers, no redirect ever followed); botocore, already a dependency, for credentials, and the runtime
+library's ``singleton_flags.sigv4`` for signing: the default credential chain (environment, profile, SSO,
+container or instance role) and the region of the API's host (``<id>.execute-api.<region>.amazonaws.com``), else
+AWS_REGION, else AWS_DEFAULT_REGION, else the profile's.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,22 +20,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from flagctl.errors import AUTH, BAD_INPUT, SERVER, FlagctlError
+from flagctl.http_client import DEADLINE_SECONDS, exchange
+from flagctl.text import excerpt, safe
+
 DEFAULT_URL = "http://127.0.0.1:3000"
 SERVICE = "execute-api"
 STACK_OUTPUT_API_URL = "ApiUrl"  # infra.constants.OUTPUT_API_URL (a unit test holds them equal)
-TIMEOUT_SECONDS = 15.0
+MAX_JSON_DEPTH = 64  # an answer nested deeper is not one of the API's
+# A region name as botocore checks one (utils.validate_region_name: a host label, not all digits).
+REGION_NAME = re.compile(r"^(?![0-9]+$)(?!-)[a-zA-Z0-9-]{1,63}(?<!-)$")
+REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
+EXCERPT_BYTES = 1200
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # singleton_flags.declarations.NAME_PATTERN (a unit test holds them equal): a name the API could have declared.
 FLAG_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-
-
-class FlagctlError(Exception):
-    """A problem on this side (bad target, no credentials, network); carries its exit code."""
-
-    def __init__(self, message: str, exit_code: int, code: str) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def url_from_stack_outputs(path: Path) -> str:
     try:
         outputs = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise FlagctlError(f"cannot read stack outputs from {path}: {exc}", 2, "BAD_INPUT") from exc
+        raise FlagctlError(f"cannot read stack outputs from {path}: {exc}", BAD_INPUT, "BAD_INPUT") from exc
     found = {
         f"{stack}.{key}": value
         for stack, values in (outputs.items() if isinstance(outputs, dict) else [])
@@ -85,7 +84,9 @@ def url_from_stack_outputs(path: Path) -> str:
     if len(found) != 1:
         names = ", ".join(sorted(found)) or "none"
         raise FlagctlError(
-            f"{path} must hold exactly one {STACK_OUTPUT_API_URL} output (found: {names}); use --url", 2, "BAD_INPUT"
+            f"{path} must hold exactly one {STACK_OUTPUT_API_URL} output (found: {names}); use --url",
+            BAD_INPUT,
+            "BAD_INPUT",
         )
     return next(iter(found.values()))
 
@@ -96,7 +97,30 @@ def region_for(url: str, default_region: str | None) -> str:
     region = execute_api_region(url) or default_region
     if region:
         return region
-    raise FlagctlError(f"cannot tell the AWS region of {url}: set AWS_REGION", 2, "BAD_INPUT")
+    raise FlagctlError(
+        f"cannot tell the AWS region of {url}: set AWS_REGION (or AWS_DEFAULT_REGION, or a profile's region)",
+        BAD_INPUT,
+        "BAD_INPUT",
+    )
+
+
+def configured_region(session: Any) -> str | None:
+    """The region the SDKs would use: AWS_REGION, else AWS_DEFAULT_REGION, else the profile's ``region``.
+
+    botocore's own ``region`` setting reads AWS_DEFAULT_REGION and the profile only; the SDKs and the AWS CLI
+    put AWS_REGION first. An empty variable counts as unset; a value that is no region name is bad input."""
+    for variable in REGION_VARIABLES:
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return _region_name(value, variable)
+    region = session.get_config_variable("region")
+    return _region_name(region, "the profile's region") if region else None
+
+
+def _region_name(value: str, source: str) -> str:
+    if not REGION_NAME.match(value):
+        raise FlagctlError(f"{source} is not an AWS region name: {safe(excerpt(value, 80))}", BAD_INPUT, "BAD_INPUT")
+    return value
 
 
 def sign(outgoing: Outgoing, credentials: Any, region: str, service: str = SERVICE) -> Outgoing:
@@ -113,45 +137,78 @@ def default_signer(url: str) -> Callable[[Outgoing], Outgoing]:
     import botocore.session
 
     session = botocore.session.Session()
-    region = region_for(url, session.get_config_variable("region"))
+    region = region_for(url, configured_region(session))
     credentials = session.get_credentials()
     if credentials is None:
         raise FlagctlError(
-            f"no AWS credentials to sign requests to {url} (environment, profile, SSO or role)", 4, "NO_CREDENTIALS"
+            f"no AWS credentials to sign requests to {url} (environment, profile, SSO or role)", AUTH, "NO_CREDENTIALS"
         )
     frozen = credentials.get_frozen_credentials()
     return lambda outgoing: sign(outgoing, frozen, region)
 
 
-def urllib_transport(outgoing: Outgoing, timeout: float = TIMEOUT_SECONDS) -> Answer:
-    request = urllib.request.Request(  # noqa: S310 - http(s) URLs only (FlagsClient checks the scheme)
-        outgoing.url, data=outgoing.body, headers=outgoing.headers, method=outgoing.method
-    )
+def http_transport(outgoing: Outgoing, deadline: float = DEADLINE_SECONDS) -> Answer:
+    """The request over ``flagctl.http_client`` (no redirect followed: a 3xx comes back as the answer), its body
+    parsed as JSON: an error status with a body that is not JSON keeps it as the message of a ``NOT_JSON`` error;
+    a 2xx body that is empty or not JSON, or any JSON nested deeper than ``MAX_JSON_DEPTH``, is a bad answer
+    (exit 5): every answer of the API carries a JSON body."""
+    response = exchange(outgoing.method, outgoing.url, outgoing.headers, outgoing.body, deadline=deadline)
+    return Answer(response.status, dict(response.headers), answer_body(response.status, response.body, outgoing.url))
+
+
+def answer_body(status: int, raw: bytes, url: str) -> Any:
+    if not raw and 200 <= status < 300:
+        raise FlagctlError(f"bad answer from {safe(url)}: HTTP {status} with an empty body", SERVER, "BAD_RESPONSE")
+    if not raw:
+        return None
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) URLs only
-            status, headers, raw = response.status, dict(response.headers.items()), response.read()
-    except urllib.error.HTTPError as error:
-        status, headers, raw = error.code, dict(error.headers.items()), error.read()
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise FlagctlError(f"cannot reach {outgoing.url}: {reason}", 5, "NETWORK_ERROR") from exc
-    try:
-        body = json.loads(raw) if raw else None
-    except ValueError:
-        body = {"error": {"code": "NOT_JSON", "message": raw[:300].decode("utf-8", errors="replace")}}
-    return Answer(status, headers, body)
+        body = json.loads(raw.decode("utf-8"))
+        deep = nesting_exceeds(body, MAX_JSON_DEPTH)
+    except RecursionError:  # nested beyond what the parser itself recurses into
+        deep = True
+    except ValueError:  # not UTF-8, or not JSON
+        return _not_json(status, raw, url)
+    if deep:
+        raise FlagctlError(
+            f"bad answer from {safe(url)}: HTTP {status} with JSON nested deeper than {MAX_JSON_DEPTH} levels",
+            SERVER,
+            "BAD_RESPONSE",
+        )
+    return body
+
+
+def _not_json(status: int, raw: bytes, url: str) -> Any:
+    text = excerpt(raw[:EXCERPT_BYTES].decode("utf-8", errors="replace"))
+    if 200 <= status < 300:
+        message = f"bad answer from {safe(url)}: HTTP {status} with a body that is not JSON: {safe(text)}"
+        raise FlagctlError(message, SERVER, "BAD_RESPONSE")
+    return {"error": {"code": "NOT_JSON", "message": text}}
+
+
+def nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` (parsed JSON) nests arrays and objects more than ``limit`` deep; no recursion."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth + 1 > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 @dataclass
 class FlagsClient:
     base_url: str
-    transport: Transport = urllib_transport
+    transport: Transport = http_transport
     signer: Callable[[Outgoing], Outgoing] | None = None  # default: botocore's chain, for non-loopback URLs
 
     def __post_init__(self) -> None:
         scheme = urlsplit(self.base_url).scheme
         if scheme not in ("http", "https") or not urlsplit(self.base_url).hostname:
-            raise FlagctlError(f"not an http(s) URL: {self.base_url!r}", 2, "BAD_INPUT")
+            raise FlagctlError(f"not an http(s) URL: {self.base_url!r}", BAD_INPUT, "BAD_INPUT")
         self.base_url = self.base_url.rstrip("/")
 
     def request(
@@ -248,7 +305,9 @@ def check_flag_name(name: str) -> str:
     """A name the API could have declared, or bad input: the API would only answer 404 for anything else."""
     if not FLAG_NAME.match(name):
         raise FlagctlError(
-            f"{name!r} is not a flag name (lowercase letters, digits and _, starting with a letter)", 2, "BAD_INPUT"
+            f"{name!r} is not a flag name (lowercase letters, digits and _, starting with a letter)",
+            BAD_INPUT,
+            "BAD_INPUT",
         )
     return name
 

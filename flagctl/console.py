@@ -16,26 +16,39 @@ no one else:
 - only the end-to-end headers the API reads are forwarded (Accept, Content-Type, If-Match, If-None-Match,
   Idempotency-Key): hop-by-hop headers, cookies, the token and any incoming Authorization or X-Amz-* header are
   dropped before the request is signed afresh.
+
+Nor does it trust the API's answers: the call goes through ``flagctl.http_client`` (flagctl's own strict
+client: a deadline for the whole exchange, bounded answers), and
+
+- a redirect (any 3xx but 304) is never followed nor passed on: the page gets 502 ``UPSTREAM_REDIRECT`` naming
+  the Location as text, and no ``Location`` header it could follow;
+- an answer that cannot be read (malformed, oversized, cut short, a header the page reads holding a control
+  character) is 502 ``UPSTREAM_BAD_RESPONSE``; no whole
+  answer within the deadline, 504 ``UPSTREAM_TIMEOUT``; an API that cannot be reached, 502
+  ``UPSTREAM_UNREACHABLE``; a request the client cannot send as it came, 400 ``BAD_REQUEST``: always the error
+  contract, never a traceback or a dropped connection.
 """
 
 from __future__ import annotations
 
 import hmac
-import http.client
 import re
 import secrets
 from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
-from flagctl.client import FlagctlError, Outgoing, default_signer, is_loopback
+from flagctl.client import Outgoing, default_signer, is_loopback
+from flagctl.errors import FlagctlError
+from flagctl.http_client import DEADLINE_SECONDS, exchange
+from flagctl.text import excerpt, safe
 from local.gateway import HttpResponse, Request
 from local.web import error, security_headers, static_file
 from singleton_flags.routes import ROUTES, RouteMatch, match_route
 
 TOKEN_HEADER = "X-Console-Token"  # noqa: S105 - a header name, not a secret
 TOKEN_BYTES = 32
-UPSTREAM_TIMEOUT_SECONDS = 35.0  # API Gateway's REST integrations stop at 29 s
+UPSTREAM_TIMEOUT_SECONDS = DEADLINE_SECONDS  # a whole exchange; API Gateway's REST integrations stop at 29 s
 # What a request of the API may carry end to end; everything else stays here.
 FORWARDED_REQUEST_HEADERS = ("accept", "content-type", "if-match", "if-none-match", "idempotency-key")
 # What the API's answers carry that the page reads (the error contract, ETag, the replay and retry hints).
@@ -50,9 +63,19 @@ FORWARDED_RESPONSE_HEADERS = (
 )
 
 # What a request target may hold as sent on (RFC 3986: printable ASCII; anything else percent-encoded, as
-# browsers send it). http.client refuses the rest: a control character as InvalidURL, a non-ASCII one as
-# UnicodeEncodeError.
+# browsers send it). The upstream client (h11) refuses the rest.
 _URI_TEXT = re.compile(r"[\x21-\x7e]*")
+
+# How a failed exchange with the API reaches the page: (status, code) by flagctl's error code.
+UPSTREAM_FAILURES = {
+    "TIMEOUT": (HTTPStatus.GATEWAY_TIMEOUT, "UPSTREAM_TIMEOUT"),
+    "BAD_RESPONSE": (HTTPStatus.BAD_GATEWAY, "UPSTREAM_BAD_RESPONSE"),
+    "BAD_INPUT": (HTTPStatus.BAD_REQUEST, "BAD_REQUEST"),
+}
+UNREACHABLE = (HTTPStatus.BAD_GATEWAY, "UPSTREAM_UNREACHABLE")  # NETWORK_ERROR, TLS_ERROR
+# A header value as RFC 9110 has it (visible characters, obs-text, spaces and tabs): h11 lets other control
+# characters through, and the page's browser would refuse the whole answer for one.
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
 Signer = Callable[[Outgoing], Outgoing]
 Upstream = Callable[[Outgoing], HttpResponse]
@@ -63,21 +86,32 @@ def new_token() -> str:
 
 
 def send_upstream(outgoing: Outgoing, timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> HttpResponse:
-    """The request over http(s), the answer's status, end-to-end headers and body as they came."""
-    target = urlsplit(outgoing.url)
-    connection_class = http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
-    connection = connection_class(target.hostname or "", target.port, timeout=timeout)
-    path = target.path + (f"?{target.query}" if target.query else "")
+    """The request over ``flagctl.http_client``; the answer's status, end-to-end headers and body as they came,
+    or the error contract for a redirect, an answer that cannot be read, or none within ``timeout`` seconds."""
     try:
-        connection.request(outgoing.method, path, body=outgoing.body, headers=outgoing.headers)
-        answer = connection.getresponse()
-        body = answer.read()
-    except (OSError, http.client.HTTPException) as exc:
-        return error(HTTPStatus.BAD_GATEWAY, "UPSTREAM_UNREACHABLE", f"cannot reach {target.netloc}: {exc}")
-    finally:
-        connection.close()
-    headers = [(name, value) for name, value in answer.getheaders() if name.lower() in FORWARDED_RESPONSE_HEADERS]
-    return HttpResponse(answer.status, [*headers, *security_headers()], body)
+        answer = exchange(outgoing.method, outgoing.url, outgoing.headers, outgoing.body, deadline=timeout)
+    except FlagctlError as exc:
+        status, code = UPSTREAM_FAILURES.get(exc.code, UNREACHABLE)
+        return error(status, code, str(exc))
+    if 300 <= answer.status < 400 and answer.status != HTTPStatus.NOT_MODIFIED:
+        location = answer.header("Location")
+        where = f"to {safe(excerpt(location))}" if location is not None else "without a Location"
+        return error(
+            HTTPStatus.BAD_GATEWAY,
+            "UPSTREAM_REDIRECT",
+            f"the API answered {answer.status} with a redirect {where}: the console never follows one "
+            "(it would send the signed call elsewhere); check the URL flagctl console was started with",
+        )
+    headers = [(name, value) for name, value in answer.headers if name.lower() in FORWARDED_RESPONSE_HEADERS]
+    unfit = next((name for name, value in headers if not _FIELD_VALUE.fullmatch(value)), None)
+    if unfit is not None:
+        origin = "{0.scheme}://{0.netloc}".format(urlsplit(outgoing.url))
+        return error(
+            HTTPStatus.BAD_GATEWAY,
+            "UPSTREAM_BAD_RESPONSE",
+            f"bad answer from {safe(origin)}: its {safe(unfit)} header holds a control character",
+        )
+    return HttpResponse(answer.status, [*headers, *security_headers()], answer.body)
 
 
 def _header_values(headers: Sequence[tuple[str, str]], name: str) -> list[str]:

@@ -1,12 +1,14 @@
 """``flagctl console``: its pages, its refusals, and the calls it signs and forwards, over real sockets.
 
 The upstream is a fake API on 127.0.0.1 that records what reaches it and checks the SigV4 signature against the
-fake credentials the proxy was started with (environment variables, botocore's chain); the last test runs the
-command itself in front of the local runner.
+fake credentials the proxy was started with (environment variables, botocore's chain); a test runs the command
+itself in front of the local runner. The last tests put a scripted upstream (``tests/support/scripted_server.py``)
+behind the console: redirects, malformed answers, a server dripping its answer, and the seeded hostile answers.
 """
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
@@ -14,7 +16,9 @@ import re
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -25,9 +29,11 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from e2e_support import REPO_ROOT, Runner, flagctl_console as console_process
 
-from flagctl.console import TOKEN_HEADER, ConsoleProxy, signer_for
+from flagctl.console import TOKEN_HEADER, ConsoleProxy, send_upstream, signer_for
 from local.server import LocalServer
 from local.web import CONSOLE_DIR
+from tests.support.hostile_answers import ANSWER, REDIRECT, hostile_answers
+from tests.support.scripted_server import Script, ScriptedServer, scripted_server
 
 ACCESS_KEY, SECRET_KEY, SESSION_TOKEN = "AKIAFAKECONSOLE", "fake-secret-for-the-console-tests", "fake-session"
 REGION = "eu-west-1"
@@ -368,3 +374,121 @@ def test_flagctl_console_prints_its_url_with_a_fresh_token_and_forwards_to_the_l
     # And each start has its own token; --open opened exactly the printed URL
     assert links[0] != links[1]
     assert opened.read_text().splitlines() == [links[1]]
+
+
+# -- an upstream that cannot be trusted ------------------------------------------------------------------------
+
+UPSTREAM_DEADLINE_SECONDS = 1.0
+SWEEP_SEED, SWEEP_COUNT = 20261202, 120
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[ScriptedServer]:
+    """Where the upstream's redirects point: it would answer, and counts every connection. It must see none."""
+    with scripted_server(Script((b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",))) as server:
+        yield server
+
+
+@contextmanager
+def console_before(answer: Script | Callable[[int], Script]) -> Iterator[tuple[LocalServer, ScriptedServer]]:
+    """The console in front of a scripted upstream, with a short upstream deadline."""
+    with scripted_server(answer) as api:
+        upstream = functools.partial(send_upstream, timeout=UPSTREAM_DEADLINE_SECONDS)
+        proxy = ConsoleProxy(api.url() + "/prod", TOKEN, signer=signer_for(api.url()), upstream=upstream)
+        server = LocalServer(0, proxy)
+        _serve(server)
+        try:
+            yield server, api
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+def assert_error_contract(status: int, headers: dict[str, str], body: bytes, expected: tuple[int, str]) -> str:
+    assert (status, headers["content-type"]) == (expected[0], "application/json"), body
+    error = json.loads(body)["error"]
+    assert error["code"] == expected[1]
+    assert body.decode("ascii").isprintable()  # JSON escapes for anything else
+    assert "location" not in headers
+    return str(error["message"])
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_from_the_api_is_neither_followed_nor_passed_on(fake_credentials, elsewhere, status):
+    # Given an upstream that redirects the signed call to another host
+    location = elsewhere.url() + "/prod/flags"
+    answer = f"HTTP/1.1 {status} Moved\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n".encode()
+    with console_before(Script((answer,))) as (console, api):
+        # When the page calls the API through the console
+        status_seen, headers, body = send(console.port, "GET", "/flags", {TOKEN_HEADER: TOKEN})
+    # Then a 502 in the error contract naming where it pointed, no Location, and the other host never called
+    message = assert_error_contract(status_seen, headers, body, (502, "UPSTREAM_REDIRECT"))
+    assert f"the API answered {status} with a redirect to {location}" in message
+    assert elsewhere.connections == 0
+    assert api.connections == 1 and "Authorization: AWS4-HMAC-SHA256" in api.received[0].decode("latin-1")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"\x1b[2J\x1b]0;owned\x07 garbage\r\n\r\n",
+        b'{"flags": {}}',  # HTTP/0.9: a body without a status line
+        b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"flags"',
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+        b"HTTP/1.1 600 Odd\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\n" + b"X-Many: v\r\n" * 200 + b"Content-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nX-Huge: " + b"h" * 100_000 + b"\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n{}",
+        b"",
+        b'HTTP/1.1 200 OK\r\nETag: "7\x1b[2J"\r\nContent-Length: 2\r\n\r\n{}',
+    ],
+    ids=[
+        "garbage-status-line",
+        "http-0.9",
+        "truncated",
+        "bad-chunk-size",
+        "status-600",
+        "http-2.0",
+        "too-many-headers",
+        "huge-head",
+        "huge-body",
+        "closed-at-once",
+        "control-character-in-a-header-the-page-reads",
+    ],
+)
+def test_a_malformed_answer_from_the_api_is_a_502_in_the_error_contract(fake_credentials, answer):
+    with console_before(Script((answer,))) as (console, _):
+        status, headers, body = send(console.port, "GET", "/flags", {TOKEN_HEADER: TOKEN})
+    message = assert_error_contract(status, headers, body, (502, "UPSTREAM_BAD_RESPONSE"))
+    assert message.startswith("bad answer from http://127.0.0.1:")
+
+
+def test_an_api_dripping_its_answer_is_a_504_at_the_upstream_deadline(fake_credentials):
+    # Given an upstream sending one byte of its head every 0.2 s
+    with console_before(Script((b"HTTP/1.1 200 OK\r\n",), drip=b"X-Slow: yes\r\n")) as (console, _):
+        started = time.monotonic()
+        status, headers, body = send(console.port, "GET", "/flags", {TOKEN_HEADER: TOKEN})
+        elapsed = time.monotonic() - started
+    # Then the page gets a 504 at the deadline, not a connection held for ever
+    message = assert_error_contract(status, headers, body, (504, "UPSTREAM_TIMEOUT"))
+    assert "within 1 s" in message
+    assert UPSTREAM_DEADLINE_SECONDS <= elapsed < UPSTREAM_DEADLINE_SECONDS + 1.0
+
+
+def test_whatever_the_api_answers_the_page_gets_an_answer_and_no_other_host_is_called(fake_credentials, elsewhere):
+    # Given an upstream giving the seeded hostile answers (tests/support/hostile_answers.py), one per call
+    cases = hostile_answers(SWEEP_SEED, SWEEP_COUNT, elsewhere.url())
+    with console_before(lambda index: Script(cases[index].chunks)) as (console, api):
+        for case in cases:
+            # When the page calls the API through the console
+            status, headers, body = send(console.port, "GET", "/flags", {TOKEN_HEADER: TOKEN})
+            # Then a well-formed answer passes as it came, JSON nested however deep included (the page parses it)
+            if case.kind == ANSWER or case.id.split("-")[1] == "deep":
+                assert (status, "location" in headers) == (case.status, False), case.id
+            # And an unusable answer or a redirect is the error contract, 502
+            else:
+                code = "UPSTREAM_REDIRECT" if case.kind == REDIRECT else "UPSTREAM_BAD_RESPONSE"
+                assert_error_contract(status, headers, body, (502, code))
+        assert api.connections == len(cases)
+    assert elsewhere.connections == 0

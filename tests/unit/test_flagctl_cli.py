@@ -8,7 +8,9 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import os
 import uuid
+from pathlib import Path
 from typing import Any
 
 import botocore.auth
@@ -114,7 +116,11 @@ def test_usage_errors_exit_2(argv, capsys):
     ("status", "code"),
     [
         (200, OK),
-        (304, OK),
+        (201, OK),
+        (301, SERVER),  # never followed: the request is signed for its own URL only
+        (302, SERVER),
+        (304, SERVER),  # flagctl sends no conditional request: not an answer it asked for
+        (307, SERVER),
         (400, BAD_INPUT),
         (404, BAD_INPUT),
         (405, BAD_INPUT),
@@ -589,3 +595,65 @@ def test_cancelling_a_change_no_longer_pending_is_a_conflict() -> None:
     code, _, err = run(["schedule", "cancel", SCHEDULE["id"]], FakeTransport(409, error))
     assert code == CONFLICT
     assert "SCHEDULE_NOT_PENDING" in err
+
+
+# -- the signing region of a custom domain ---------------------------------------------------------------------
+
+CUSTOM_DOMAIN = "https://flags.example.com/prod"
+
+
+def signed_region(sent: Outgoing) -> str:
+    scope = sent.headers["Authorization"].split("Credential=", 1)[1].split(",", 1)[0]
+    return scope.split("/")[2]
+
+
+@pytest.fixture
+def no_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither region variable set, no profile file (the unit tier points AWS_CONFIG_FILE at a missing file)."""
+    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.mark.parametrize(
+    ("variables", "profile_region", "region"),
+    [
+        ({"AWS_REGION": "eu-central-1", "AWS_DEFAULT_REGION": "us-west-2"}, None, "eu-central-1"),
+        ({"AWS_REGION": "eu-central-1"}, "ap-south-1", "eu-central-1"),
+        ({"AWS_DEFAULT_REGION": "us-west-2"}, "ap-south-1", "us-west-2"),
+        ({"AWS_REGION": "", "AWS_DEFAULT_REGION": "us-west-2"}, None, "us-west-2"),
+        ({}, "ap-south-1", "ap-south-1"),
+    ],
+    ids=["aws-region-over-default", "aws-region-over-profile", "default-over-profile", "empty-is-unset", "profile"],
+)
+def test_a_custom_domain_is_signed_for_aws_region_then_aws_default_region_then_the_profiles(
+    no_region: None, monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], profile_region: str | None, region: str
+) -> None:
+    # Given the region variables and the default profile's region
+    for variable, value in variables.items():
+        monkeypatch.setenv(variable, value)
+    if profile_region is not None:
+        Path(os.environ["AWS_CONFIG_FILE"]).write_text(f"[default]\nregion = {profile_region}\n")
+    transport = FakeTransport()
+    # When flagctl calls an API on a custom domain (its host names no region)
+    code, _, err = run(["--url", CUSTOM_DOMAIN, "get"], transport)
+    # Then it signs for the first region found, in the SDKs' order
+    assert code == OK, err
+    assert signed_region(transport.sent[0]) == region
+
+
+def test_a_custom_domain_without_any_region_is_bad_input_naming_aws_region(no_region: None) -> None:
+    transport = FakeTransport()
+    code, _, err = run(["--url", CUSTOM_DOMAIN, "get"], transport)
+    assert (code, transport.sent) == (BAD_INPUT, [])
+    assert err.startswith(f"flagctl: cannot tell the AWS region of {CUSTOM_DOMAIN}: set AWS_REGION")
+
+
+def test_a_region_variable_that_is_no_region_name_is_bad_input_shown_escaped(
+    no_region: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_REGION", "eu-west-1\x1b[2J\u202e")
+    transport = FakeTransport()
+    code, _, err = run(["--url", CUSTOM_DOMAIN, "get"], transport)
+    assert (code, transport.sent) == (BAD_INPUT, [])
+    assert err == "flagctl: AWS_REGION is not an AWS region name: eu-west-1\\x1b[2J\\u202e\n"
