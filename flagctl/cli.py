@@ -253,7 +253,11 @@ def render_change(body: dict[str, Any]) -> str:
     if not body.get("applied"):
         return safe(f"no change: the flags already hold these values (version {body.get('version')})")
     rows = [(name, _show(change.get("old")), _show(change.get("new"))) for name, change in body["changed"].items()]
+    if body.get("restored") and not rows:
+        return safe(f"restored the missing flags item from its audit trail: now at version {body['version']}")
     text = table(("FLAG", "OLD", "NEW"), rows) + "\nnow at version " + safe(body["version"])
+    if body.get("restored"):
+        text += "\n(the missing flags item was restored from its audit trail first)"
     guard = body.get("guard")
     if isinstance(guard, dict):
         text += safe(
@@ -330,7 +334,10 @@ def render_cancellation(body: dict[str, Any]) -> str:
 def _schedule_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
     if args.schedule_command == "create":
         changes = parse_assignments(args.assignments)
-        return client.schedule(changes, args.reason, args.at, args.timezone, args.if_version), render_schedule
+        answer = client.schedule(
+            changes, args.reason, args.at, args.timezone, args.if_version, idempotency_key=new_idempotency_key()
+        )
+        return answer, render_schedule
     if args.schedule_command == "list":
         return client.schedules(args.limit, args.cursor), render_schedules
     return client.cancel_schedule(args.id), render_cancellation
@@ -411,7 +418,7 @@ def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callab
     if args.command == "history":
         return client.history(args.limit, args.cursor), render_history
     if args.command == "restore":
-        return client.restore(args.reason), render_change
+        return client.restore(args.reason, idempotency_key=new_idempotency_key()), render_change
     if args.command == "guards":
         return client.guards(args.limit, args.cursor), render_guards
     if args.command == "schedule":

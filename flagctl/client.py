@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -28,9 +27,6 @@ DEFAULT_URL = "http://127.0.0.1:3000"
 SERVICE = "execute-api"
 STACK_OUTPUT_API_URL = "ApiUrl"  # infra.constants.OUTPUT_API_URL (a unit test holds them equal)
 MAX_JSON_DEPTH = 64  # an answer nested deeper is not one of the API's
-# A region name as botocore checks one (utils.validate_region_name: a host label, not all digits).
-REGION_NAME = re.compile(r"^(?![0-9]+$)(?!-)[a-zA-Z0-9-]{1,63}(?<!-)$")
-REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
 EXCERPT_BYTES = 1200
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # singleton_flags.declarations.NAME_PATTERN (a unit test holds them equal): a name the API could have declared.
@@ -105,22 +101,16 @@ def region_for(url: str, default_region: str | None) -> str:
 
 
 def configured_region(session: Any) -> str | None:
-    """The region the SDKs would use: AWS_REGION, else AWS_DEFAULT_REGION, else the profile's ``region``.
+    """The region the SDKs would use (``singleton_flags.sigv4.configured_region``); one that is no region name is
+    bad input."""
+    from singleton_flags.sigv4 import RegionNameError, configured_region as sdk_region
 
-    botocore's own ``region`` setting reads AWS_DEFAULT_REGION and the profile only; the SDKs and the AWS CLI
-    put AWS_REGION first. An empty variable counts as unset; a value that is no region name is bad input."""
-    for variable in REGION_VARIABLES:
-        value = os.environ.get(variable, "").strip()
-        if value:
-            return _region_name(value, variable)
-    region = session.get_config_variable("region")
-    return _region_name(region, "the profile's region") if region else None
-
-
-def _region_name(value: str, source: str) -> str:
-    if not REGION_NAME.match(value):
-        raise FlagctlError(f"{source} is not an AWS region name: {safe(excerpt(value, 80))}", BAD_INPUT, "BAD_INPUT")
-    return value
+    try:
+        return sdk_region(session)
+    except RegionNameError as exc:
+        raise FlagctlError(
+            f"{exc.source} is not an AWS region name: {safe(excerpt(exc.value, 80))}", BAD_INPUT, "BAD_INPUT"
+        ) from exc
 
 
 def sign(outgoing: Outgoing, credentials: Any, region: str, service: str = SERVICE) -> Outgoing:
@@ -272,9 +262,11 @@ class FlagsClient:
     def guards(self, limit: int | None = None, cursor: str | None = None) -> Answer:
         return self.request("GET", "/flags/guards", query={"limit": limit, "cursor": cursor})
 
-    def restore(self, reason: str) -> Answer:
+    def restore(self, reason: str, idempotency_key: str | None = None) -> Answer:
         """Bring a missing flags item back from its audit trail (nothing changes if it exists)."""
-        return self.request("POST", "/flags/restore", body={"reason": reason})
+        return self.request(
+            "POST", "/flags/restore", body={"reason": reason}, headers=_write_headers(None, idempotency_key)
+        )
 
     def schedule(
         self,
@@ -283,6 +275,7 @@ class FlagsClient:
         at: str,
         timezone: str | None = None,
         if_version: int | None = None,
+        idempotency_key: str | None = None,
     ) -> Answer:
         """Schedule a change of ``flags`` at ``at`` (RFC 3339 with an offset, or a local time with ``timezone``)."""
         for name in flags:
@@ -292,7 +285,7 @@ class FlagsClient:
             body["timezone"] = timezone
         if if_version is not None:
             body["if_version"] = if_version
-        return self.request("POST", "/flags/schedules", body=body)
+        return self.request("POST", "/flags/schedules", body=body, headers=_write_headers(None, idempotency_key))
 
     def schedules(self, limit: int | None = None, cursor: str | None = None) -> Answer:
         return self.request("GET", "/flags/schedules", query={"limit": limit, "cursor": cursor})

@@ -3,6 +3,7 @@
 - ``sign_headers``: the headers a request needs to be signed (Authorization, X-Amz-Date, X-Amz-Security-Token),
   body included in the signature;
 - ``execute_api_region``: the region of an ``<id>.execute-api.<region>.amazonaws.com`` URL;
+- ``configured_region``: the region the AWS SDKs would use (AWS_REGION, AWS_DEFAULT_REGION, the profile's);
 - ``RequestsSigV4Auth``: a ``requests`` auth object that signs every request it sends, for the Python OFREP
   provider's ``session`` (docs/ofrep.md): ``provider.session.auth = RequestsSigV4Auth(url)``.
 
@@ -12,6 +13,7 @@ an auth object is any callable that takes and returns the prepared request.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +22,37 @@ from urllib.parse import urlsplit
 SERVICE = "execute-api"
 _EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
 _SIGNATURE_HEADERS = ("Authorization", "X-Amz-Date", "X-Amz-Security-Token")
+# A region name as botocore checks one (utils.validate_region_name: a host label, not all digits).
+REGION_NAME = re.compile(r"^(?![0-9]+$)(?!-)[a-zA-Z0-9-]{1,63}(?<!-)$")
+REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+class RegionNameError(ValueError):
+    """A configured region that is no region name; ``source`` says where it was configured."""
+
+    def __init__(self, source: str, value: str) -> None:
+        super().__init__(f"{source} is not an AWS region name")
+        self.source = source
+        self.value = value
+
+
+def configured_region(session: Any) -> str | None:
+    """The region the AWS SDKs would use: AWS_REGION, else AWS_DEFAULT_REGION, else the botocore ``session``'s
+    profile ``region`` (botocore's own ``region`` setting reads AWS_DEFAULT_REGION and the profile only; the SDKs
+    and the AWS CLI put AWS_REGION first). An empty variable counts as unset; a value that is no region name is
+    ``RegionNameError``."""
+    for variable in REGION_VARIABLES:
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return _region_name(value, variable)
+    region = session.get_config_variable("region")
+    return _region_name(region, "the profile's region") if region else None
+
+
+def _region_name(value: str, source: str) -> str:
+    if not REGION_NAME.match(value):
+        raise RegionNameError(source, value)
+    return value
 
 
 def execute_api_region(url: str) -> str | None:
@@ -66,7 +99,7 @@ class RequestsSigV4Auth:
             import botocore.session
 
             session = botocore.session.Session()
-            self._region = self._region or session.get_config_variable("region")
+            self._region = self._region or configured_region(session)
             self._credentials = self._credentials or session.get_credentials()
         if self._region is None:
             raise ValueError("no AWS region to sign for: give region=, or set AWS_REGION")

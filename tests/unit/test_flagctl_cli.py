@@ -284,18 +284,34 @@ def test_a_history_limit_is_1_to_100_in_ascii_digits(limit, capsys):
 
 
 def test_writes_carry_a_fresh_idempotency_key_per_command_and_reads_none():
-    # Given two set commands, one revert and one get
+    # Given two set commands, a revert, a restore, a scheduled change and a get
     transport = FakeTransport(200, {"applied": False, "version": 5, "changed": {}})
     run(["set", "signup_enabled=false", "--reason", "r"], transport)
     run(["set", "signup_enabled=false", "--reason", "r"], transport)
     run(["revert", "3", "--reason", "r"], transport)
+    run(["restore", "--reason", "r"], transport)
+    run(["schedule", "create", "signup_enabled=false", "--at", "2027-03-01T09:00:00Z", "--reason", "r"], transport)
     transport.answer = Answer(200, {}, FLAGS_BODY)
     run(["get"], transport)
     # Then every write carries its own uuid4 Idempotency-Key, the read none
     keys = [sent.headers.get("Idempotency-Key") for sent in transport.sent]
-    assert keys[3] is None
-    assert len(set(keys[:3])) == 3
-    assert all(uuid.UUID(key).version == 4 for key in keys[:3])
+    assert [sent.method for sent in transport.sent] == ["PATCH", "PATCH", "POST", "POST", "POST", "GET"]
+    assert keys[5] is None
+    assert len(set(keys[:5])) == 5
+    assert all(uuid.UUID(key).version == 4 for key in keys[:5])
+
+
+@pytest.mark.parametrize(
+    ("body", "printed"),
+    [
+        ({"applied": True, "restored": True, "version": 9, "changed": {}}, "restored the missing flags item"),
+        ({"applied": False, "version": 9, "changed": {}}, "no change"),
+    ],
+    ids=["restored", "existing-item"],
+)
+def test_restore_says_whether_it_wrote(body, printed):
+    code, out, _ = run(["restore", "--reason", "r"], FakeTransport(200, body))
+    assert code == OK and printed in out and "version 9" in out
 
 
 def test_history_escapes_control_characters_from_the_trail():

@@ -128,3 +128,25 @@ def test_importing_the_package_and_its_signer_loads_no_requests() -> None:
         [sys.executable, "-c", script], env=dict(os.environ), capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("environment", "region"),
+    [
+        ({"AWS_REGION": "eu-central-1", "AWS_DEFAULT_REGION": "us-west-2"}, "eu-central-1"),
+        ({"AWS_REGION": "", "AWS_DEFAULT_REGION": "us-west-2"}, "us-west-2"),
+    ],
+    ids=["aws-region-first", "empty-aws-region-is-unset"],
+)
+def test_a_custom_domain_is_signed_for_the_region_the_sdks_would_use(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, environment: dict[str, str], region: str
+) -> None:
+    # Given a custom domain, and the region only in the environment
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    auth = RequestsSigV4Auth("https://flags.example.com/prod", credentials=CREDENTIALS)
+    request = requests.Request("POST", "https://flags.example.com/prod/ofrep/v1/evaluate/flags", json={}).prepare()
+    # When a request is signed / Then its credential scope names that region
+    signed = auth(request)
+    assert f"/{region}/execute-api/aws4_request" in signed.headers["Authorization"]
