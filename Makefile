@@ -13,10 +13,10 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: install dist run lint test test-unit test-integration test-infra test-e2e synth bench screenshots clean
 
-$(RUN_STAMP): requirements.txt pyproject.toml
+$(RUN_STAMP): requirements.txt pyproject.toml client/pyproject.toml flagctl/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e ./client -e . -e ./flagctl
 	touch $(RUN_STAMP)
 
 $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt

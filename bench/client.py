@@ -170,8 +170,8 @@ def seed_tables(admin: Any) -> None:
     """Our table as the stack seeds it; LaunchDarkly's and Powertools' with ``signup_enabled`` = True."""
     from local.dynamodb_local import create_table
     from singleton_flags.declarations import load_declarations
-    from singleton_flags.observability import logger
-    from singleton_flags.store import FlagStore
+    from singleton_flags_service.observability import logger
+    from singleton_flags_service.writes.store import FlagStore
 
     create_table(admin, TABLE)
     level = logger.log_level

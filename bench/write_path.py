@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from singleton_flags.declarations import load_declarations
+from singleton_flags_service.contract import load_service_declarations
 from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, RunResult, run_writers, seed_table
 
 
@@ -33,10 +33,10 @@ def _report(label: str, result: RunResult) -> None:
 
 def main() -> None:
     from local.dynamodb_local import create_table, local_client, running_dynamodb_local
-    from singleton_flags.observability import logger
+    from singleton_flags_service.observability import logger
 
     logger.setLevel("WARNING")  # one "flags changed" line per write would drown the figures
-    declarations = load_declarations()
+    declarations = load_service_declarations()
     print(f"write path: {WRITERS} writers x {CHANGES_PER_WRITER} changes on DynamoDB Local (in memory, loopback)")
     with running_dynamodb_local() as endpoint:
         admin = local_client(endpoint)

@@ -1,7 +1,7 @@
 """The local stand-in for API Gateway (REST API, Lambda proxy integration): HTTP request <-> proxy event.
 
 Pure functions, no sockets: ``proxy_event`` builds the event Lambda would receive for the route that
-``singleton_flags.routes.match_route`` picked (the one the deployed API picks), and ``http_response`` turns a proxy
+``singleton_flags_service.api.routes.match_route`` picked (the one the deployed API picks), and ``http_response`` turns a proxy
 result back into status, headers and body. The server in ``local.server`` only moves bytes.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
-from singleton_flags.routes import RouteMatch
+from singleton_flags_service.api.routes import RouteMatch
 
 LOCAL_ACCOUNT = "000000000000"
 LOCAL_API_ID = "local"

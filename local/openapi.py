@@ -1,11 +1,11 @@
-"""ONE OpenAPI 3.1 document for every route of ``singleton_flags.routes.ROUTES``, generated, never kept by hand.
+"""ONE OpenAPI 3.1 document for every route of ``singleton_flags_service.api.routes.ROUTES``, generated, never kept by hand.
 
 - Write routes: the write function's own schema (``write_api.handler.app``: Powertools with pydantic models
   built from the declarations), with Powertools' 422 replaced by what the API really answers: the error
-  contract of ``singleton_flags.http`` (400 for a schema violation, and 404/409/412/413/503 where they occur).
+  contract of ``singleton_flags_service.api.http`` (400 for a schema violation, and 404/409/412/413/503 where they occur).
 - Read routes: described here (the read function stays pydantic-free), reusing the ``FlagValues`` schema
   the write side derives from the same declarations.
-- Error codes per status are read from the ``singleton_flags.errors`` classes, so a new error shows up by itself.
+- Error codes per status are read from the ``singleton_flags_service.errors`` classes, so a new error shows up by itself.
 
 The document describes the deployed API only; the local runner's own routes (``/_scheduler/...``,
 ``/openapi.json``, ``/docs``) are not in it. ``python -m local.openapi`` prints it.
@@ -26,10 +26,19 @@ from local.functions import load_module
 from local.paths import REPO_ROOT
 from local.scheduler import local_one_time_environment
 from singleton_flags.declarations import TYPES
-from singleton_flags.errors import FlagsError
-from singleton_flags.ofrep import FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR, VARIANTS
-from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, SCHEDULES, WRITE_FUNCTION, Route
-from singleton_flags.vocabulary import READ_REASONS
+from singleton_flags_service.api.ofrep import FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR, VARIANTS
+from singleton_flags_service.api.routes import (
+    OFREP_FLAG,
+    OFREP_FLAGS,
+    READ_FUNCTION,
+    ROUTES,
+    SCHEDULES,
+    WRITE_FUNCTION,
+    Route,
+)
+from singleton_flags_service.contract import load_service_declarations
+from singleton_flags_service.errors import FlagsError
+from singleton_flags_service.vocabulary import READ_REASONS
 
 SCHEMAS = "#/components/schemas/"
 RESPONSES = "#/components/responses/"
@@ -73,7 +82,7 @@ RETRY_AFTER = _header("Seconds to wait before retrying.", {"type": "string", "pa
 
 
 def error_codes() -> dict[int, list[str]]:
-    """Error codes by HTTP status: every ``FlagsError`` class, plus the no-route answers of ``singleton_flags.http``."""
+    """Error codes by HTTP status: every ``FlagsError`` class, plus the no-route answers of ``singleton_flags_service.api.http``."""
     codes: dict[int, set[str]] = {int(status): {code} for status, code in NO_ROUTE_CODES.items()}
     pending = [FlagsError]
     while pending:
@@ -544,11 +553,10 @@ def main() -> int:
         **local_one_time_environment("us-east-1"),
     }.items():
         os.environ.setdefault(key, value)
-    from singleton_flags.declarations import load_declarations
 
-    app = load_module("write_api.handler").app
+    app = load_module("singleton_flags_service.handlers.write_api").app
 
-    print(json.dumps(build_document(app, list(load_declarations())), indent=2))
+    print(json.dumps(build_document(app, list(load_service_declarations())), indent=2))
     return 0
 
 

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from typing import Any
 
-from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
 from local.alarms import LocalAlarms
 from local.api import LocalApi
 from local.backend import ENDPOINT_ENV, BackendError, choose_backend, prepare_table
@@ -31,11 +30,17 @@ from local.scheduler import (
     use_local_scheduler,
 )
 from local.server import LOOPBACK, LocalServer
-from singleton_flags import vocabulary
-from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.errors import DeclarationError
-from singleton_flags.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
-from singleton_flags.settings import Settings, SettingsError
+from singleton_flags.declarations import Declarations
+from singleton_flags_infra.config import (
+    ConfigError,
+    FlagsConfig,
+    function_environment as deployed_environment,
+    load_config,
+)
+from singleton_flags_service import vocabulary
+from singleton_flags_service.api.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
+from singleton_flags_service.contract import Settings, SettingsError, load_service_declarations
+from singleton_flags_service.errors import DeclarationError
 
 DEFAULT_PORT = 3000
 DEFAULT_TABLE = "singleton-flags-local"
@@ -88,7 +93,7 @@ def _load() -> tuple[FlagsConfig, Declarations]:
     except ConfigError as exc:
         raise StartupError(f"broken configuration in cdk.json: {exc}") from exc
     try:
-        declarations = load_declarations()
+        declarations = load_service_declarations()
     except DeclarationError as exc:
         raise StartupError(f"broken flag declarations: {exc}") from exc
     return config, declarations

@@ -25,10 +25,11 @@ from zoneinfo import ZoneInfo
 
 from botocore.exceptions import ClientError
 
-from infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS, SCHEDULE_RETRY_ATTEMPTS
-from singleton_flags import guard_writes, one_time
-from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
-from singleton_flags.vocabulary import DEFAULT_SERVICE
+from singleton_flags_infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS, SCHEDULE_RETRY_ATTEMPTS
+from singleton_flags_service.api.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
+from singleton_flags_service.guards import writes as guard_writes
+from singleton_flags_service.schedules import one_time
+from singleton_flags_service.vocabulary import DEFAULT_SERVICE
 
 _AT = re.compile(r"at\(([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\)")
 TICK_SECONDS = 1.0
@@ -160,8 +161,8 @@ def target_function(payload: dict[str, Any]) -> str:
 
 def use_local_scheduler(write_module: Any, scheduler: LocalScheduler) -> None:
     """Give the loaded write function this scheduler in place of EventBridge Scheduler (its store unchanged)."""
-    from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
-    from singleton_flags.scheduled import ScheduledChanges, ScheduleItems
+    from singleton_flags_service.schedules.changes import ScheduledChanges, ScheduleItems
+    from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
 
     settings = write_module.SETTINGS
     items = ScheduleItems(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from e2e_support import MAKE_RUN, start_runner
 
-from singleton_flags.declarations import DECLARATIONS_FILE
+from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
 from tests.support.packaging import install_into_empty_venv
 

@@ -36,7 +36,7 @@ from e2e_support import (
 )
 from playwright.sync_api import Browser, Error as PlaywrightError, Page, Route, expect, sync_playwright
 
-from singleton_flags.routes import ROUTES
+from singleton_flags_service.api.routes import ROUTES
 
 WINDOW = "weekly-patching"  # cdk.json's window
 PHONE_WIDTH = 375

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from e2e_support import Answer, Runner, eventually, run_module
 
-from infra.config import load_config
+from singleton_flags_infra.config import load_config
 
 PREFIX = load_config().guard_prefix
 

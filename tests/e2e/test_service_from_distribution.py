@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from singleton_flags.routes import HANDLERS
+from singleton_flags_service.api.routes import HANDLERS
 from tests.support.packaging import ROOT, install_into_empty_venv
 
 pytestmark = pytest.mark.install
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.install
 APP = """
 import importlib.util, json, pathlib, sys
 from aws_cdk import App, Stack, aws_lambda as lambda_
-from singleton_flags.cdk import SingletonFlags
+from singleton_flags_cdk.construct import SingletonFlags
 
 app = App(outdir="cdk.out", context={"aws:cdk:enable-asset-metadata": True})
 stack = Stack(app, "Application", env={"account": "123456789012", "region": "eu-west-1"})

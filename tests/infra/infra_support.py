@@ -93,7 +93,8 @@ def variant_context() -> dict[str, Any]:
 
 
 def variant_declarations() -> Any:
-    from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
+    from singleton_flags.declarations import parse_declarations
+    from singleton_flags_service.contract import DECLARATIONS_FILE
 
     document = json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
     document["flags"].append(EXTRA_FLAG)
@@ -101,8 +102,8 @@ def variant_declarations() -> Any:
 
 
 def synthesize(context: dict[str, Any], outdir: Path, declarations: Any = None) -> Synth:
-    from infra.application import build_app
-    from singleton_flags.declarations import load_declarations
+    from singleton_flags_infra.application import build_app
+    from singleton_flags_service.contract import load_service_declarations
 
     app, stack = build_app(context, outdir=str(outdir), declarations=declarations)
     assembly = app.synth()
@@ -111,7 +112,7 @@ def synthesize(context: dict[str, Any], outdir: Path, declarations: Any = None) 
     return Synth(
         template=artifact.template,
         config=stack.config,
-        declarations=declarations if declarations is not None else load_declarations(),
+        declarations=declarations if declarations is not None else load_service_declarations(),
         outdir=outdir,
         validation_report=json.loads(report_file.read_text()) if report_file.exists() else {},
         termination_protection=artifact.termination_protection,
@@ -124,9 +125,9 @@ def synthesize_two_stages(context: dict[str, Any], outdir: Path) -> dict[str, Sy
 
     from aws_cdk import App
 
-    from infra.application import add_stage
-    from infra.config import CONTEXT_KEY, parse_config
-    from singleton_flags.declarations import load_declarations
+    from singleton_flags_infra.application import add_stage
+    from singleton_flags_infra.config import CONTEXT_KEY, parse_config
+    from singleton_flags_service.contract import load_service_declarations
 
     app = App(context=context, outdir=str(outdir))
     first = parse_config(context[CONTEXT_KEY])
@@ -137,7 +138,7 @@ def synthesize_two_stages(context: dict[str, Any], outdir: Path) -> dict[str, Sy
         stage: Synth(
             template=assembly.get_stack_artifact(stack.artifact_id).template,
             config=stack.config,
-            declarations=load_declarations(),
+            declarations=load_service_declarations(),
             outdir=outdir,
         )
         for stage, stack in stacks.items()

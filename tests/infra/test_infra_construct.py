@@ -12,11 +12,12 @@ import pytest
 from aws_cdk import App, Stack, aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from infra.config import load_config
-from singleton_flags.cdk import SingletonFlags
-from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
+from singleton_flags.declarations import parse_declarations
 from singleton_flags.keys import AUDIT_PK, SINGLETON_PK
-from singleton_flags.routes import ROUTES
+from singleton_flags_cdk.construct import SingletonFlags
+from singleton_flags_infra.config import load_config
+from singleton_flags_service.api.routes import ROUTES
+from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
 from tests.support.packaging import wheel_package_files
 

@@ -13,8 +13,8 @@ import pytest
 import template_tools as tt
 from infra_support import Synth
 
-from infra.constants import POWERTOOLS_VERSION
-from singleton_flags.routes import HANDLERS
+from singleton_flags_infra.constants import POWERTOOLS_VERSION
+from singleton_flags_service.api.routes import HANDLERS
 from tests.support.packaging import ROOT as REPO_ROOT
 
 pytestmark = pytest.mark.infra
@@ -102,7 +102,7 @@ def test_bundled_powertools_is_a_layer_asset_built_for_the_runtime_and_architect
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     for resource in variant.resources("AWS::Lambda::Function").values():
-        if resource["Properties"]["Handler"] != "apigw_account.handler.handler":  # standard library + boto3 only
+        if resource["Properties"]["Handler"] != "singleton_flags_service.handlers.apigw_account.handler":  # standard library + boto3 only
             assert {"Ref": layer_id} in resource["Properties"]["Layers"]
     # And the asset holds the pinned release, with the native wheels of Lambda's arm64 Python 3.13
     asset = variant.outdir / layer["Metadata"]["aws:asset:path"]
@@ -321,13 +321,13 @@ def test_the_write_role_allows_every_dynamodb_action_the_write_path_sends(synth:
     from moto import mock_aws
 
     from local.dynamodb_local import create_table
-    from singleton_flags.declarations import load_declarations
-    from singleton_flags.idempotency import Idempotency
     from singleton_flags.keys import singleton_key
-    from singleton_flags.store import FlagStore
+    from singleton_flags_service.contract import load_service_declarations
+    from singleton_flags_service.writes.idempotency import Idempotency
+    from singleton_flags_service.writes.store import FlagStore
     from tests.support.write_workload import seed_table
 
-    declarations = load_declarations()
+    declarations = load_service_declarations()
     with mock_aws():
         real = boto3_dynamodb_client()
         create_table(real, "flags")

@@ -9,8 +9,8 @@ import pytest
 import template_tools as tt
 from infra_support import Synth
 
-from infra.config import schedule_payload
-from singleton_flags.routes import HANDLERS
+from singleton_flags_infra.config import schedule_payload
+from singleton_flags_service.api.routes import HANDLERS
 
 pytestmark = pytest.mark.infra
 

@@ -9,7 +9,7 @@ import pytest
 import template_tools as tt
 from infra_support import Synth, cdk_json_context, synthesize
 
-from singleton_flags.routes import HANDLERS
+from singleton_flags_service.api.routes import HANDLERS
 
 pytestmark = pytest.mark.infra
 

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.errors import PreconditionFailed, WriteConflict
-from singleton_flags.store import FlagStore
+from singleton_flags.declarations import Declarations
+from singleton_flags_service.contract import load_service_declarations
+from singleton_flags_service.errors import PreconditionFailed, WriteConflict
+from singleton_flags_service.writes.store import FlagStore
 
 WRITERS = 16
 CHANGES_PER_WRITER = 25
@@ -114,7 +115,7 @@ def run_writers(
     store_options: dict[str, Any] | None = None,
 ) -> RunResult:
     """``writers`` threads, each with its own client and FlagStore, make ``changes`` writes each, together."""
-    declarations = declarations or load_declarations()
+    declarations = declarations or load_service_declarations()
     result = RunResult()
     lock = threading.Lock()
     start = threading.Barrier(writers + 1)

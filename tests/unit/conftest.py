@@ -20,10 +20,10 @@ from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_read
 
 from local.functions import load_module
 from singleton_flags.declarations import Declarations
-from singleton_flags.observability import logger
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
-from singleton_flags.store import FlagStore
+from singleton_flags_service.observability import logger
+from singleton_flags_service.writes.store import FlagStore
 
 
 class SocketBlocked(RuntimeError):
@@ -66,7 +66,7 @@ def clear_provider_caches() -> Iterator[None]:
     parameters.clear_caches()
     yield
     parameters.clear_caches()
-    handler_module = sys.modules.get("read_api.handler")
+    handler_module = sys.modules.get("singleton_flags_service.handlers.read_api")
     if handler_module is not None:
         handler_module.PROVIDER.clear_cache()
 
@@ -131,7 +131,7 @@ def read_api(
 ) -> ReadApi:
     """The read handler module (its module scope needs TABLE_NAME and a region, set by ``aws_env``), given a
     fresh provider and reader per test so that no cache or back-off state leaks between tests."""
-    module = load_module("read_api.handler")
+    module = load_module("singleton_flags_service.handlers.read_api")
 
     provider = SingletonProvider(client=ddb, table_name=table_name, declarations=module.DECLARATIONS, clock=clock)
     reader = build_reader(provider, module.DECLARATIONS, clock, max_stale=module.SETTINGS.max_stale_seconds)
@@ -146,7 +146,7 @@ def unseeded_api(
 ) -> WriteApi:
     """The write function over the empty moto table (neither the item nor any audit record), its store and
     reader on the fake clock, retrying without sleeping (retries still counted by the module's metric hook)."""
-    module = load_module("write_api.handler")
+    module = load_module("singleton_flags_service.handlers.write_api")
 
     install(module, ddb, table_name, clock, monkeypatch)
     return WriteApi(module, ddb, table_name, make_event, lambda_context)

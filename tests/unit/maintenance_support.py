@@ -17,15 +17,15 @@ from unit_support import Clock, emf_metrics
 from local.functions import load_module
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MAINTENANCE_FLAG, VERSION_ATTR, singleton_key
-from singleton_flags.store import ChangeResult, FlagStore
-from singleton_flags.windows import MaintenanceWindows
+from singleton_flags_service.maintenance.windows import MaintenanceWindows
+from singleton_flags_service.writes.store import ChangeResult, FlagStore
 
 PATCHING, MIGRATION, QUICK = "weekly-patching", "db-migration", "quick-fix"
 DURATIONS = {PATCHING: 3600, MIGRATION: 7200, QUICK: 600}
 ADMIN = "arn:aws:iam::123456789012:user/admin"
 SERVICE_DIMENSION = {"service": "singleton-flags"}
 WINDOW_METRICS = {"WindowStarts", "WindowEnds", "WindowSkips"}
-MODULE = "maintenance.handler"
+MODULE = "singleton_flags_service.handlers.maintenance"
 AT = "2023-11-14T22:13:20Z"  # the fake clock's start, as Scheduler writes it
 
 

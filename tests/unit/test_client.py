@@ -17,7 +17,7 @@ from singleton_flags import Flags, FlagsConfigError, FlagTypeMismatch, Undeclare
 from singleton_flags.aws import READ_CLIENT_CONFIG, worst_call_seconds
 from singleton_flags.client import ENV_MAX_AGE, ENV_MAX_STALE, ENV_REGION, ENV_SORT_KEY, ENV_TABLE
 from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_DECLARATIONS = {
@@ -270,7 +270,7 @@ def test_importing_the_client_creates_no_powertools_logger_and_loads_no_function
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT / "tests", capture_output=True, text=True, check=True)
     found = json.loads(out.stdout)
     ours = {name for name in found["modules"] if name.startswith("singleton_flags.")}
-    assert not ours & {"singleton_flags.observability", "singleton_flags.store", "singleton_flags.cdk"}
+    assert not ours & {"singleton_flags_service.observability", "singleton_flags_service.writes.store", "singleton_flags_cdk.construct"}
     assert not {name.split(".")[0] for name in found["modules"]} & {"aws_cdk", "pydantic", "aws_xray_sdk", "moto"}
     assert found["loggers"] == [] and found["root_handlers"] == 0
 

@@ -14,9 +14,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from unit_support import WriteApi, body_of, headers_of
 
-from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
-from singleton_flags.settings import SettingsError
-from singleton_flags.windows import SCHEDULES_ENV, schedules_from_env
+from singleton_flags.declarations import parse_declarations
+from singleton_flags_service.contract import DECLARATIONS_FILE, SettingsError
+from singleton_flags_service.maintenance.windows import SCHEDULES_ENV, schedules_from_env
 
 CONSTRAINT_KEYS = {"min", "max", "enum", "max_length"}
 
@@ -182,11 +182,11 @@ def test_only_the_write_function_imports_croniter_which_only_it_has_as_a_layer()
     }
     functions = Path(__file__).resolve().parents[2] / "functions"
     loaded = {}
-    for module in ("read_api.handler", "maintenance.handler", "write_api.handler"):
+    for module in ("singleton_flags_service.handlers.read_api", "singleton_flags_service.handlers.maintenance", "singleton_flags_service.handlers.write_api"):
         out = subprocess.run(
             [sys.executable, "-c", script, module], env=env, cwd=functions, capture_output=True, text=True, check=True
         )
         loaded[module] = json.loads(out.stdout)
     # Then the maintenance and read functions cold-start without it (they have no croniter layer); the write one uses it
-    assert loaded["read_api.handler"] == loaded["maintenance.handler"] == []
-    assert "croniter" in loaded["write_api.handler"] and "singleton_flags.cron" in loaded["write_api.handler"]
+    assert loaded["singleton_flags_service.handlers.read_api"] == loaded["singleton_flags_service.handlers.maintenance"] == []
+    assert "croniter" in loaded["singleton_flags_service.handlers.write_api"] and "singleton_flags_service.maintenance.cron" in loaded["singleton_flags_service.handlers.write_api"]

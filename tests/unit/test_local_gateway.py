@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from infra.config import load_config, schedule_payload
 from local.api import LocalApi
 from local.gateway import (
     Caller,
@@ -22,8 +21,16 @@ from local.gateway import (
     proxy_event,
 )
 from local.runner import StartupError, banner, function_environment, parse_port
-from singleton_flags.http import allowed_methods
-from singleton_flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION, RouteMatch, match_route
+from singleton_flags_infra.config import load_config, schedule_payload
+from singleton_flags_service.api.http import allowed_methods
+from singleton_flags_service.api.routes import (
+    MAINTENANCE_FUNCTION,
+    READ_FUNCTION,
+    ROUTES,
+    WRITE_FUNCTION,
+    RouteMatch,
+    match_route,
+)
 
 
 class RecordingFunctions:

@@ -9,10 +9,10 @@ import pytest
 from unit_support import Clock
 
 from local.scheduler import Deliveries, LocalScheduler, due_at, local_one_time_environment, target_function
-from singleton_flags.errors import SchedulerFault
-from singleton_flags.guard_writes import close_payload, close_target_from_env
-from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
-from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
+from singleton_flags_service.api.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
+from singleton_flags_service.errors import SchedulerFault
+from singleton_flags_service.guards.writes import close_payload, close_target_from_env
+from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
 from tests.conftest import ONE_TIME_ENV
 
 NINE_UTC = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)

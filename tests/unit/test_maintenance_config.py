@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from singleton_flags.settings import SettingsError
-from singleton_flags.windows import (
+from singleton_flags_service.contract import SettingsError
+from singleton_flags_service.maintenance.windows import (
     WINDOWS_ENV,
     Command,
     InvalidSchedulePayload,
@@ -132,7 +132,7 @@ def test_a_payload_that_is_not_a_schedule_delivery_is_refused_with_a_clear_messa
 def test_what_the_stack_deploys_is_what_the_function_accepts() -> None:
     """Given cdk.json's windows, when the stack builds MAINTENANCE_WINDOWS and each schedule's payload,
     then the function parses every window with its duration and accepts both of its payloads."""
-    from infra.config import load_config, schedule_payload, windows_env
+    from singleton_flags_infra.config import load_config, schedule_payload, windows_env
 
     config = load_config()
     windows = windows_from_env({WINDOWS_ENV: windows_env(config)})

@@ -23,9 +23,9 @@ from maintenance_support import (
 )
 from unit_support import FailingClient, emf_metrics
 
-from singleton_flags.errors import StoreUnavailable, WriteConflict
 from singleton_flags.keys import MAINTENANCE_OWNER_ATTR, singleton_key
-from singleton_flags.settings import SettingsError
+from singleton_flags_service.contract import SettingsError
+from singleton_flags_service.errors import StoreUnavailable, WriteConflict
 
 # ---------------------------------------------------------------------------------------------- bad payloads, failures
 

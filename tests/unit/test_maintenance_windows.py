@@ -27,8 +27,8 @@ from maintenance_support import (
 )
 from unit_support import build_reader, emf_metrics
 
-from singleton_flags.errors import ItemTooLarge
 from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR
+from singleton_flags_service.errors import ItemTooLarge
 
 # ---------------------------------------------------------------------------------------------- start
 

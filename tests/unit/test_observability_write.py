@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from unit_support import FailingClient, emf_metrics
 
-from singleton_flags.store import FlagStore
+from singleton_flags_service.writes.store import FlagStore
 
 PATCH = {"flags": {"signup_enabled": False}, "reason": "metrics test"}
 

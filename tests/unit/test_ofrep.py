@@ -16,7 +16,7 @@ import pytest
 from botocore.stub import Stubber
 from unit_support import START, CallCount, Output, ReadApi, body_of, expire, headers_of
 
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
 
 ONE = "/ofrep/v1/evaluate/flags/{key}"
 BULK = "/ofrep/v1/evaluate/flags"

@@ -1,4 +1,4 @@
-"""One-time Scheduler schedules (singleton_flags.one_time) on moto's EventBridge Scheduler."""
+"""One-time Scheduler schedules (singleton_flags_service.schedules.one_time) on moto's EventBridge Scheduler."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
-from singleton_flags.errors import SchedulerFault, SchedulerUnavailable
-from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget, at_expression
-from singleton_flags.settings import SettingsError
+from singleton_flags_service.contract import SettingsError
+from singleton_flags_service.errors import SchedulerFault, SchedulerUnavailable
+from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget, at_expression
 
 GROUP = "flags-test-group"
 TARGET = OneTimeTarget(

@@ -13,13 +13,13 @@ import schemathesis
 from local.functions import load_module
 from local.openapi import RESPONSE_NAMES, build_document, error_codes, operations
 from singleton_flags.declarations import Declarations
-from singleton_flags.errors import FlagsError
-from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, WRITE_FUNCTION
+from singleton_flags_service.api.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, WRITE_FUNCTION
+from singleton_flags_service.errors import FlagsError
 
 
 @pytest.fixture
 def document(declarations: Declarations) -> dict[str, Any]:
-    app = load_module("write_api.handler").app  # module scope needs TABLE_NAME and a region: set by aws_env
+    app = load_module("singleton_flags_service.handlers.write_api").app  # module scope needs TABLE_NAME and a region: set by aws_env
 
     return build_document(app, list(declarations), server_url="http://127.0.0.1:3000")
 

@@ -16,7 +16,7 @@ from singleton_flags.declarations import Declarations
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.snapshot import Snapshot
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
 
 MAX_STALE = 60.0
 DYNAMODB_ERRORS = [

@@ -13,12 +13,12 @@ import pytest
 from botocore.stub import Stubber
 from unit_support import CALLER, Clock, WriteApi, emf_metrics
 
-from singleton_flags.audit import audit_record
 from singleton_flags.keys import schedule_key
-from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
-from singleton_flags.scheduled import ScheduledChanges, ScheduleItems
-from singleton_flags.scheduled_apply import ScheduledChangeRunner
-from singleton_flags.store import FlagStore
+from singleton_flags_service.schedules.apply import ScheduledChangeRunner
+from singleton_flags_service.schedules.changes import ScheduledChanges, ScheduleItems
+from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
+from singleton_flags_service.writes.audit import audit_record
+from singleton_flags_service.writes.store import FlagStore
 from tests.conftest import REGION, SCHEDULE_GROUP
 from tests.support.tables import table_state
 
@@ -421,7 +421,7 @@ class ThrottledWrites:
 def test_a_dynamodb_failure_when_due_raises_for_lambda_to_retry_and_the_retry_applies_once(
     scheduling: Scheduling,
 ) -> None:
-    from singleton_flags.errors import StoreUnavailable
+    from singleton_flags_service.errors import StoreUnavailable
 
     created = body_of(scheduling.create(change()))
     client = ThrottledWrites(scheduling.api.client)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from singleton_flags.keys import SINGLETON_SK
-from singleton_flags.settings import MAX_STALE_LIMIT_SECONDS, Settings, SettingsError
+from singleton_flags_service.contract import MAX_STALE_LIMIT_SECONDS, Settings, SettingsError
 
 
 def test_only_the_table_name_is_required() -> None:

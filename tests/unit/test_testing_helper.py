@@ -8,9 +8,9 @@ import pytest
 from unit_support import Clock
 
 from singleton_flags.declarations import Declarations
-from singleton_flags.errors import InvalidValue
 from singleton_flags.testing import InMemoryFlags
-from singleton_flags.vocabulary import DEFAULT, STALE, STATIC
+from singleton_flags_service.errors import InvalidValue
+from singleton_flags_service.vocabulary import DEFAULT, STALE, STATIC
 
 
 @pytest.fixture

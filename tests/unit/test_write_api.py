@@ -1,4 +1,4 @@
-"""The write function through ``write_api.handler.handler`` with API Gateway REST proxy events, on moto:
+"""The write function through ``singleton_flags_service.handlers.write_api.handler`` with API Gateway REST proxy events, on moto:
 what an accepted write, a history page and a revert store and answer (refusals: test_write_refusals.py,
 limits and failures: test_write_failures.py).
 """
@@ -30,8 +30,8 @@ from singleton_flags.keys import (
     VERSION_ATTR,
     singleton_key,
 )
-from singleton_flags.store import Ownership
-from singleton_flags.vocabulary import CACHED
+from singleton_flags_service.vocabulary import CACHED
+from singleton_flags_service.writes.store import Ownership
 
 # -- happy paths ---------------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from botocore.exceptions import ReadTimeoutError
 from unit_support import WriteApi, assert_refused, body_of, headers_of
 
 from singleton_flags.keys import singleton_key
-from singleton_flags.transaction import MAX_RESENDS
+from singleton_flags_service.writes.transaction import MAX_RESENDS
 
 
 class LossyClient:

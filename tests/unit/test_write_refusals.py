@@ -18,7 +18,7 @@ from unit_support import (
     headers_of,
 )
 
-from singleton_flags.audit import encode_cursor
+from singleton_flags_service.writes.audit import encode_cursor
 
 # -- PATCH /flags refusals ----------------------------------------------------------------------------
 

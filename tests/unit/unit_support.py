@@ -15,10 +15,10 @@ from botocore.exceptions import ClientError
 from singleton_flags.codec import encode
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
-from singleton_flags.observability import ReadCounter
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
-from singleton_flags.store import FlagStore
+from singleton_flags_service.observability import ReadCounter
+from singleton_flags_service.writes.store import FlagStore
 from tests.support.tables import table_state
 
 START = 1_700_000_000.0  # a fixed epoch second; every fake clock starts here

@@ -1,0 +1,177 @@
+"""The service's typed domain errors: a stable code, an HTTP status and details, as data (on the declarations'
+``FlagsError``, whose refusals they extend).
+
+Pure domain: nothing here builds HTTP headers. ``singleton_flags_service.api.http`` alone turns an error into a
+response (the ``ETag`` of a 412, the ``Retry-After`` of a 409 or 503), matching errors by type.
+"""
+
+from http import HTTPStatus
+from typing import Any
+
+from singleton_flags.errors import DeclarationError, FlagsError, InvalidRequest, InvalidValue, UnknownFlag
+
+__all__ = [
+    "DeclarationError",
+    "FlagsError",
+    "InvalidRequest",
+    "InvalidValue",
+    "UnknownFlag",
+    "FlagNotFound",
+    "VersionNotFound",
+    "ScheduleNotFound",
+    "ScheduleNotPending",
+    "PreconditionFailed",
+    "ItemTooLarge",
+    "PayloadTooLarge",
+    "WriteConflict",
+    "UnsupportedMediaType",
+    "StoreUnavailable",
+    "OutcomeUnknown",
+    "IdempotencyKeyReused",
+    "StoreFault",
+    "SchedulerUnavailable",
+    "SchedulerFault",
+    "GuardAlarmNotFound",
+    "GuardAlarmActive",
+    "AlarmsUnavailable",
+    "AlarmsFault",
+]
+
+
+class FlagNotFound(FlagsError):
+    status = HTTPStatus.NOT_FOUND
+    code = "FLAG_NOT_FOUND"
+
+
+class VersionNotFound(FlagsError):
+    status = HTTPStatus.NOT_FOUND
+    code = "VERSION_NOT_FOUND"
+
+
+class ScheduleNotFound(FlagsError):
+    status = HTTPStatus.NOT_FOUND
+    code = "SCHEDULE_NOT_FOUND"
+
+
+class ScheduleNotPending(FlagsError):
+    """The scheduled change was already applied, skipped, failed or cancelled: nothing left to cancel."""
+
+    status = HTTPStatus.CONFLICT
+    code = "SCHEDULE_NOT_PENDING"
+
+
+class PreconditionFailed(FlagsError):
+    status = HTTPStatus.PRECONDITION_FAILED
+    code = "PRECONDITION_FAILED"
+
+    def __init__(self, message: str, *, current_version: int | None, flags: Any = None) -> None:
+        """``flags``: the current values from the writer's consistent read, so a client sees what changed."""
+        super().__init__(message, current_version=current_version, flags=flags)
+        self.current_version = current_version
+
+
+class ItemTooLarge(FlagsError):
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+    code = "ITEM_TOO_LARGE"
+
+
+class PayloadTooLarge(FlagsError):
+    """The request body is over the write API's limit (checked before it is parsed)."""
+
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class WriteConflict(FlagsError):
+    status = HTTPStatus.CONFLICT
+    code = "WRITE_CONFLICT"
+
+    def __init__(self, message: str, *, attempts: int, retry_after: int = 1) -> None:
+        super().__init__(message, attempts=attempts, retry_after=retry_after)
+        self.retry_after = retry_after
+
+
+class UnsupportedMediaType(FlagsError):
+    status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+class StoreUnavailable(FlagsError):
+    """DynamoDB could not be reached or refused the call for reasons the client did not cause."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "STORE_UNAVAILABLE"
+    retry_after = 2
+
+
+class OutcomeUnknown(FlagsError):
+    """A write was sent, its answer was lost, and the time budget ran out before its outcome could be read.
+
+    It may or may not have committed. The history says (the record carries the write's token), and a
+    retry with the same ``Idempotency-Key`` is safe: it answers the committed result or applies once.
+    """
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "OUTCOME_UNKNOWN"
+    retry_after = 2
+
+
+class IdempotencyKeyReused(FlagsError):
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+
+class StoreFault(FlagsError):
+    """DynamoDB refused a request for a reason no client input causes (a bug, a missing table, a denied call).
+
+    500: it pages. The message names the DynamoDB error code; details stay in the log, with the request id.
+    """
+
+    status = HTTPStatus.INTERNAL_SERVER_ERROR
+    code = "INTERNAL_ERROR"
+
+
+class SchedulerUnavailable(FlagsError):
+    """EventBridge Scheduler could not be reached or throttled the call: nothing was scheduled, a retry may work."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "SCHEDULER_UNAVAILABLE"
+    retry_after = 2
+
+
+class SchedulerFault(FlagsError):
+    """EventBridge Scheduler refused a call no client input explains (a denied call, a missing group or role).
+
+    500: it pages. The message names Scheduler's error code; details stay in the log, with the request id.
+    """
+
+    status = HTTPStatus.INTERNAL_SERVER_ERROR
+    code = "INTERNAL_ERROR"
+
+
+class GuardAlarmNotFound(FlagsError):
+    """A guard names an alarm CloudWatch does not have in this account and region."""
+
+    code = "GUARD_ALARM_NOT_FOUND"
+
+
+class GuardAlarmActive(FlagsError):
+    """A guard names an alarm that is in ALARM now: the change would revert as soon as it is made."""
+
+    status = HTTPStatus.CONFLICT
+    code = "GUARD_ALARM_ACTIVE"
+
+
+class AlarmsUnavailable(FlagsError):
+    """CloudWatch could not be reached or throttled DescribeAlarms: nothing was written, a retry may work."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "ALARMS_UNAVAILABLE"
+    retry_after = 2
+
+
+class AlarmsFault(FlagsError):
+    """CloudWatch refused DescribeAlarms for a reason no client input explains (a denied call): 500, it pages."""
+
+    status = HTTPStatus.INTERNAL_SERVER_ERROR
+    code = "INTERNAL_ERROR"
