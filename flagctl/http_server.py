@@ -182,6 +182,14 @@ def _shown(text: str) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
 
 
+def _reason(response: HttpResponse) -> bytes:
+    """The status line's reason phrase: the registered one, or none for a status without one."""
+    try:
+        return HTTPStatus(response.status).phrase.encode("ascii")
+    except ValueError:
+        return b""
+
+
 def _bad_request(message: str, *, close: bool) -> _Refused:
     return _Refused(HTTPStatus.BAD_REQUEST, "BAD_REQUEST", message, close=close)
 
@@ -412,11 +420,15 @@ class _Connection:
         """The answer in one write: status line, fields and body together."""
         bodyless = method == "HEAD" or response.status in (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)
         try:
-            head = h11.Response(status_code=response.status, headers=self._fields(response, method, close))
+            head = h11.Response(
+                status_code=response.status, headers=self._fields(response, method, close), reason=_reason(response)
+            )
         except h11.LocalProtocolError:  # a handler's status or field h11 cannot send: its defect, answered 500
             traceback.print_exc(file=sys.stderr)
             response = error(HTTPStatus.INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", "the server failed to answer")
-            head = h11.Response(status_code=response.status, headers=self._fields(response, method, True))
+            head = h11.Response(
+                status_code=response.status, headers=self._fields(response, method, True), reason=_reason(response)
+            )
             bodyless = method == "HEAD"
         parts = [self._h11.send(head)]
         if not bodyless and response.body:
@@ -431,7 +443,7 @@ class _Connection:
             if name.lower() not in ("content-length", "connection", "transfer-encoding")
         ]
         if not any(name.lower() == "date" for name, _ in headers):
-            headers.append(("Date", email.utils.formatdate(usegmt=True)))
+            headers.insert(0, ("Date", email.utils.formatdate(usegmt=True)))
         if response.status not in (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED):
             headers.append(("Content-Length", str(len(response.body))))  # a HEAD answer says the GET's length
         if close:
@@ -516,41 +528,48 @@ class LocalServer:
                 while not self._stop_requested:
                     if not self._slots.acquire(timeout=poll_interval):
                         continue  # every slot taken: new connections wait in the backlog
-                    started = False
-                    try:
-                        if selector.select(poll_interval):
-                            started = self._accept(poll_interval)
-                    finally:
-                        if not started:
-                            self._slots.release()
+                    self._accept(selector, poll_interval)
         finally:
             self._stop_requested = False
             self._stopped.set()
 
-    def _accept(self, pause: float) -> bool:
+    def _accept(self, selector: selectors.BaseSelector, poll_interval: float) -> None:
+        """One connection, if one comes within ``poll_interval``, served on a thread given the slot just taken;
+        the slot is freed here unless that thread started (an interruption may leak it, never free it twice)."""
+        handed = False
         try:
-            sock, address = self._listener.accept()
-        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-            return False  # the client gave up before it was accepted
-        except OSError as exc:  # out of file descriptors or memory: the connection waits, the loop does not spin
-            sys.stderr.write(f"cannot accept a connection: {exc}\n")
-            time.sleep(pause)
-            return False
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._open.add(sock)
-            threading.Thread(
-                target=self._serve_connection,
-                args=(sock, address[0]),
-                name=f"http-{self.port}-connection-{next(self._serial)}",
-                daemon=True,  # stopping the process does not wait for a kept-alive connection
-            ).start()
-        except (OSError, RuntimeError) as exc:  # no thread to be had: this connection only is dropped
-            sys.stderr.write(f"cannot serve a connection: {exc}\n")
-            self._forget(sock)
-            return False
-        return True
+            if not selector.select(poll_interval):
+                return
+            try:
+                sock, address = self._listener.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return  # the client gave up before it was accepted
+            except OSError as exc:  # out of descriptors or memory: the connection waits, the loop does not spin
+                sys.stderr.write(f"cannot accept a connection: {exc}\n")
+                time.sleep(poll_interval)
+                return
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with self._lock:
+                    self._open.add(sock)
+                thread = threading.Thread(
+                    target=self._serve_connection,
+                    args=(sock, address[0]),
+                    name=f"http-{self.port}-connection-{next(self._serial)}",
+                    daemon=True,  # stopping the process does not wait for a kept-alive connection
+                )
+                handed = True  # from here on the thread frees the slot
+                try:
+                    thread.start()
+                except RuntimeError:
+                    handed = False
+                    raise
+            except (OSError, RuntimeError) as exc:  # no thread to be had: this connection only is dropped
+                sys.stderr.write(f"cannot serve a connection: {exc}\n")
+                self._forget(sock)
+        finally:
+            if not handed:
+                self._slots.release()
 
     def _serve_connection(self, sock: socket.socket, client_ip: str) -> None:
         try:

@@ -494,3 +494,36 @@ def test_each_answer_leaves_in_one_write_on_a_socket_without_nagle() -> None:
         assert statuses[1][1] == statuses[2][1] == 0
         assert server.calls == [("sendall", server.calls[index][1]) for index in range(len(requests))]
         assert server.nodelay == [1]
+
+
+# -- stopping ------------------------------------------------------------------------------------------------
+
+
+def test_an_interrupt_while_a_connection_starts_stops_serving_and_frees_its_slot_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a client waiting to be accepted, and Ctrl-C arriving just as its thread starts
+    server = LocalServer(0, Recorder())
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    real_start = threading.Thread.start
+
+    def start_then_interrupt(thread: threading.Thread) -> None:
+        real_start(thread)
+        raise KeyboardInterrupt
+
+    with connect(server) as client:
+        monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+        # When the server accepts it
+        with pytest.raises(KeyboardInterrupt):
+            server.serve_forever(poll_interval=0.05)
+        monkeypatch.setattr(threading.Thread, "start", real_start)
+        # Then serving stopped with the interrupt, and the started connection is still answered
+        client.sendall(head(server, "/echo", "Connection: close"))
+        assert [answer.status for answer in answers_then_closed(client)] == [200]
+    for thread in threading.enumerate():
+        if thread.name.startswith(f"http-{server.port}-connection-"):
+            thread.join(5)
+    server.server_close()
+    # And its thread freed its slot without a second release
+    assert failures == []
