@@ -119,8 +119,9 @@ class Limits:
     def __post_init__(self) -> None:
         for field in fields(self):
             value = getattr(self, field.name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"Limits.{field.name} must be a positive number, got {value!r}")
+            kind = int if field.type == "int" else int | float
+            if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
+                raise ValueError(f"Limits.{field.name} must be a positive {field.type}, got {value!r}")
 
 
 def security_headers() -> list[tuple[str, str]]:

@@ -527,3 +527,12 @@ def test_an_interrupt_while_a_connection_starts_stops_serving_and_frees_its_slot
     server.server_close()
     # And its thread freed its slot without a second release
     assert failures == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"max_connections": 0}, {"max_connections": 1.5}, {"max_headers": True}, {"idle_seconds": -1}, {"backlog": "8"}],
+)
+def test_a_limit_that_is_not_a_positive_number_of_its_kind_is_refused(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=f"Limits.{next(iter(bad))} must be a positive"):
+        Limits(**bad)
