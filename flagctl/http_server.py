@@ -8,7 +8,8 @@ What a client meets (each number a ``Limits`` field):
   API's error contract (``{"error": {"code", "message"}}``), then the connection closes; an obsolete line fold
   is unfolded (each fold becomes one space, as RFC 9112 5.2 allows), and spaces around a value are stripped;
 - Content-Length together with Transfer-Encoding is 400, then close (RFC 9112 6.1): the bytes after the head
-  are never read as another request; so is Transfer-Encoding in an HTTP/1.0 request;
+  are never read as another request; so are Transfer-Encoding in an HTTP/1.0 request and an HTTP version
+  other than 1.x (no request a client sends is a 5xx);
 - the request head (request line and fields) is at most ``max_head_bytes`` (414 when the request line alone is
   longer, else 431) and ``max_headers`` fields (431); a chunk-size or trailer line longer than the same buffer
   is 400: h11 refuses any event still incomplete when its buffer passes ``max_head_bytes``, and this server
@@ -32,7 +33,8 @@ What a client meets (each number a ``Limits`` field):
 
 The handler (``Answers.handle``) sees a ``Request`` whose path is still percent-encoded, with every field as
 sent (names in their case, values stripped of surrounding spaces), and returns an ``HttpResponse``; its own
-``Content-Length``, ``Transfer-Encoding`` and ``Connection`` fields are replaced by the server's.
+``Content-Length``, ``Transfer-Encoding`` and ``Connection`` fields are replaced by the server's, and ``Date``
+is added when missing. A handler that raises is a 500 in the error contract, its traceback on stderr.
 """
 
 from __future__ import annotations
