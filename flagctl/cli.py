@@ -383,7 +383,7 @@ def run_console(url: str, port: int, open_browser: bool, out: TextIO) -> int:
     import webbrowser
 
     from flagctl.console import ConsoleProxy, console_url, new_token, signer_for
-    from local.server import LocalServer
+    from flagctl.http_server import LocalServer
 
     FlagsClient(url)  # an http(s) URL, or bad input
     signer = signer_for(url)

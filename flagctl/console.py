@@ -5,8 +5,8 @@ operator's own credential chain (the signer flagctl's other commands use) and fo
 no one else:
 
 - it listens on 127.0.0.1 only, and answers only ``Host: 127.0.0.1:<port>`` / ``localhost:<port>`` and, when
-  sent, the same ``Origin`` (``local.web.refuse_foreign``, the local runner's own check: DNS rebinding and
-  other sites' pages are refused);
+  sent, the same ``Origin`` (``flagctl.http_server.refuse_foreign``, the local runner's own check: DNS
+  rebinding and other sites' pages are refused);
 - every API call must carry ``X-Console-Token``, the random token of this start (``secrets.token_urlsafe``),
   compared in constant time; without it, 401 ``CONSOLE_TOKEN_REQUIRED``. The page learns it from the URL's
   fragment (``#token=...``), which browsers never send to a server or put in a Referer;

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from typing import Any
 
+from flagctl.http_server import LOOPBACK, LocalServer
 from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
 from local.alarms import LocalAlarms
 from local.api import LocalApi
@@ -30,7 +31,6 @@ from local.scheduler import (
     target_function,
     use_local_scheduler,
 )
-from local.server import LOOPBACK, LocalServer
 from singleton_flags import vocabulary
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.errors import DeclarationError

@@ -1,40 +1,30 @@
-"""What the local runner and ``flagctl console`` share in front of their routes: who may talk to them, and the
-console's and Swagger UI's static files.
+"""The console's and Swagger UI's static files, which the local runner and ``flagctl console`` both serve.
 
-- ``refuse_foreign(headers, port)``: ``Host`` must be exactly ``127.0.0.1:<port>`` or ``localhost:<port>`` (421
-  otherwise: a page on another name that resolves to 127.0.0.1, DNS rebinding, never reaches a route), and an
-  ``Origin``, when sent, ``http://127.0.0.1:<port>`` or ``http://localhost:<port>`` (403 otherwise: another page
-  in the browser, on another port or site, cannot drive the API);
-- ``static_file(path)``: ``/`` and ``/console/<file>`` from ``local/console/``, ``/vendor/swagger-ui/<file>`` from
-  npm's ``swagger-ui-dist`` (its LICENSE included), ``/docs`` and its initializer. Only a file directly in its
-  directory, of a known type, is served (no ``..``, no subdirectory, no hidden file); each answer says its type,
-  ``X-Content-Type-Options: nosniff`` and a Content-Security-Policy allowing this origin only.
+``static_file(path)``: ``/`` and ``/console/<file>`` from ``local/console/``, ``/vendor/swagger-ui/<file>`` from
+npm's ``swagger-ui-dist`` (its LICENSE included), ``/docs`` and its initializer. Only a file directly in its
+directory, of a known type, is served (no ``..``, no subdirectory, no hidden file); each answer says its type,
+``X-Content-Type-Options: nosniff`` and a Content-Security-Policy allowing this origin only. Who may talk to
+either server (its own Host and Origin only) and the error contract's answers are the server's
+(``flagctl.http_server``).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import uuid
-from collections.abc import Sequence
 from http import HTTPStatus
 from pathlib import Path
 
-from local.gateway import HttpResponse
+from flagctl.http_server import CONTENT_SECURITY_POLICY, HttpResponse, error, security_headers
 from local.paths import REPO_ROOT
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+__all__ = ["CONTENT_SECURITY_POLICY", "error", "security_headers", "static_file"]
+
 CONSOLE_DIR = REPO_ROOT / "local" / "console"
 SWAGGER_UI_DIR = REPO_ROOT / "node_modules" / "swagger-ui-dist"
 CONSOLE_PREFIX = "/console/"
 SWAGGER_PREFIX = "/vendor/swagger-ui/"
 DOCS_PATH = "/docs"
 DOCS_INIT_PATH = "/docs/init.js"
-# Everything from this origin only; images may also be data: URIs (Swagger UI's icons are). No inline script.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-    "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -64,42 +54,6 @@ DOCS_PAGE = f"""<!doctype html>
 </html>
 """.encode()
 DOCS_INIT = b'window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui", tryItOutEnabled: true});\n'
-
-
-def security_headers() -> list[tuple[str, str]]:
-    return [("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", CONTENT_SECURITY_POLICY)]
-
-
-def error(status: HTTPStatus, code: str, message: str) -> HttpResponse:
-    body = json.dumps({"error": {"code": code, "message": message}}, separators=(",", ":")).encode("utf-8")
-    headers = [("Content-Type", "application/json"), ("x-amzn-RequestId", str(uuid.uuid4())), *security_headers()]
-    return HttpResponse(int(status), headers, body)
-
-
-def _values(headers: Sequence[tuple[str, str]], name: str) -> list[str]:
-    return [value for key, value in headers if key.lower() == name]
-
-
-def refuse_foreign(headers: Sequence[tuple[str, str]], port: int) -> HttpResponse | None:
-    """The refusal of a request this server must not answer (another Host, another Origin), or None."""
-    hosts = _values(headers, "host")
-    allowed_hosts = [f"{name}:{port}" for name in LOOPBACK_NAMES]
-    if len(hosts) != 1 or hosts[0] not in allowed_hosts:
-        shown = hosts[0] if len(hosts) == 1 else f"{len(hosts)} Host headers"
-        return error(
-            HTTPStatus.MISDIRECTED_REQUEST,
-            "HOST_NOT_ALLOWED",
-            f"Host must be {' or '.join(allowed_hosts)}, got {shown!r}: this server answers its loopback address only",
-        )
-    origins = _values(headers, "origin")
-    allowed_origins = [f"http://{host}" for host in allowed_hosts]
-    if origins and (len(origins) != 1 or origins[0] not in allowed_origins):
-        return error(
-            HTTPStatus.FORBIDDEN,
-            "ORIGIN_NOT_ALLOWED",
-            f"Origin must be {' or '.join(allowed_origins)} when sent, got {', '.join(origins)!r}",
-        )
-    return None
 
 
 def _file(directory: Path, name: str) -> HttpResponse:
