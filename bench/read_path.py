@@ -3,7 +3,8 @@
 In one run:
 1. GetItem calls made by 10,000 warm GET /flags inside one max_age window (moto in-process): must be 1.
 2. Warm GET /flags p50/p99 of the real read handler, and of a baseline: an ``APIGatewayRestResolver`` route
-   returning a constant dict, wrapped in exactly the decorators of ``singleton_flags_service.handlers.read_api.handler`` (read from
+   returning a constant dict, wrapped in exactly the decorators of ``singleton_flags_service.handlers.read_api.handler``
+   (read from
    its source and evaluated in its module, so the baseline follows the handler). Ratio target <= 1.3.
    And a warm OFREP evaluation of one flag (``POST /ofrep/v1/evaluate/flags/{key}`` with an evaluation context)
    against a warm ``GET /flags/{name}``, same environment, interleaved. Ratio target <= 1.3.

@@ -2,7 +2,8 @@
 EventBridge would deliver. Never deployed.
 
 - ``LocalAlarms``: alarm name -> state, in memory. The write function's DescribeAlarms and the guard function's
-  close check read it (``singleton_flags_service.guards.alarms.AlarmStates``); ``POST /_alarms/<name>`` sets a state, creating
+  close check read it (``singleton_flags_service.guards.alarms.AlarmStates``); ``POST /_alarms/<name>`` sets a state,
+  creating
   the alarm. Nothing reaches CloudWatch, whatever DynamoDB the runner uses.
 - A change to ``ALARM`` of an alarm whose name starts with the deployment's ``guard_alarm_prefix`` is delivered
   to the guard function as the "CloudWatch Alarm State Change" event the stack's EventBridge rule would send (the

@@ -201,7 +201,8 @@ class LocalApi:
         return _json(200, {"events": published, "errors": list(self._events.errors)})
 
     def _throttled(self) -> HttpResponse | None:
-        """API Gateway's THROTTLED answer (singleton_flags_infra.api's gateway response) while requests are left to refuse."""
+        """API Gateway's THROTTLED answer (singleton_flags_infra.api's gateway response) while requests are left to
+        refuse."""
         with self._throttle_lock:
             if self._throttled_left <= 0:
                 return None

@@ -1,4 +1,5 @@
-"""The Lambda functions, loaded from the handler strings the stack deploys (``singleton_flags_service.api.routes.HANDLERS``).
+"""The Lambda functions, loaded from the handler strings the stack deploys
+(``singleton_flags_service.api.routes.HANDLERS``).
 
 Each handler module is imported once (its cold start) and keeps its module-scope state, so every function
 has its own provider cache, as separate execution environments would. Lambda runs one request at a time
@@ -40,7 +41,8 @@ def load_module(module_name: str, *, fresh: bool = False) -> ModuleType:
 
 
 def load_handler(handler_string: str) -> Handler:
-    """``singleton_flags_service.handlers.read_api.handler`` -> the function object (loading its module: a cold start)."""
+    """``singleton_flags_service.handlers.read_api.handler`` -> the function object (loading its module: a cold
+    start)."""
     module_name, _, attribute = handler_string.rpartition(".")
     handler: Handler = getattr(load_module(module_name), attribute)
     return handler

@@ -1,8 +1,9 @@
 """The local stand-in for API Gateway (REST API, Lambda proxy integration): HTTP request <-> proxy event.
 
 Pure functions, no sockets: ``proxy_event`` builds the event Lambda would receive for the route that
-``singleton_flags_service.api.routes.match_route`` picked (the one the deployed API picks), and ``http_response`` turns a proxy
-result back into status, headers and body. The server in ``local.server`` only moves bytes.
+``singleton_flags_service.api.routes.match_route`` picked (the one the deployed API picks), and ``http_response`` turns
+a proxy result back into status, headers and body. The server (``flagctl.http_server``, whose ``Request`` and
+``HttpResponse`` these are) only moves bytes.
 """
 
 from __future__ import annotations
@@ -15,29 +16,23 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
+from flagctl.http_server import HttpResponse, Request
 from singleton_flags_service.api.routes import RouteMatch
+
+__all__ = [
+    "LOCAL_ACCOUNT",
+    "LOCAL_API_ID",
+    "Caller",
+    "HttpResponse",
+    "LambdaContext",
+    "MalformedProxyResponse",
+    "Request",
+    "http_response",
+    "proxy_event",
+]
 
 LOCAL_ACCOUNT = "000000000000"
 LOCAL_API_ID = "local"
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """An HTTP request as the server read it (the path still percent-encoded, as API Gateway matches it)."""
-
-    method: str
-    raw_path: str
-    query: str
-    headers: Sequence[tuple[str, str]]
-    body: bytes
-    client_ip: str = "127.0.0.1"
-
-
-@dataclass(frozen=True, slots=True)
-class HttpResponse:
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes = b""
 
 
 def _multi(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:

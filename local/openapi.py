@@ -1,11 +1,14 @@
-"""ONE OpenAPI 3.1 document for every route of ``singleton_flags_service.api.routes.ROUTES``, generated, never kept by hand.
+"""ONE OpenAPI 3.1 document for every route of ``singleton_flags_service.api.routes.ROUTES``, generated, never kept by
+hand.
 
 - Write routes: the write function's own schema (``write_api.handler.app``: Powertools with pydantic models
   built from the declarations), with Powertools' 422 replaced by what the API really answers: the error
-  contract of ``singleton_flags_service.api.http`` (400 for a schema violation, and 404/409/412/413/503 where they occur).
+  contract of ``singleton_flags_service.api.http`` (400 for a schema violation, and 404/409/412/413/503 where they
+  occur).
 - Read routes: described here (the read function stays pydantic-free), reusing the ``FlagValues`` schema
   the write side derives from the same declarations.
-- Error codes per status are read from the ``singleton_flags_service.errors`` classes, so a new error shows up by itself.
+- Error codes per status are read from the ``singleton_flags_service.errors`` classes, so a new error shows up by
+itself.
 
 The document describes the deployed API only; the local runner's own routes (``/_scheduler/...``,
 ``/openapi.json``, ``/docs``) are not in it. ``python -m local.openapi`` prints it.
@@ -82,7 +85,8 @@ RETRY_AFTER = _header("Seconds to wait before retrying.", {"type": "string", "pa
 
 
 def error_codes() -> dict[int, list[str]]:
-    """Error codes by HTTP status: every ``FlagsError`` class, plus the no-route answers of ``singleton_flags_service.api.http``."""
+    """Error codes by HTTP status: every ``FlagsError`` class, plus the no-route answers of
+    ``singleton_flags_service.api.http``."""
     codes: dict[int, set[str]] = {int(status): {code} for status, code in NO_ROUTE_CODES.items()}
     pending = [FlagsError]
     while pending:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from typing import Any
 
+from flagctl.http_server import LOOPBACK, LocalServer
 from local.alarms import LocalAlarms
 from local.api import LocalApi
 from local.backend import ENDPOINT_ENV, BackendError, choose_backend, prepare_table
@@ -29,7 +30,6 @@ from local.scheduler import (
     target_function,
     use_local_scheduler,
 )
-from local.server import LOOPBACK, LocalServer
 from singleton_flags.declarations import Declarations
 from singleton_flags_infra.config import (
     ConfigError,

@@ -1,6 +1,7 @@
 """A failed call to an AWS service other than DynamoDB (EventBridge Scheduler, CloudWatch), as a domain error.
 
-Classified as the DynamoDB calls' are (singleton_flags_service.writes.transaction): throttling, 5xx and network errors are the
+Classified as the DynamoDB calls' are (singleton_flags_service.writes.transaction): throttling, 5xx and network errors
+are the
 service's ``Unavailable`` error (retryable, 503); any other refusal is its ``Fault`` (our fault, 500, logged at
 ERROR with the service's error code and request id, so it pages).
 """

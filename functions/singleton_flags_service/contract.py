@@ -67,7 +67,9 @@ class Settings:
             max_age_seconds=int_setting(
                 env, "POWERTOOLS_PARAMETERS_MAX_AGE", DEFAULT_MAX_AGE_SECONDS, 0, MAX_AGE_LIMIT_SECONDS
             ),
-            max_stale_seconds=int_setting(env, "FLAGS_MAX_STALE_SECONDS", DEFAULT_MAX_STALE_SECONDS, 0, MAX_STALE_LIMIT_SECONDS),
+            max_stale_seconds=int_setting(
+                env, "FLAGS_MAX_STALE_SECONDS", DEFAULT_MAX_STALE_SECONDS, 0, MAX_STALE_LIMIT_SECONDS
+            ),
             audit_retention_days=int_setting(env, "FLAGS_AUDIT_RETENTION_DAYS", 365, 1, 3650),
             local_actor=env.get("FLAGS_LOCAL_ACTOR") or None,
             guard_alarm_prefix=env.get("FLAGS_GUARD_ALARM_PREFIX", ""),

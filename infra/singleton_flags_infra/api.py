@@ -1,4 +1,5 @@
-"""The REST API: the routes of ``singleton_flags_service.api.routes.ROUTES``, every method AWS_IAM-authorised, the two IAM
+"""The REST API: the routes of ``singleton_flags_service.api.routes.ROUTES``, every method AWS_IAM-authorised, the two
+IAM
 managed policies (reader, admin) a caller is given to invoke it, and the X-Ray sampling rule of its reads."""
 
 from __future__ import annotations

@@ -238,7 +238,8 @@ def _throttling(raw: Any, path: str) -> ApiThrottling:
 
 
 def parse_cron(value: Any, path: str) -> Cron:
-    """Validate an EventBridge Scheduler ``cron(min hour dom month dow year)`` expression (singleton_flags_service.maintenance.cron)."""
+    """Validate an EventBridge Scheduler ``cron(min hour dom month dow year)`` expression
+    (singleton_flags_service.maintenance.cron)."""
     try:
         return cron.parse_cron(_string(value, path))
     except CronError as exc:
@@ -484,7 +485,8 @@ def schedule_payload(window_name: str, action: str, scheduled_time: str = SCHEDU
 
 
 def function_environment(config: FlagsConfig, table_name: str, function: str) -> dict[str, str]:
-    """The environment the stack gives a function (``function`` as named in ``singleton_flags_service.api.routes.HANDLERS``).
+    """The environment the stack gives a function (``function`` as named in
+    ``singleton_flags_service.api.routes.HANDLERS``).
 
     One definition for the stack (infra/functions.py) and the local runner, so the two cannot drift. The
     change-events function never touches the table's items: it gets the bus and the stage, not the table.
@@ -510,7 +512,8 @@ def function_environment(config: FlagsConfig, table_name: str, function: str) ->
     if function == WRITE_FUNCTION:
         # it checks a guard's alarm names against the prefix the stack's rule matches
         environment["FLAGS_GUARD_ALARM_PREFIX"] = config.guard_prefix
-        # GET /flags/windows: each window's schedules, evaluated by the function (singleton_flags_service.maintenance.cron)
+        # GET /flags/windows: each window's schedules, evaluated by the function
+        # (singleton_flags_service.maintenance.cron)
         environment["MAINTENANCE_SCHEDULES"] = schedules_env(config)
     return environment
 

@@ -41,7 +41,8 @@ def event_bus_name(stage: str) -> str:
     return f"{vocabulary.DEFAULT_SERVICE}-{stage}"
 
 
-# The function the table's stream invokes (not an API function: functions/singleton_flags_service/handlers/change_events.py)
+# The function the table's stream invokes (not an API function:
+# functions/singleton_flags_service/handlers/change_events.py)
 CHANGE_EVENTS_FUNCTION = "change_events"
 CHANGE_EVENTS_HANDLER = "singleton_flags_service.handlers.change_events.handler"
 

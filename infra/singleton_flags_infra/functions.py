@@ -1,5 +1,6 @@
 """The Lambda functions, each with its own least-privilege role: read, write and maintenance (the handlers of
-``singleton_flags_service.api.routes.HANDLERS``), the seed custom resource's function, and the change-events function (the
+``singleton_flags_service.api.routes.HANDLERS``), the seed custom resource's function, and the change-events function
+(the
 table's stream; no right on the table's items: infra/events.py grants it the stream and its bus).
 
 The code asset is ``functions/`` as it is (no Docker): boto3 comes with the runtime, Powertools from AWS's

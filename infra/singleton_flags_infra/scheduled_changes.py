@@ -2,7 +2,8 @@
 
 The schedules live in the maintenance windows' schedule group, invoke the maintenance function (which applies
 them, ``singleton_flags_service.schedules.apply``) with the maintenance schedules' role, retry policy and dead-letter
-queue. The write function is given, in its environment, where they go (``singleton_flags_service.schedules.one_time`` reads it),
+queue. The write function is given, in its environment, where they go (``singleton_flags_service.schedules.one_time``
+reads it),
 and in its role:
 
 - ``scheduler:CreateSchedule`` and ``scheduler:DeleteSchedule`` on the schedules of this stack's group only

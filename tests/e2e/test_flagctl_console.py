@@ -30,7 +30,7 @@ from botocore.credentials import Credentials
 from e2e_support import REPO_ROOT, Runner, flagctl_console as console_process
 
 from flagctl.console import TOKEN_HEADER, ConsoleProxy, send_upstream, signer_for
-from local.server import LocalServer
+from flagctl.http_server import LocalServer
 from local.web import CONSOLE_DIR
 from tests.support.hostile_answers import ANSWER, REDIRECT, hostile_answers
 from tests.support.scripted_server import Script, ScriptedServer, scripted_server
@@ -492,3 +492,57 @@ def test_whatever_the_api_answers_the_page_gets_an_answer_and_no_other_host_is_c
                 assert_error_contract(status, headers, body, (502, code))
         assert api.connections == len(cases)
     assert elsewhere.connections == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [("GET", "flags"), ("GET", "http://127.0.0.1:{port}/flags"), ("OPTIONS", "*"), ("CONNECT", "127.0.0.1:{port}")],
+)
+def test_a_target_that_is_not_a_path_is_400_nothing_is_forwarded_and_the_connection_goes_on(
+    console, fake_api, method, target, capfd
+):
+    # Given the console's token and a request whose target is not a path
+    connection = http.client.HTTPConnection("127.0.0.1", console.port, timeout=10)
+    connection.putrequest(method, target.format(port=console.port), skip_accept_encoding=True)
+    connection.putheader(TOKEN_HEADER, TOKEN)
+    connection.endheaders()
+    # When the console answers
+    refused = connection.getresponse()
+    error = json.loads(refused.read())["error"]
+    kept = connection.sock
+    # Then a 400 in the error contract; nothing reaches the API; the same connection forwards the next call
+    assert refused.status == 400
+    assert error["code"] == "BAD_REQUEST" and "origin-form" in error["message"]
+    assert kept is not None
+    connection.request("GET", "/flags", headers={TOKEN_HEADER: TOKEN})
+    assert connection.sock is kept
+    answered = connection.getresponse()
+    answered.read()
+    connection.close()
+    assert answered.status == 200
+    assert [seen.path for seen in fake_api.seen] == ["/prod/flags"]
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_folded_field_is_forwarded_unfolded(console, fake_api):
+    # Given an If-Match folded over two lines (obs-fold, RFC 9112 5.2)
+    body = b'{"flags": {"signup_enabled": false}, "reason": "folded"}'
+    request = (
+        b"PATCH /flags HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % console.port
+        + TOKEN_HEADER.encode()
+        + b": "
+        + TOKEN.encode()
+        + b'\r\nContent-Type: application/json\r\nIf-Match: "6",\r\n  "7"\r\nContent-Length: %d\r\n' % len(body)
+        + b"Connection: close\r\n\r\n"
+        + body
+    )
+    # When it is sent through the console
+    with socket.create_connection(("127.0.0.1", console.port), timeout=10) as connection:
+        connection.sendall(request)
+        answer = http.client.HTTPResponse(connection)
+        answer.begin()
+        answer.read()
+    # Then the API receives one line: each fold replaced by a space
+    assert answer.status == 200
+    (seen,) = fake_api.seen
+    assert seen.headers["If-Match"] == '"6", "7"'

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import uuid
 from urllib.parse import urlsplit
 
 import pytest
@@ -77,3 +78,48 @@ def test_a_percent_encoded_flag_name_in_a_write_is_an_unknown_flag(runner: Runne
     answer = runner.send("PATCH", "/flags", {"flags": {"signup%5Fenabled": False}, "reason": "encoded"})
     assert answer.status == 400
     assert (answer.body["error"]["code"], answer.body["error"]["flag"]) == ("UNKNOWN_FLAG", "signup%5Fenabled")
+
+
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [("GET", "flags"), ("GET", "http://127.0.0.1:{port}/flags"), ("OPTIONS", "*"), ("CONNECT", "127.0.0.1:{port}")],
+)
+def test_a_target_that_is_not_a_path_is_400_and_the_connection_answers_the_next_request(
+    runner: Runner, method: str, target: str
+) -> None:
+    # Given a request whose target is not a path (http.client sends it as given)
+    address = urlsplit(runner.url)
+    logged = len(runner.output())
+    connection = http.client.HTTPConnection("127.0.0.1", address.port, timeout=10)
+    connection.putrequest(method, target.format(port=address.port), skip_accept_encoding=True)
+    connection.endheaders()
+    # When the runner answers
+    refused = connection.getresponse()
+    headers, body = {name.lower(): value for name, value in refused.getheaders()}, refused.read()
+    kept = connection.sock
+    # Then a 400 in the error contract, and the same connection answers the next request
+    error = assert_json_error(refused.status, headers, body, 400)
+    assert error["code"] == "BAD_REQUEST" and "origin-form" in error["message"]
+    assert kept is not None
+    connection.request("GET", "/flags")
+    assert connection.sock is kept
+    answered = connection.getresponse()
+    answered.read()
+    connection.close()
+    assert answered.status == 200
+    assert "Traceback" not in runner.output()[logged:]
+
+
+def test_an_idempotency_key_is_read_without_the_spaces_around_it(runner: Runner) -> None:
+    # Given a write sent with an Idempotency-Key followed by spaces (RFC 9110 5.5: not part of the value)
+    key = f"spaced-{uuid.uuid4()}"
+    limit = runner.get("/flags").body["flags"]["api_rate_limit_per_minute"]
+    body = {"flags": {"api_rate_limit_per_minute": limit + 1}, "reason": "an idempotency key with spaces"}
+    first = runner.send("PATCH", "/flags", body, {"Idempotency-Key": f"{key}  "})
+    assert first.status == 200, first.body
+    # When the same write is sent again with the key alone
+    again = runner.send("PATCH", "/flags", body, {"Idempotency-Key": key})
+    # Then it is the first one's replay: one key
+    assert again.status == 200, again.body
+    assert again.header("Idempotent-Replayed") == "true"
+    assert again.body["version"] == first.body["version"]

@@ -103,7 +103,10 @@ def test_config_module_does_not_import_cdk() -> None:
     # The local runner imports singleton_flags_infra.config: it must not drag in aws_cdk (jsii starts a Node process)
     import subprocess
 
-    code = "import sys, singleton_flags_infra.config; sys.exit(1 if any(m.startswith('aws_cdk') for m in sys.modules) else 0)"
+    code = (
+        "import sys, singleton_flags_infra.config; "
+        "sys.exit(1 if any(m.startswith('aws_cdk') for m in sys.modules) else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, check=False).returncode == 0
 
 

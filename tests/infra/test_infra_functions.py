@@ -102,7 +102,8 @@ def test_bundled_powertools_is_a_layer_asset_built_for_the_runtime_and_architect
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     for resource in variant.resources("AWS::Lambda::Function").values():
-        if resource["Properties"]["Handler"] != "singleton_flags_service.handlers.apigw_account.handler":  # standard library + boto3 only
+        # standard library + boto3 only
+        if resource["Properties"]["Handler"] != "singleton_flags_service.handlers.apigw_account.handler":
             assert {"Ref": layer_id} in resource["Properties"]["Layers"]
     # And the asset holds the pinned release, with the native wheels of Lambda's arm64 Python 3.13
     asset = variant.outdir / layer["Metadata"]["aws:asset:path"]

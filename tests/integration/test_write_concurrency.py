@@ -201,7 +201,8 @@ def test_conflict_that_exhausts_retries_is_409_with_retry_after(
     ddb_local: Any, flags_table: str, declarations: Declarations, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the write function on DynamoDB Local, and the next version's audit key taken
-    write_api = load_module("singleton_flags_service.handlers.write_api")  # its module scope needs the test's TABLE_NAME and region
+    # its module scope needs the test's TABLE_NAME and region
+    write_api = load_module("singleton_flags_service.handlers.write_api")
 
     monkeypatch.setattr(
         write_api, "STORE", FlagStore(ddb_local, flags_table, declarations, max_attempts=4, sleep=lambda _: None)

@@ -1,7 +1,8 @@
 """API Gateway REST (v1) proxy events and the Lambda context, as ``local.gateway`` builds them for the runner.
 
 Tests call the handlers with the very event shape the local runner sends, for an AWS_IAM-authorised method:
-the route (resource and path parameters) is the one ``singleton_flags_service.api.routes`` picks, as the deployed API does.
+the route (resource and path parameters) is the one ``singleton_flags_service.api.routes`` picks, as the deployed API
+does.
 """
 
 from __future__ import annotations

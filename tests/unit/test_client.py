@@ -270,7 +270,11 @@ def test_importing_the_client_creates_no_powertools_logger_and_loads_no_function
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT / "tests", capture_output=True, text=True, check=True)
     found = json.loads(out.stdout)
     ours = {name for name in found["modules"] if name.startswith("singleton_flags.")}
-    assert not ours & {"singleton_flags_service.observability", "singleton_flags_service.writes.store", "singleton_flags_cdk.construct"}
+    assert not ours & {
+        "singleton_flags_service.observability",
+        "singleton_flags_service.writes.store",
+        "singleton_flags_cdk.construct",
+    }
     assert not {name.split(".")[0] for name in found["modules"]} & {"aws_cdk", "pydantic", "aws_xray_sdk", "moto"}
     assert found["loggers"] == [] and found["root_handlers"] == 0
 

@@ -16,7 +16,12 @@ import pytest
 
 from local.functions import load_module
 
-HANDLER_MODULES = ("singleton_flags_service.handlers.read_api", "singleton_flags_service.handlers.write_api", "singleton_flags_service.handlers.maintenance", "singleton_flags_service.handlers.guard")
+HANDLER_MODULES = (
+    "singleton_flags_service.handlers.read_api",
+    "singleton_flags_service.handlers.write_api",
+    "singleton_flags_service.handlers.maintenance",
+    "singleton_flags_service.handlers.guard",
+)
 
 
 @pytest.fixture

@@ -182,11 +182,22 @@ def test_only_the_write_function_imports_croniter_which_only_it_has_as_a_layer()
     }
     functions = Path(__file__).resolve().parents[2] / "functions"
     loaded = {}
-    for module in ("singleton_flags_service.handlers.read_api", "singleton_flags_service.handlers.maintenance", "singleton_flags_service.handlers.write_api"):
+    for module in (
+        "singleton_flags_service.handlers.read_api",
+        "singleton_flags_service.handlers.maintenance",
+        "singleton_flags_service.handlers.write_api",
+    ):
         out = subprocess.run(
             [sys.executable, "-c", script, module], env=env, cwd=functions, capture_output=True, text=True, check=True
         )
         loaded[module] = json.loads(out.stdout)
     # Then the maintenance and read functions cold-start without it (they have no croniter layer); the write one uses it
-    assert loaded["singleton_flags_service.handlers.read_api"] == loaded["singleton_flags_service.handlers.maintenance"] == []
-    assert "croniter" in loaded["singleton_flags_service.handlers.write_api"] and "singleton_flags_service.maintenance.cron" in loaded["singleton_flags_service.handlers.write_api"]
+    assert (
+        loaded["singleton_flags_service.handlers.read_api"]
+        == loaded["singleton_flags_service.handlers.maintenance"]
+        == []
+    )
+    assert (
+        "croniter" in loaded["singleton_flags_service.handlers.write_api"]
+        and "singleton_flags_service.maintenance.cron" in loaded["singleton_flags_service.handlers.write_api"]
+    )

@@ -1,4 +1,5 @@
-"""EventBridge crons evaluated in a time zone, as Scheduler fires them (singleton_flags_service.maintenance.cron.next_occurrence)."""
+"""EventBridge crons evaluated in a time zone, as Scheduler fires them
+(singleton_flags_service.maintenance.cron.next_occurrence)."""
 
 from __future__ import annotations
 

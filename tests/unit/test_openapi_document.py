@@ -19,7 +19,8 @@ from singleton_flags_service.errors import FlagsError
 
 @pytest.fixture
 def document(declarations: Declarations) -> dict[str, Any]:
-    app = load_module("singleton_flags_service.handlers.write_api").app  # module scope needs TABLE_NAME and a region: set by aws_env
+    # module scope needs TABLE_NAME and a region: set by aws_env
+    app = load_module("singleton_flags_service.handlers.write_api").app
 
     return build_document(app, list(declarations), server_url="http://127.0.0.1:3000")
 

@@ -393,6 +393,7 @@ def test_the_read_function_imports_nothing_the_get_path_does_not_use(tmp_path: A
     loaded = set(json.loads(out.stdout))
     assert not loaded & {"pydantic", "aws_xray_sdk", "write_api", "maintenance", "moto", "unicodedata"}
     assert "singleton_flags_service.api.requests" not in loaded  # an OFREP body with a context imports it, on first use
-    assert not {
-        module for module in loaded if module.startswith(("singleton_flags.", "singleton_flags_service."))
-    } - READ_PATH_MODULES
+    assert (
+        not {module for module in loaded if module.startswith(("singleton_flags.", "singleton_flags_service."))}
+        - READ_PATH_MODULES
+    )

@@ -1,4 +1,5 @@
-"""The write function through ``singleton_flags_service.handlers.write_api.handler`` with API Gateway REST proxy events, on moto:
+"""The write function through ``singleton_flags_service.handlers.write_api.handler`` with API Gateway REST proxy events,
+on moto:
 what an accepted write, a history page and a revert store and answer (refusals: test_write_refusals.py,
 limits and failures: test_write_failures.py).
 """

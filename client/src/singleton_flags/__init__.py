@@ -2,7 +2,8 @@
 
 For applications: ``from singleton_flags import Flags`` (the embedded client, ``singleton_flags.client``),
 ``singleton_flags.testing`` (an in-memory table and a pytest fixture), ``singleton_flags.openfeature`` (an
-OpenFeature provider, extra ``[openfeature]``) and ``singleton_flags_cdk.construct`` (the CDK construct, extra ``[cdk]``).
+OpenFeature provider, extra ``[openfeature]``) and ``singleton_flags_cdk.construct`` (the CDK construct, extra
+``[cdk]``).
 The names below are imported on first use, so that importing the package costs nothing, and a function that
 imports one module (``from singleton_flags.reader import FlagReader``) loads only what that module uses: the read
 function never imports the write path, pydantic or the client; no function imports the CDK.

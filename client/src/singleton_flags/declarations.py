@@ -25,7 +25,18 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 # Names no flag may take: the HTTP API's static children of /flags (a flag so named would be shadowed by the route
 # in GET /flags/{name}; the service's route table checks its own against this set) and the runner's local routes.
 RESERVED_FLAG_NAMES = frozenset(
-    {"history", "revert", "restore", "declarations", "windows", "schedules", "guards", "openapi", "schema", "_scheduler"}
+    {
+        "history",
+        "revert",
+        "restore",
+        "declarations",
+        "windows",
+        "schedules",
+        "guards",
+        "openapi",
+        "schema",
+        "_scheduler",
+    }
 )
 DEFAULT_STRING_MAX_LENGTH = 256
 TYPES: dict[str, tuple[type, ...]] = {"bool": (bool,), "int": (int,), "float": (float, int), "string": (str,)}

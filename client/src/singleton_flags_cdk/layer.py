@@ -1,7 +1,8 @@
 """The client's Lambda layer, built without Docker and without a download (used by ``singleton_flags_cdk.construct``).
 
 A layer directory holds, under ``python/``, the client package's own files (``singleton_flags``: the ones its wheel
-installs, taken from the installed package; the CDK helpers are a package of their own, never in it) and the pure-Python distributions it needs that Lambda's runtime lacks (Powertools,
+installs, taken from the installed package; the CDK helpers are a package of their own, never in it) and the pure-Python
+distributions it needs that Lambda's runtime lacks (Powertools,
 without extras, and typing-extensions), copied file by file from this environment's installation, as pip
 installed them; and, under ``singleton-flags/``, the application's declarations, which the client finds
 through ``SINGLETON_FLAGS_DECLARATIONS``. Pure Python runs on either architecture: a distribution that is not

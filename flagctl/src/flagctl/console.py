@@ -5,8 +5,8 @@ operator's own credential chain (the signer flagctl's other commands use) and fo
 no one else:
 
 - it listens on 127.0.0.1 only, and answers only ``Host: 127.0.0.1:<port>`` / ``localhost:<port>`` and, when
-  sent, the same ``Origin`` (``local.web.refuse_foreign``, the local runner's own check: DNS rebinding and
-  other sites' pages are refused);
+  sent, the same ``Origin`` (``flagctl.http_server.refuse_foreign``, the local runner's own check: DNS
+  rebinding and other sites' pages are refused);
 - every API call must carry ``X-Console-Token``, the random token of this start (``secrets.token_urlsafe``),
   compared in constant time; without it, 401 ``CONSOLE_TOKEN_REQUIRED``. The page learns it from the URL's
   fragment (``#token=...``), which browsers never send to a server or put in a Referer;
@@ -41,9 +41,9 @@ from urllib.parse import urlsplit
 from flagctl.client import Outgoing, default_signer, is_loopback
 from flagctl.errors import FlagctlError
 from flagctl.http_client import DEADLINE_SECONDS, exchange
+from flagctl.http_server import HttpResponse, Request, error, security_headers
+from flagctl.static import console_page
 from flagctl.text import excerpt, safe
-from local.gateway import HttpResponse, Request
-from local.web import error, security_headers, static_file
 from singleton_flags_service.api.routes import ROUTES, RouteMatch, match_route
 
 TOKEN_HEADER = "X-Console-Token"  # noqa: S105 - a header name, not a secret
@@ -130,7 +130,7 @@ class ConsoleProxy:
         self._upstream = upstream
 
     def handle(self, request: Request) -> HttpResponse:
-        page = static_file(request.method, request.raw_path, docs=False)
+        page = console_page(request.method, request.raw_path)
         if page is not None:
             return page
         if not isinstance(match_route(ROUTES, request.method, request.raw_path), RouteMatch):

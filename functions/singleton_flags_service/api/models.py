@@ -36,7 +36,8 @@ from singleton_flags_service.schedules.changes import STATUSES
 from singleton_flags_service.vocabulary import READ_REASONS
 
 # The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
-# singleton_flags_service.api.requests.validate_reason's; the schema only documents the length, so pydantic is never stricter.
+# singleton_flags_service.api.requests.validate_reason's; the schema only documents the length, so pydantic is never
+# stricter.
 _REASON_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_REASON_LENGTH}
 
 _BASE_TYPES: dict[str, Any] = {
@@ -103,7 +104,8 @@ class GuardRequest(BaseModel):
 
 
 class GuardState(BaseModel):
-    """A guard as GET /flags/guards and a guarded write answer it (singleton_flags_service.guards.items.Guard.as_json)."""
+    """A guard as GET /flags/guards and a guarded write answer it
+    (singleton_flags_service.guards.items.Guard.as_json)."""
 
     version: int = Field(description="The guarded version.")
     state: Literal[STATES] = Field(  # type: ignore[valid-type]

@@ -5,7 +5,8 @@ A guard names its alarms (at most 5, well under the call's 100 names); both alar
 DescribeAlarms only sees this account's alarms in this region, so a name found here is one the stack's
 EventBridge rule hears about.
 
-Failures are classified as the DynamoDB calls' are (singleton_flags_service.writes.transaction): throttling, 5xx and network
+Failures are classified as the DynamoDB calls' are (singleton_flags_service.writes.transaction): throttling, 5xx and
+network
 errors are ``AlarmsUnavailable`` (503, retryable); any other refusal (a denied call) is ``AlarmsFault`` (500).
 """
 

@@ -82,7 +82,8 @@ def close_time(ends_at: float) -> datetime:
 
 
 class CloseSchedules(Protocol):
-    """What creates a named one-time schedule: ``singleton_flags_service.schedules.one_time.OneTimeSchedules`` (local: a recorder)."""
+    """What creates a named one-time schedule: ``singleton_flags_service.schedules.one_time.OneTimeSchedules`` (local: a
+    recorder)."""
 
     def create(
         self, name: str, local_time: datetime, timezone: str, payload: Mapping[str, Any], description: str = ""

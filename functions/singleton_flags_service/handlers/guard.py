@@ -1,7 +1,8 @@
 """Guard function: a CloudWatch alarm's change to ALARM (EventBridge) reverts the changes it guards while they
 bake; a guard's one-time schedule closes it at the bake's end. Both invoke it asynchronously.
 
-Thin: the rules live in ``singleton_flags_service.guards.guarding``. Outcomes no retry can fix are returned without raising,
+Thin: the rules live in ``singleton_flags_service.guards.guarding``. Outcomes no retry can fix are returned without
+raising,
 logged at ERROR and counted as ``GuardFailures``; a DynamoDB or CloudWatch failure raises, so Lambda retries the
 invocation and finally sends it to the function's on-failure queue (infra/guards.py).
 """

@@ -5,7 +5,8 @@ schedule), invoking it asynchronously.
 Scheduled changes are applied by ``singleton_flags_service.schedules.apply`` (the same shape of outcome: a failure no
 retry can fix returns, logged at ERROR and counted as ``ScheduledChangeFailures``; a DynamoDB failure raises).
 
-Thin: the rules (ownership, idempotency, lateness, rejection) live in ``singleton_flags_service.maintenance.windows``. An outcome no retry
+Thin: the rules (ownership, idempotency, lateness, rejection) live in ``singleton_flags_service.maintenance.windows``.
+An outcome no retry
 can fix (``rejected``, ``late``, ``failed``) is returned without raising, logged at ERROR and counted as
 ``WindowFailures``; a DynamoDB failure raises, so Lambda retries the invocation and finally sends it to the
 function's on-failure destination. (Scheduler's own retries and dead-letter queue cover only deliveries

@@ -3,7 +3,8 @@ the console's reads (GET /flags/declarations, GET /flags/windows) and the schedu
 /flags/schedules, DELETE /flags/schedules/{id}) (IAM, admin). A PATCH or revert may carry a ``guard``
 (singleton_flags_service.guards.writes).
 
-Thin routes over ``singleton_flags_service.writes.store``. A request is validated once, by its model (whose first validator
+Thin routes over ``singleton_flags_service.writes.store``. A request is validated once, by its model (whose first
+validator
 runs the domain rules: ``singleton_flags_service.api.models``); every refusal, whoever raised it, reaches the error
 contract through one exception handler (``handle_refusal``).
 """
@@ -132,7 +133,8 @@ WINDOW_SCHEDULES = schedules_from_env(os.environ)
 
 
 def _json_body(text: str) -> dict[str, Any]:
-    """The body deserializer Powertools' validation calls: the write API's JSON rules (singleton_flags_service.api.requests)."""
+    """The body deserializer Powertools' validation calls: the write API's JSON rules
+    (singleton_flags_service.api.requests)."""
     if not _body_is_json():  # application/jsonx and the like, which Powertools takes for JSON
         raise _not_json()
     return parse_json_body(text)

@@ -7,7 +7,8 @@ one-time Scheduler schedule (``singleton_flags_service.schedules.one_time``) nam
 Life of an item (``status``):
 
 - ``pending``: created by ``POST /flags/schedules`` (who and when on the item);
-- ``applied``: the change committed, in the same transaction as this status (``singleton_flags_service.schedules.apply``),
+- ``applied``: the change committed, in the same transaction as this status
+(``singleton_flags_service.schedules.apply``),
   with the version it wrote (none when the values already held);
 - ``skipped``: ``if_version`` no longer matched when it came due (the reason on the item, no version);
 - ``failed``: it could not apply (a flag no longer declared, a value no longer valid, the item too large), or

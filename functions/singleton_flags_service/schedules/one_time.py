@@ -13,7 +13,8 @@ Every schedule made here is the same shape, so a caller only names it, says when
 - ``ClientToken`` is the schedule's name: a create retried after a lost answer is the same request to
   Scheduler, and a create of a name that already exists (``ConflictException``) is that same schedule.
 
-Failures are classified as the DynamoDB calls' are (singleton_flags_service.writes.transaction): throttling, 5xx and network
+Failures are classified as the DynamoDB calls' are (singleton_flags_service.writes.transaction): throttling, 5xx and
+network
 errors are ``SchedulerUnavailable`` (retryable, 503); any other refusal is ``SchedulerFault`` (our fault, 500).
 """
 

@@ -3,7 +3,8 @@
 A change is ONE ``TransactWriteItems``:
   (a) ``Update`` of the singleton that SETs only the changed flags, ``schema_version = :next``,
       ``updated_at``, ``updated_by``, conditioned on ``schema_version = :current``;
-  (b) ``Put`` of the audit record ``AUDIT#APP / AUDIT#<zero-padded next>`` (singleton_flags_service.writes.audit), conditioned on
+  (b) ``Put`` of the audit record ``AUDIT#APP / AUDIT#<zero-padded next>`` (singleton_flags_service.writes.audit),
+  conditioned on
       ``attribute_not_exists``;
   (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, the answer, 24 h TTL),
       conditioned on the key not being remembered yet;
