@@ -460,10 +460,9 @@ def _guard_alarm_prefix(value: Any, path: str) -> str:
 
 
 def load_config(path: str | Path = "cdk.json") -> FlagsConfig:
-    """Read cdk.json (relative paths from the repository root) and validate its ``singleton-flags`` context."""
+    """Read cdk.json (a relative path from the working directory, where the CDK CLI runs the app) and validate its
+    ``singleton-flags`` context."""
     file = Path(path)
-    if not file.is_absolute() and not file.exists():
-        file = Path(__file__).resolve().parents[1] / file
     try:
         document = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

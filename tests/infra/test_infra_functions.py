@@ -224,23 +224,29 @@ def test_system_log_level_follows_the_config(variant: Synth) -> None:
         assert resource["Properties"]["LoggingConfig"]["SystemLogLevel"] == "INFO"
 
 
-def test_code_asset_is_exactly_the_tracked_runtime_files_of_functions(synth: Synth) -> None:
-    # The functions share one asset: functions/ as the repository holds it (the handlers and the singleton_flags
-    # package, declarations.json included), nothing generated, no tests, infra, bench or local code
+def test_code_asset_is_exactly_the_tracked_runtime_files_of_the_service_and_the_client(synth: Synth) -> None:
+    # The functions share one asset: the service's package as the repository holds it (its handlers, its runtime,
+    # declarations.json) beside the client's package; nothing generated, no CDK app, no tests, bench or tools
     keys = {function(synth, name)[1]["Properties"]["Code"]["S3Key"] for name in HANDLERS}
     (key,) = keys
     asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
     files = {path.relative_to(asset).as_posix() for path in asset.rglob("*") if path.is_file()}
     tracked = subprocess.run(
-        ["git", "ls-files", "functions"],  # noqa: S607 - the developer's git, from PATH
+        ["git", "ls-files", "functions/singleton_flags_service", "client/src/singleton_flags"],  # noqa: S607
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    assert files == {path.removeprefix("functions/") for path in tracked if not path.endswith(".md")}
-    assert {"singleton_flags/declarations.json", "singleton_flags/routes.py", "read_api/handler.py"} <= files
-    assert not {Path(f).parts[0] for f in files} & {"tests", "infra", "bench", "local", "flagctl"}
+    expected = {path.removeprefix("functions/").removeprefix("client/src/") for path in tracked}
+    assert files == {path for path in expected if not path.endswith(".md")}
+    assert {
+        "singleton_flags_service/declarations.json",
+        "singleton_flags_service/api/routes.py",
+        "singleton_flags_service/handlers/read_api.py",
+        "singleton_flags/reader.py",
+    } <= files
+    assert {Path(f).parts[0] for f in files} == {"singleton_flags_service", "singleton_flags"}
 
 
 # ---------------------------------------------------------------------------------------------- roles

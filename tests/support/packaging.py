@@ -1,8 +1,8 @@
-"""The package as pip sees it: a minimal source tree of a checkout, and its wheel."""
+"""The project's distributions as pip sees them: each built into a wheel from the checkout, and installed by path
+into an empty virtual environment (never by name from an index: the names are not registered on PyPI)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -10,25 +10,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT_SECONDS = 600
+# Each distribution's project directory, by its name.
+PROJECTS = {
+    "singleton-flags": ROOT / "client",
+    "singleton-flags-service": ROOT,
+    "singleton-flags-cli": ROOT / "flagctl",
+}
 
 
-def source_tree(target: Path) -> Path:
-    """What `pip install .` reads from a checkout: the project file, the readme, the package, and the CDK app and
-    the handlers it carries for the ``[cdk]`` extra; nothing else (no tests, no local runner, no node_modules)."""
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "pyproject.toml", target / "pyproject.toml")
-    shutil.copy(ROOT / "README.md", target / "README.md")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "infra", target / "infra", ignore=ignore)
-    for folder in (ROOT / "functions").iterdir():
-        if (folder / "__init__.py").is_file():
-            shutil.copytree(folder, target / "functions" / folder.name, ignore=ignore)
-    return target
-
-
-def wheel_package_files(tmp_path: Path) -> set[str]:
-    """The paths under ``singleton_flags/`` in the wheel that `make dist` builds (pip wheel, build isolation)."""
-    source = source_tree(tmp_path / "source")
+def build_wheel(name: str, out: Path) -> Path:
+    """The wheel `make dist` builds for the distribution ``name`` (pip wheel, build isolation)."""
     subprocess.run(
         [
             sys.executable,
@@ -39,26 +30,49 @@ def wheel_package_files(tmp_path: Path) -> set[str]:
             "--disable-pip-version-check",
             "--no-deps",
             "-w",
-            str(tmp_path / "dist"),
-            str(source),
+            str(out),
+            str(PROJECTS[name]),
         ],
         check=True,
         timeout=BUILD_TIMEOUT_SECONDS,
     )
-    [wheel] = (tmp_path / "dist").glob("singleton_flags-*.whl")
+    [wheel] = out.glob(f"{name.replace('-', '_')}-*.whl")
+    return wheel
+
+
+def wheel_files(wheel: Path) -> set[str]:
     with zipfile.ZipFile(wheel) as archive:
-        return {name for name in archive.namelist() if name.startswith("singleton_flags/")}
+        return {name for name in archive.namelist() if ".dist-info/" not in name}
 
 
-def install_into_empty_venv(tmp_path: Path, extra: str) -> Path:
-    """A new virtual environment holding the package with ``extra``, installed from a checkout's source tree;
-    returns its python."""
+def wheel_package_files(tmp_path: Path) -> set[str]:
+    """The paths under ``singleton_flags/`` in the client's wheel."""
+    files = wheel_files(build_wheel("singleton-flags", tmp_path / "dist"))
+    return {name for name in files if name.startswith("singleton_flags/")}
+
+
+def install_into_empty_venv(tmp_path: Path, *requirements: str) -> Path:
+    """A new virtual environment holding the wheels of ``requirements`` (``singleton-flags[openfeature]``,
+    ``singleton-flags-service[cdk]``, ...) and of the project's distributions they need, each installed by its
+    path; their other dependencies from pip's cache or PyPI. Returns its python."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    source = source_tree(tmp_path / "checkout")
+    wanted = {requirement.split("[")[0]: requirement for requirement in requirements}
+    needs = {
+        "singleton-flags-service": ["singleton-flags"],
+        "singleton-flags-cli": ["singleton-flags", "singleton-flags-service"],
+    }
+    for name in list(wanted):
+        for dependency in needs.get(name, []):
+            wanted.setdefault(dependency, dependency)
+    dist = tmp_path / "dist"
+    arguments = []
+    for name, requirement in wanted.items():
+        wheel = build_wheel(name, dist)
+        arguments.append(f"{wheel}{requirement[len(name) :]}")
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{source}[{extra}]"],
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *arguments],
         check=True,
         timeout=BUILD_TIMEOUT_SECONDS * 2,
     )

@@ -382,9 +382,8 @@ def run_console(url: str, port: int, open_browser: bool, out: TextIO) -> int:
     """Serve the console until Ctrl-C; the URL to open (with this start's token in its fragment) on ``out``."""
     import webbrowser
 
-    from local.server import LocalServer
-
     from flagctl.console import ConsoleProxy, console_url, new_token, signer_for
+    from flagctl.http_server import LocalServer
 
     FlagsClient(url)  # an http(s) URL, or bad input
     signer = signer_for(url)
