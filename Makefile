@@ -60,7 +60,7 @@ bench: install
 
 # PNGs of the console's views in docs/images/ (docs/console.md), taken in Debian's Chromium from a fresh runner.
 screenshots: $(DEV_STAMP)
-	PYTHONPATH=. $(PY) tests/e2e/console_screenshots.py docs/images
+	$(PY) -m tests.support.screenshots docs/images
 
 dist: $(RUN_STAMP)
 	rm -rf dist build

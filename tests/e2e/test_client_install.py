@@ -16,11 +16,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from e2e_support import MAKE_RUN, start_runner
 
 from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
 from tests.support.packaging import install_into_empty_venv
+from tests.support.runner import MAKE_RUN, start_runner
 
 pytestmark = pytest.mark.install
 

@@ -7,10 +7,10 @@ import re
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import Synth
 
 from singleton_flags_service.api.routes import HANDLERS, ROUTES
+from tests.support import templates as tt
+from tests.support.synth import Synth
 
 pytestmark = pytest.mark.infra
 

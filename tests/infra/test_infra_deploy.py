@@ -7,10 +7,10 @@ import json
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import VARIANT_LOGGING_ROLE, Synth, cdk_json_context
 
 from singleton_flags_infra.config import CONTEXT_KEY, ConfigError, parse_config
+from tests.support import templates as tt
+from tests.support.synth import VARIANT_LOGGING_ROLE, Synth, cdk_json_context
 
 pytestmark = pytest.mark.infra
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import Synth
 
 from singleton_flags_infra.constants import POWERTOOLS_VERSION
 from singleton_flags_service.api.routes import HANDLERS
+from tests.support import templates as tt
 from tests.support.packaging import ROOT as REPO_ROOT
+from tests.support.synth import Synth
 
 pytestmark = pytest.mark.infra
 
@@ -327,12 +327,12 @@ def test_the_write_role_allows_every_dynamodb_action_the_write_path_sends(synth:
     # Given the write path on moto: a keyed change, a keyed no-op, history, and a write that restores the item
     from moto import mock_aws
 
+    from bench.workload import seed_table
     from local.dynamodb_local import create_table
     from singleton_flags.keys import singleton_key
     from singleton_flags_service.contract import load_service_declarations
     from singleton_flags_service.writes.idempotency import Idempotency
     from singleton_flags_service.writes.store import FlagStore
-    from tests.support.write_workload import seed_table
 
     declarations = load_service_declarations()
     with mock_aws():

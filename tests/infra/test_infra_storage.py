@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import EXTRA_FLAG, Synth
 
 from singleton_flags_infra.storage import declarations_fingerprint
+from tests.support import templates as tt
+from tests.support.synth import EXTRA_FLAG, Synth
 
 pytestmark = pytest.mark.infra
 

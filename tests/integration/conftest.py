@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from bench.workload import seed_table
 from local.dynamodb_local import create_table, local_client
 from local.functions import load_module
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
@@ -24,7 +25,6 @@ from singleton_flags.declarations import Declarations
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags_service.writes.store import FlagStore
-from tests.support.write_workload import seed_table
 
 _HERE = Path(__file__).parent
 _TABLES = itertools.count(1)

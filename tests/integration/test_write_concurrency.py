@@ -1,7 +1,7 @@
 """Nothing is lost under contention: 16 writers x 25 changes on DynamoDB Local, with and without If-Match.
 
 moto's conditional writes are not atomic under concurrency (it loses updates), so this proof runs only on
-AWS's own engine. The workload is ``tests.support.write_workload.run_writers`` (the write-path bench measures
+AWS's own engine. The workload is ``bench.workload.run_writers`` (the write-path bench measures
 the same run).
 
 What "nothing lost" means here, checked after every run:
@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from bench.workload import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
 from local.functions import load_module
 from singleton_flags.codec import decode_plain, encode
 from singleton_flags.declarations import Declarations
@@ -32,7 +33,6 @@ from singleton_flags_service.writes.audit import audit_record
 from singleton_flags_service.writes.store import FlagStore
 from tests.support.events import invocation_context, rest_event
 from tests.support.tables import read_singleton, read_trail
-from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
 
 
 def initial_state(client: Any, table: str, declarations: Declarations) -> tuple[int, dict[str, Any]]:

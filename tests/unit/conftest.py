@@ -15,8 +15,6 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities import parameters
-from maintenance_support import DURATIONS, MaintenanceFunction, fresh_module
-from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
 
 from local.functions import load_module
 from singleton_flags.declarations import Declarations
@@ -24,6 +22,18 @@ from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags_service.observability import logger
 from singleton_flags_service.writes.store import FlagStore
+from tests.support.maintenance import DURATIONS, MaintenanceFunction, fresh_module
+from tests.support.unit import (
+    CallCount,
+    Clock,
+    Output,
+    ReadApi,
+    WriteApi,
+    build_reader,
+    count_calls,
+    flags_item,
+    install,
+)
 
 
 class SocketBlocked(RuntimeError):
@@ -78,7 +88,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def put_flags(ddb: Any, table_name: str, declarations: Declarations) -> Callable[..., dict[str, Any]]:
-    """Write the singleton (see ``unit_support.flags_item``) to the moto table and return it."""
+    """Write the singleton (see ``tests.support.unit.flags_item``) to the moto table and return it."""
 
     def put(version: int = 1, **values: Any) -> dict[str, Any]:
         item = flags_item(declarations, version, **values)

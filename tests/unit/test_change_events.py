@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from unit_support import Output, emf_metrics
 
 from local.functions import load_module
 from singleton_flags.declarations import Declarations
@@ -27,6 +26,7 @@ from singleton_flags_service.vocabulary import CHANGE_EVENTS_PUBLISHED, CHANGE_E
 from singleton_flags_service.writes.store import FlagStore
 from tests.support.events import invocation_context
 from tests.support.tables import read_trail
+from tests.support.unit import Output, emf_metrics
 
 BUS = "singleton-flags-prod"
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from unit_support import START, CallCount, Clock, expire, flags_item
 
 from singleton_flags import Flags, FlagsConfigError, FlagTypeMismatch, UndeclaredFlag
 from singleton_flags.aws import READ_CLIENT_CONFIG, worst_call_seconds
 from singleton_flags.client import ENV_MAX_AGE, ENV_MAX_STALE, ENV_REGION, ENV_SORT_KEY, ENV_TABLE
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from tests.support.unit import START, CallCount, Clock, expire, flags_item
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_DECLARATIONS = {

@@ -12,11 +12,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from unit_support import WriteApi, body_of, headers_of
 
 from singleton_flags.declarations import parse_declarations
 from singleton_flags_service.contract import DECLARATIONS_FILE, SettingsError
 from singleton_flags_service.maintenance.windows import SCHEDULES_ENV, schedules_from_env
+from tests.support.unit import WriteApi, body_of, headers_of
 
 CONSTRAINT_KEYS = {"min", "max", "enum", "max_length"}
 

@@ -14,8 +14,6 @@ from typing import Any
 
 import boto3
 import pytest
-from test_write_exactly_once import LossyClient
-from unit_support import CALLER, REASON, Clock, FailingClient, WriteApi, body_of, emf_metrics
 
 from local.functions import load_module
 from singleton_flags.codec import iso_time
@@ -27,6 +25,7 @@ from singleton_flags_service.guards.writes import close_payload
 from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
 from singleton_flags_service.writes.store import FlagStore
 from tests.conftest import GUARD_ALARM_PREFIX, REGION
+from tests.support.unit import CALLER, REASON, Clock, FailingClient, LossyClient, WriteApi, body_of, emf_metrics
 
 ERRORS = f"{GUARD_ALARM_PREFIX}errors"
 LATENCY = f"{GUARD_ALARM_PREFIX}latency"

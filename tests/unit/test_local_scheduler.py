@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from unit_support import Clock
 
 from local.scheduler import Deliveries, LocalScheduler, due_at, local_one_time_environment, target_function
 from singleton_flags_service.api.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
@@ -14,6 +13,7 @@ from singleton_flags_service.errors import SchedulerFault
 from singleton_flags_service.guards.writes import close_payload, close_target_from_env
 from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
 from tests.conftest import ONE_TIME_ENV
+from tests.support.unit import Clock
 
 NINE_UTC = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
 

@@ -11,7 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from maintenance_support import (
+
+from singleton_flags.keys import MAINTENANCE_OWNER_ATTR, singleton_key
+from singleton_flags_service.contract import SettingsError
+from singleton_flags_service.errors import StoreUnavailable, WriteConflict
+from tests.support.maintenance import (
     AT,
     DURATIONS,
     PATCHING,
@@ -21,11 +25,7 @@ from maintenance_support import (
     logged,
     window_metrics,
 )
-from unit_support import FailingClient, emf_metrics
-
-from singleton_flags.keys import MAINTENANCE_OWNER_ATTR, singleton_key
-from singleton_flags_service.contract import SettingsError
-from singleton_flags_service.errors import StoreUnavailable, WriteConflict
+from tests.support.unit import FailingClient, emf_metrics
 
 # ---------------------------------------------------------------------------------------------- bad payloads, failures
 

@@ -12,7 +12,10 @@ import json
 from typing import Any
 
 import pytest
-from maintenance_support import (
+
+from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR
+from singleton_flags_service.errors import ItemTooLarge
+from tests.support.maintenance import (
     ADMIN,
     DURATIONS,
     MIGRATION,
@@ -25,10 +28,7 @@ from maintenance_support import (
     scheduled_time,
     window_metrics,
 )
-from unit_support import build_reader, emf_metrics
-
-from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR
-from singleton_flags_service.errors import ItemTooLarge
+from tests.support.unit import build_reader, emf_metrics
 
 # ---------------------------------------------------------------------------------------------- start
 

@@ -14,11 +14,11 @@ from openfeature.client import OpenFeatureClient
 from openfeature.event import EventDetails, ProviderEvent
 from openfeature.exception import ErrorCode
 from openfeature.provider import ProviderStatus
-from unit_support import START, Clock, expire, flags_item
 
 from singleton_flags import Flags
 from singleton_flags.declarations import Declarations
 from singleton_flags.openfeature import SingletonFlagsProvider, register
+from tests.support.unit import START, Clock, expire, flags_item
 
 WATCHED = (
     ProviderEvent.PROVIDER_STALE,

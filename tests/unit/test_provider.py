@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from botocore.stub import Stubber
-from unit_support import CallCount, Clock, Output, expire, flags_item, warnings_in
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import SINGLETON_SK, singleton_key
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.snapshot import Snapshot
+from tests.support.unit import CallCount, Clock, Output, expire, flags_item, warnings_in
 
 
 class TestOneGetItemPerWindow:
@@ -245,9 +245,8 @@ def test_a_dynamodb_error_surfaces_as_get_parameter_error(ddb: Any, provider: Si
 
 def test_a_malformed_attribute_or_deadline_is_a_fallback_not_a_failed_fetch(declarations) -> None:
     # Given an item (as GetItem could return it) with an int flag holding a null number and a garbled deadline
-    from unit_support import flags_item
-
     from singleton_flags.snapshot import Snapshot
+    from tests.support.unit import flags_item
 
     item = flags_item(declarations, 3, api_rate_limit_per_minute={"N": None}, maintenance_deadline={"N": "soon"})
     # When it is decoded

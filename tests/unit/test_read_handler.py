@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from unit_support import START, ReadApi, body_of, expire, headers_of, warnings_in
 
 from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from tests.support.unit import START, ReadApi, body_of, expire, headers_of, warnings_in
 
 FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at", "maintenance"}
 READ_PATH_MODULES = {

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
-from unit_support import START, CallCount, Clock, Output, build_reader, count_calls, expire, flags_item, warnings_in
 
 from singleton_flags.aws import dynamodb_client
 from singleton_flags.declarations import Declarations
@@ -17,6 +16,17 @@ from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.snapshot import Snapshot
 from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from tests.support.unit import (
+    START,
+    CallCount,
+    Clock,
+    Output,
+    build_reader,
+    count_calls,
+    expire,
+    flags_item,
+    warnings_in,
+)
 
 MAX_STALE = 60.0
 DYNAMODB_ERRORS = [

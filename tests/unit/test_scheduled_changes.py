@@ -11,7 +11,6 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from unit_support import CALLER, Clock, WriteApi, emf_metrics
 
 from singleton_flags.keys import schedule_key
 from singleton_flags_service.schedules.apply import ScheduledChangeRunner
@@ -21,6 +20,7 @@ from singleton_flags_service.writes.audit import audit_record
 from singleton_flags_service.writes.store import FlagStore
 from tests.conftest import REGION, SCHEDULE_GROUP
 from tests.support.tables import table_state
+from tests.support.unit import CALLER, Clock, WriteApi, emf_metrics
 
 NOW = datetime(2027, 3, 1, 8, 0, tzinfo=UTC).timestamp()  # a whole minute
 FLAG = "ai_search_enabled"

@@ -14,7 +14,6 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from unit_support import START, Clock, flags_item
 
 from singleton_flags.codec import encode_plain
 from singleton_flags.declarations import Declarations, parse_declarations
@@ -35,6 +34,7 @@ from singleton_flags_service.errors import (
 from singleton_flags_service.writes.audit import decode_cursor, encode_cursor
 from singleton_flags_service.writes.store import MAX_HISTORY_LIMIT, FlagStore, Ownership
 from singleton_flags_service.writes.transaction import MAX_RESENDS
+from tests.support.unit import START, Clock, flags_item
 
 TABLE = "flags"
 CONSISTENT_READ = {"TableName": TABLE, "Key": singleton_key(), "ConsistentRead": True}

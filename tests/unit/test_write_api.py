@@ -10,17 +10,6 @@ import json
 from typing import Any
 
 import pytest
-from unit_support import (
-    CALLER,
-    REASON,
-    RETENTION_SECONDS,
-    START,
-    Clock,
-    WriteApi,
-    body_of,
-    count_calls,
-    headers_of,
-)
 
 from singleton_flags.keys import (
     MAINTENANCE_DEADLINE_ATTR,
@@ -33,6 +22,17 @@ from singleton_flags.keys import (
 )
 from singleton_flags_service.vocabulary import CACHED
 from singleton_flags_service.writes.store import Ownership
+from tests.support.unit import (
+    CALLER,
+    REASON,
+    RETENTION_SECONDS,
+    START,
+    Clock,
+    WriteApi,
+    body_of,
+    count_calls,
+    headers_of,
+)
 
 # -- happy paths ---------------------------------------------------------------------------------------
 

@@ -15,13 +15,6 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
-from unit_support import (
-    Clock,
-    WriteApi,
-    assert_refused,
-    headers_of,
-    install,
-)
 
 import singleton_flags_service.contract
 from local.functions import load_module
@@ -29,6 +22,13 @@ from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations
 from singleton_flags_service.contract import DECLARATIONS_FILE
 from singleton_flags_service.writes.store import FlagStore
 from singleton_flags_service.writes.transaction import MAX_RESENDS
+from tests.support.unit import (
+    Clock,
+    WriteApi,
+    assert_refused,
+    headers_of,
+    install,
+)
 
 # -- size, conflicts, store failures ---------------------------------------------------------------------
 

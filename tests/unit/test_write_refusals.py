@@ -10,15 +10,15 @@ import json
 from typing import Any
 
 import pytest
-from unit_support import (
+
+from singleton_flags_service.writes.audit import encode_cursor
+from tests.support.unit import (
     REASON,
     WriteApi,
     assert_refused,
     body_of,
     headers_of,
 )
-
-from singleton_flags_service.writes.audit import encode_cursor
 
 # -- PATCH /flags refusals ----------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from unit_support import START, Clock, WriteApi, assert_refused, body_of, headers_of
 
 from singleton_flags.keys import (
     AUDIT_PK,
@@ -21,6 +20,7 @@ from singleton_flags.keys import (
     singleton_key,
 )
 from singleton_flags_service.writes.store import FlagStore, Ownership
+from tests.support.unit import START, Clock, WriteApi, assert_refused, body_of, headers_of
 
 WINDOW = "nightly"
 

@@ -12,13 +12,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from unit_support import Clock, emf_metrics
 
 from local.functions import load_module
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MAINTENANCE_FLAG, VERSION_ATTR, singleton_key
 from singleton_flags_service.maintenance.windows import MaintenanceWindows
 from singleton_flags_service.writes.store import ChangeResult, FlagStore
+from tests.support.unit import Clock, emf_metrics
 
 PATCHING, MIGRATION, QUICK = "weekly-patching", "db-migration", "quick-fix"
 DURATIONS = {PATCHING: 3600, MIGRATION: 7200, QUICK: 600}

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import template_tools as tt
-
+from tests.support import templates as tt
 from tests.support.packaging import ROOT as REPO_ROOT
 
 JSII_QUIET = {

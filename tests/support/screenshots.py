@@ -2,7 +2,7 @@
 fresh local runner (the flags, an edit refused with 412, the history with a revert preview, maintenance held by
 a window, and the flags on a 375 px phone).
 
-Usage: ``python tests/e2e/console_screenshots.py [DIRECTORY]`` with the repository on PYTHONPATH.
+Usage: ``python tests/support/screenshots.py [DIRECTORY]`` with the repository on PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from console_support import CHROMIUM, Session, apply_with_reason, edit_value, launch, open_console, session
-from e2e_support import REPO_ROOT, Runner, eventually, running
 from playwright.sync_api import Browser, sync_playwright
+
+from tests.support.console import CHROMIUM, Session, apply_with_reason, edit_value, launch, open_console, session
+from tests.support.runner import REPO_ROOT, Runner, eventually, running
 
 WINDOW = "weekly-patching"
 

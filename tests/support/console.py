@@ -1,5 +1,5 @@
 """Driving the console (local/console) in Debian's Chromium with Playwright: shared by the browser tests and
-``make screenshots`` (tests/e2e/console_screenshots.py).
+``make screenshots`` (tests/support/screenshots.py).
 
 Playwright's own browser download cannot be reached here, so the browser is ``/usr/bin/chromium`` (Debian's
 package, installed by .ci/run), headless, with ``--no-sandbox`` (the tests run as root). Every context gets a

@@ -1,8 +1,7 @@
 """The write-path workload: 16 concurrent writers x 25 changes each, without or with If-Match.
 
-``run_writers`` is the workload of the integration concurrency proof (tests/integration/test_write_concurrency.py),
-which checks that none of these writes was lost, and of the write-path bench (bench/write_path.py), which
-measures it.
+``run_writers`` is the write-path bench's workload (``python -m bench write_path`` measures it), and the one the
+integration tier's concurrency proof checks for lost writes.
 
 Attempts per write:
 - without If-Match: every TransactWriteItems the store made for that write, including the ones spent in
