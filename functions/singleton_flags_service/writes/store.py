@@ -37,7 +37,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, worst_call_seconds
@@ -92,6 +92,7 @@ __all__ = [
     "FlagStore",
     "Ownership",
     "Plan",
+    "Write",
 ]
 
 # (version about to be written, its time) -> more TransactWriteItems entries committed with it
@@ -116,6 +117,40 @@ class Plan:
 
     changes: Mapping[str, Any]
     ownership: Ownership | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One write as the store carries it from its entry point (``change``, ``revert``, ``seed``, ``restore``) to its
+    transaction and audit record: who and why, its kind, and the conditions and companions it was asked with."""
+
+    actor: str
+    reason: str
+    kind: str
+    expected: frozenset[int] | None = None  # If-Match: the versions it must find (then one attempt only)
+    extra_audit: Mapping[str, Any] = field(default_factory=dict)  # more fields of its audit record
+    idempotency: Idempotency | None = None
+    time_budget: float | None = None  # seconds from now the DynamoDB calls may still start in
+    companions: Companions | None = None  # more items of its transaction, for the version it writes
+    before_write: Callable[[], None] | None = None  # a check that may refuse it, run once before the first attempt
+    seed_only_missing: bool = False  # the seed: add what the item lacks, never rewrite a value it holds
+
+    @staticmethod
+    def expecting(version: int | frozenset[int] | None) -> frozenset[int] | None:
+        return frozenset({version}) if isinstance(version, int) else version
+
+
+@dataclass(frozen=True, slots=True)
+class _Delta:
+    """What one attempt changes on the item: flag values (old -> new) and maintenance's holder."""
+
+    diff: dict[str, dict[str, Any]]
+    owner_sets: dict[str, Any]
+    owner_removes: list[str]
+
+    @property
+    def applied(self) -> bool:
+        return bool(self.diff or self.owner_sets or self.owner_removes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,18 +335,18 @@ class FlagStore:
         def planned(snapshot: Snapshot) -> Plan | None:
             return plan if condition is None or condition(snapshot) else None
 
-        return self._write(
-            planned,
+        write = Write(
             actor=actor,
             reason=reason,
             kind=kind,
-            expected_version=expected_version,
-            extra_audit=extra_audit,
+            expected=Write.expecting(expected_version),
+            extra_audit=dict(extra_audit or {}),
             idempotency=idempotency,
             time_budget=time_budget,
             companions=companions,
             before_write=before_write,
         )
+        return self._write(planned, write)
 
     def revert(
         self,
@@ -353,18 +388,18 @@ class FlagStore:
                     ownership = Ownership(owner=None)
             return Plan(changes=changes, ownership=ownership)
 
-        return self._write(
-            planned,
+        write = Write(
             actor=actor,
             reason=reason,
             kind=kind,
-            expected_version=expected_version,
+            expected=Write.expecting(expected_version),
             extra_audit={**(extra_audit or {}), "reverted_to": version},
             idempotency=idempotency,
             time_budget=time_budget,
             companions=companions,
             before_write=before_write,
         )
+        return self._write(planned, write)
 
     def seed(self, *, actor: str, reason: str) -> ChangeResult:
         """The deploy-time seed: adds every declared flag the item lacks, with its initial value, as one
@@ -375,73 +410,45 @@ class FlagStore:
             missing = {name: spec.initial for name, spec in self._declarations.items() if name in current.fallen_back}
             return Plan(changes=missing)
 
-        return self._write(planned, actor=actor, reason=reason, kind=KIND_SEED, seed_only_missing=True)
+        return self._write(planned, Write(actor=actor, reason=reason, kind=KIND_SEED, seed_only_missing=True))
 
     def restore(self, *, actor: str, reason: str, idempotency: Idempotency | None = None) -> ChangeResult:
         """Bring a missing item back now, by the restore rule (its newest record's state at a new version; the
         initial values at version 0 when no record remains); an item that exists is left as it is."""
-        return self._write(
-            lambda current: Plan(changes={}), actor=actor, reason=reason, kind=KIND_RESTORE, idempotency=idempotency
-        )
+        write = Write(actor=actor, reason=reason, kind=KIND_RESTORE, idempotency=idempotency)
+        return self._write(lambda current: Plan(changes={}), write)
 
-    def _write(
-        self,
-        plan_for: Callable[[Snapshot], Plan | None],
-        *,
-        actor: str,
-        reason: str,
-        kind: str,
-        expected_version: int | frozenset[int] | None = None,
-        extra_audit: Mapping[str, Any] | None = None,
-        idempotency: Idempotency | None = None,
-        time_budget: float | None = None,
-        seed_only_missing: bool = False,
-        companions: Companions | None = None,
-        before_write: Callable[[], None] | None = None,
-    ) -> ChangeResult:
-        deadline = None if time_budget is None else self._monotonic() + time_budget
+    def _write(self, plan_for: Callable[[Snapshot], Plan | None], write: Write) -> ChangeResult:
+        deadline = None if write.time_budget is None else self._monotonic() + write.time_budget
         budget = transaction.Budget(deadline, self._monotonic, self._call_seconds)
-        expected = frozenset({expected_version}) if isinstance(expected_version, int) else expected_version
+        expected, idempotency = write.expected, write.idempotency
         attempts = self._max_attempts if expected is None else 1
         if idempotency is not None:
             replay = self._replay(idempotency)
             if replay is not None:
                 return replay
-        if before_write is not None:
-            before_write()
+        if write.before_write is not None:
+            write.before_write()
         conflicts = 0
         for attempt in range(1, attempts + 1):
             if not budget.allows():
                 break
-            current = self._read_current(seeding=kind == KIND_SEED)
+            current = self._read_current(seeding=write.kind == KIND_SEED)
             if expected is not None and (current.missing or current.version not in expected):
                 raise self._stale(current, expected)
             plan = plan_for(current.snapshot)
-            diff: dict[str, dict[str, Any]] = {}
-            owner_sets: dict[str, Any] = {}
-            owner_removes: list[str] = []
+            delta = _Delta({}, {}, [])
             if plan is not None:
-                diff = self._diff(current, plan.changes, seed_only_missing)
-                owner_sets, owner_removes = self._ownership_delta(current, plan.ownership)
-            applied = bool(diff or owner_sets or owner_removes)
+                delta = _Delta(
+                    self._diff(current, plan.changes, write.seed_only_missing),
+                    *self._ownership_delta(current, plan.ownership),
+                )
             try:
-                if plan is None or (not applied and not current.missing):  # a no-op: no version
+                if plan is None or (not delta.applied and not current.missing):  # a no-op: no version
                     if idempotency is not None:
                         self._remember_no_op(current, idempotency, budget)
                     return self._result(current.snapshot, applied=False, attempts=attempt)
-                new_raw = self._commit(
-                    current,
-                    diff,
-                    owner_sets,
-                    owner_removes,
-                    actor,
-                    reason,
-                    kind,
-                    extra_audit,
-                    idempotency,
-                    budget,
-                    companions,
-                )
+                new_raw = self._commit(current, delta, write, budget)
             except transaction.Conflict:
                 if idempotency is not None:  # a race for the key: the winner's answer is this request's answer
                     replay = self._replay(idempotency)
@@ -456,14 +463,16 @@ class FlagStore:
             snapshot = self._snapshot(new_raw)
             logger.info(
                 "flags changed",
-                actor=actor,
+                actor=write.actor,
                 version=snapshot.version,
-                kind=kind if applied else KIND_RESTORE,
-                changed={name: change["new"] for name, change in diff.items()},
+                kind=write.kind if delta.applied else KIND_RESTORE,
+                changed={name: change["new"] for name, change in delta.diff.items()},
                 restored_from=current.restored_from if current.missing else None,
                 attempts=attempt,
             )
-            return self._result(snapshot, applied=applied, attempts=attempt, changed=diff, restored=current.missing)
+            return self._result(
+                snapshot, applied=delta.applied, attempts=attempt, changed=delta.diff, restored=current.missing
+            )
         if expected is not None and conflicts:
             raise self._stale(self._read_current(), expected, moved=True)
         if conflicts:
@@ -520,67 +529,40 @@ class FlagStore:
 
     # -- the transaction ------------------------------------------------------------------------------
 
-    def _commit(
-        self,
-        current: _Current,
-        diff: dict[str, dict[str, Any]],
-        owner_sets: dict[str, Any],
-        owner_removes: list[str],
-        actor: str,
-        reason: str,
-        kind: str,
-        extra_audit: Mapping[str, Any] | None,
-        idempotency: Idempotency | None,
-        budget: transaction.Budget,
-        companions: Companions | None = None,
-    ) -> dict[str, Any]:
+    def _commit(self, current: _Current, delta: _Delta, write: Write, budget: transaction.Budget) -> dict[str, Any]:
         """Build the attempt's transaction once, check the item's size, send it, and learn its outcome."""
         now = self._clock()
-        applied = bool(diff or owner_sets or owner_removes)
+        applied = delta.applied
         next_version = current.version + 1 if applied else current.version
-        sets = self._sets(current, diff, owner_sets, next_version, actor, now)
-        new_raw = {k: v for k, v in current.raw.items() if k not in owner_removes}
+        sets = self._sets(current, delta.diff, delta.owner_sets, next_version, write.actor, now)
+        new_raw = {k: v for k, v in current.raw.items() if k not in delta.owner_removes}
         new_raw.update(sets)
-        self._check_size(new_raw, actor)
+        self._check_size(new_raw, write.actor)
 
         token = self._token()
-        items: list[dict[str, Any]] = [{"Update": self._update(current, sets, owner_removes)}]
+        items: list[dict[str, Any]] = [{"Update": self._update(current, sets, delta.owner_removes)}]
         if current.missing and current.restored_from is not None:
-            restore_reason = (  # an explicit restore keeps its operator's reason; one a write caused says so
-                reason
-                if kind == KIND_RESTORE
-                else f"restored the missing flags item from version {current.restored_from}'s audit record"
+            restore = replace(  # an explicit restore keeps its operator's reason; one a write caused says so
+                write,
+                kind=KIND_RESTORE,
+                reason=write.reason
+                if write.kind == KIND_RESTORE
+                else f"restored the missing flags item from version {current.restored_from}'s audit record",
+                extra_audit={"restored_from": current.restored_from},
             )
-            items.append(
-                {
-                    "Put": self._put(
-                        self._record(
-                            current.version,
-                            now,
-                            actor,
-                            restore_reason,
-                            KIND_RESTORE,
-                            {},
-                            current.raw,
-                            token,
-                            {"restored_from": current.restored_from},
-                        )
-                    )
-                }
-            )
+            items.append({"Put": self._put(self._record(current.version, now, restore, {}, current.raw, token))})
         if applied:
-            extra = dict(extra_audit or {})
-            if owner_sets or owner_removes:  # the trail says which window gained or lost maintenance
-                new_owner = owner_sets.get(MAINTENANCE_OWNER_ATTR, {}).get("S")
+            extra = dict(write.extra_audit)
+            if delta.owner_sets or delta.owner_removes:  # the trail says which window gained or lost maintenance
+                new_owner = delta.owner_sets.get(MAINTENANCE_OWNER_ATTR, {}).get("S")
                 extra["maintenance_owner"] = {"old": current.snapshot.maintenance_owner, "new": new_owner}
-            items.append(
-                {"Put": self._put(self._record(next_version, now, actor, reason, kind, diff, new_raw, token, extra))}
-            )
-        if idempotency is not None:
+            record = self._record(next_version, now, replace(write, extra_audit=extra), delta.diff, new_raw, token)
+            items.append({"Put": self._put(record)})
+        if write.idempotency is not None:
             answer = {"version": next_version, "applied": applied, "restored": current.missing}
-            items.append({"Put": idempotency.put(self._table, now, answer)})
-        if companions is not None and applied:
-            items.extend(companions(next_version, now))
+            items.append({"Put": write.idempotency.put(self._table, now, answer)})
+        if write.companions is not None and applied:
+            items.extend(write.companions(next_version, now))
         request = {"TransactItems": items, "ClientRequestToken": token}
         try:
             transaction.send(self._client, request, budget)
@@ -694,26 +676,23 @@ class FlagStore:
         self,
         version: int,
         now: float,
-        actor: str,
-        reason: str,
-        kind: str,
+        write: Write,
         diff: Mapping[str, Mapping[str, Any]],
         raw: Mapping[str, Any],
         token: str,
-        extra: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         kept = (*self._declarations, *BOOKKEEPING_IN_STATE)
         return audit_item(
             version=version,
             now=now,
-            actor=actor,
-            reason=reason,
-            kind=kind,
+            actor=write.actor,
+            reason=write.reason,
+            kind=write.kind,
             diff=diff,
             state={name: raw[name] for name in kept if name in raw},
             token=token,
             retention_seconds=self._retention_seconds,
-            extra=extra,
+            extra=write.extra_audit or None,
         )
 
     def _put(self, item: dict[str, Any]) -> dict[str, Any]:
