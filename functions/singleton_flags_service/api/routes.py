@@ -190,7 +190,8 @@ class Views:
     method and path as the table states them, so a handler never writes a path.
 
     ``resolver`` is an ``APIGatewayRestResolver`` or a ``Router`` (typed loosely: this module imports no
-    Powertools, the read function's lean path loads it). A view for another function's route is refused at import.
+    Powertools, as the CDK app and flagctl read the table too). A view for another function's route is refused at
+    import.
     """
 
     def __init__(self, resolver: Any, function: str) -> None:
@@ -198,13 +199,12 @@ class Views:
         self._function = function
         self._views: dict[Route, Callable[..., Any]] = {}
 
-    def __call__(
-        self, route: Route, *, answer: Any = None, described: str = "", **options: Any
-    ) -> Callable[[View], View]:
+    def __call__(self, route: Route, *, answer: Any = None, described: str = "") -> Callable[[View], View]:
         """Register the decorated view for ``route``; ``answer`` (a model) and ``described`` document its
-        success answer (``route.success``); ``options`` go to Powertools' ``route`` as they are."""
+        success answer (``route.success``) in the function's own schema."""
         if route.function != self._function:
             raise ValueError(f"{route.method} {route.path} is the {route.function} function's route")
+        options: dict[str, Any] = {}
         if answer is not None:
             content = {"application/json": {"model": answer}}
             options["responses"] = {route.success: {"description": described, "content": content}}
