@@ -22,7 +22,6 @@ from local.api import LocalApi
 from local.backend import ENDPOINT_ENV, BackendError, choose_backend, prepare_table
 from local.events import StreamEvents
 from local.functions import Functions, load_handler
-from local.openapi import build_document
 from local.scheduler import (
     Deliveries,
     LocalScheduler,
@@ -38,6 +37,7 @@ from singleton_flags_infra.config import (
     load_config,
 )
 from singleton_flags_service import vocabulary
+from singleton_flags_service.api.openapi import build_document
 from singleton_flags_service.api.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
 from singleton_flags_service.contract import Settings, SettingsError, load_service_declarations
 from singleton_flags_service.errors import DeclarationError

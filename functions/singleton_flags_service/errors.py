@@ -1,12 +1,14 @@
 """The service's typed domain errors: a stable code, an HTTP status and details, as data (on the declarations'
-``FlagsError``, whose refusals they extend).
+``FlagsError``, whose refusals they extend). Each class states the details it carries (``detail_types``): the
+API document's error schemas are read from them.
 
 Pure domain: nothing here builds HTTP headers. ``singleton_flags_service.api.http`` alone turns an error into a
 response (the ``ETag`` of a 412, the ``Retry-After`` of a 409 or 503), matching errors by type.
 """
 
+from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import Any, ClassVar
 
 from singleton_flags.errors import DeclarationError, FlagsError, InvalidRequest, InvalidValue, UnknownFlag
 
@@ -41,16 +43,19 @@ __all__ = [
 class FlagNotFound(FlagsError):
     status = HTTPStatus.NOT_FOUND
     code = "FLAG_NOT_FOUND"
+    detail_types: ClassVar[Mapping[str, Any]] = {"flag": str}
 
 
 class VersionNotFound(FlagsError):
     status = HTTPStatus.NOT_FOUND
     code = "VERSION_NOT_FOUND"
+    detail_types: ClassVar[Mapping[str, Any]] = {"version": int}
 
 
 class ScheduleNotFound(FlagsError):
     status = HTTPStatus.NOT_FOUND
     code = "SCHEDULE_NOT_FOUND"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str}
 
 
 class ScheduleNotPending(FlagsError):
@@ -58,11 +63,13 @@ class ScheduleNotPending(FlagsError):
 
     status = HTTPStatus.CONFLICT
     code = "SCHEDULE_NOT_PENDING"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str, "status": str}
 
 
 class PreconditionFailed(FlagsError):
     status = HTTPStatus.PRECONDITION_FAILED
     code = "PRECONDITION_FAILED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"current_version": int, "flags": dict[str, Any]}
 
     def __init__(self, message: str, *, current_version: int | None, flags: Any = None) -> None:
         """``flags``: the current values from the writer's consistent read, so a client sees what changed."""
@@ -73,6 +80,7 @@ class PreconditionFailed(FlagsError):
 class ItemTooLarge(FlagsError):
     status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
     code = "ITEM_TOO_LARGE"
+    detail_types: ClassVar[Mapping[str, Any]] = {"size": int, "limit": int, "rule": str}
 
 
 class PayloadTooLarge(FlagsError):
@@ -80,11 +88,13 @@ class PayloadTooLarge(FlagsError):
 
     status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
     code = "PAYLOAD_TOO_LARGE"
+    detail_types: ClassVar[Mapping[str, Any]] = {"size": int, "limit": int, "rule": str}
 
 
 class WriteConflict(FlagsError):
     status = HTTPStatus.CONFLICT
     code = "WRITE_CONFLICT"
+    detail_types: ClassVar[Mapping[str, Any]] = {"attempts": int, "retry_after": int}
 
     def __init__(self, message: str, *, attempts: int, retry_after: int = 1) -> None:
         super().__init__(message, attempts=attempts, retry_after=retry_after)
@@ -94,6 +104,7 @@ class WriteConflict(FlagsError):
 class UnsupportedMediaType(FlagsError):
     status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
     code = "UNSUPPORTED_MEDIA_TYPE"
+    detail_types: ClassVar[Mapping[str, Any]] = {"rule": str}
 
 
 class StoreUnavailable(FlagsError):
@@ -113,12 +124,14 @@ class OutcomeUnknown(FlagsError):
 
     status = HTTPStatus.SERVICE_UNAVAILABLE
     code = "OUTCOME_UNKNOWN"
+    detail_types: ClassVar[Mapping[str, Any]] = {"version": int}  # the version the write tried to write
     retry_after = 2
 
 
 class IdempotencyKeyReused(FlagsError):
     status = HTTPStatus.UNPROCESSABLE_ENTITY
     code = "IDEMPOTENCY_KEY_REUSED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"rule": str}
 
 
 class StoreFault(FlagsError):
@@ -153,6 +166,7 @@ class GuardAlarmNotFound(FlagsError):
     """A guard names an alarm CloudWatch does not have in this account and region."""
 
     code = "GUARD_ALARM_NOT_FOUND"
+    detail_types: ClassVar[Mapping[str, Any]] = {"rule": str, "alarms": list[str]}
 
 
 class GuardAlarmActive(FlagsError):
@@ -160,6 +174,7 @@ class GuardAlarmActive(FlagsError):
 
     status = HTTPStatus.CONFLICT
     code = "GUARD_ALARM_ACTIVE"
+    detail_types: ClassVar[Mapping[str, Any]] = {"alarms": list[str]}
 
 
 class AlarmsUnavailable(FlagsError):

@@ -4,8 +4,9 @@ A refusal is a ``FlagsError``: a stable code, a status and details, as data (the
 this base, and turns any of them into an answer in one place).
 """
 
+from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import Any, ClassVar
 
 
 class DeclarationError(ValueError):
@@ -13,10 +14,15 @@ class DeclarationError(ValueError):
 
 
 class FlagsError(Exception):
-    """An error a client caused or must react to. Carries its HTTP status and a stable error code."""
+    """An error a client caused or must react to. Carries its HTTP status, a stable error code and details.
+
+    ``detail_types``: every detail an error of the class may carry, by name, with its type: the one statement of
+    them (the service's API document reads it).
+    """
 
     status: HTTPStatus = HTTPStatus.BAD_REQUEST
     code: str = "BAD_REQUEST"
+    detail_types: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -26,11 +32,15 @@ class FlagsError(Exception):
 
 class InvalidRequest(FlagsError):
     code = "INVALID_REQUEST"
+    # the rule broken, and what it names: a body's field or repeated key, a limit, a guard's alarm
+    detail_types: ClassVar[Mapping[str, Any]] = {"rule": str, "field": str, "key": str, "limit": int, "alarm": str}
 
 
 class UnknownFlag(FlagsError):
     code = "UNKNOWN_FLAG"
+    detail_types: ClassVar[Mapping[str, Any]] = {"flag": str, "rule": str}
 
 
 class InvalidValue(FlagsError):
     code = "INVALID_VALUE"
+    detail_types: ClassVar[Mapping[str, Any]] = {"flag": str, "rule": str}

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel
 
 from singleton_flags_service.api.http import json_response
-from singleton_flags_service.api.route_params import json_content
+from singleton_flags_service.api.routes import GET_DECLARATIONS, GET_WINDOWS, WRITE_FUNCTION, Views
 from singleton_flags_service.maintenance.windows import WindowSchedule
 
 NO_STORE = {"Cache-Control": "no-store"}
@@ -30,15 +30,14 @@ def console_routes(
     change in a running function), ``schedules`` the windows' schedules as deployed, evaluated per request (both
     the function's module attributes, which tests replace)."""
     router = Router()  # type: ignore[no-untyped-call]  # Powertools' Router.__init__ is unannotated
-    listing = json_content(models["DeclarationList"])
-    windows = json_content(models["WindowList"])
+    views = Views(router, WRITE_FUNCTION)
 
     # No return annotations on purpose (as the write function's routes: the bodies are json_response's).
-    @router.get("/flags/declarations", responses={200: {"description": "The declarations", "content": listing}})
+    @views(GET_DECLARATIONS, answer=models["DeclarationList"], described="The declarations")
     def get_declarations():  # type: ignore[no-untyped-def]
         return json_response(HTTPStatus.OK, dict(declarations()), NO_STORE)
 
-    @router.get("/flags/windows", responses={200: {"description": "The windows", "content": windows}})
+    @views(GET_WINDOWS, answer=models["WindowList"], described="The windows")
     def get_windows():  # type: ignore[no-untyped-def]
         now = datetime.now(UTC)
         return json_response(HTTPStatus.OK, {"windows": [schedule.upcoming(now) for schedule in schedules()]}, NO_STORE)

@@ -1,18 +1,20 @@
-"""HTTP shapes shared by the API functions: ETags, JSON bodies, and the ONE error -> response mapping.
+"""HTTP shapes shared by the API functions: ETags, JSON bodies, the ONE error -> response mapping, and what the
+read routes answer (typed dicts: the read function builds them, the API document is generated from them).
 
 Errors are ``{"error": {"code": CODE, "message": TEXT, ...details}}``. Only the Powertools response type
 is imported here, so the read function stays lean.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from aws_lambda_powertools.event_handler import Response
+
+# pydantic reads typing's TypedDict only from Python 3.12 on (the Lambda runtime's; not the oldest supported)
+from typing_extensions import NotRequired, TypedDict  # noqa: UP035
 
 from singleton_flags_service.api.routes import ROUTES, resource_routes
 from singleton_flags_service.errors import (
@@ -25,6 +27,7 @@ from singleton_flags_service.errors import (
     StoreUnavailable,
     WriteConflict,
 )
+from singleton_flags_service.vocabulary import READ_REASONS
 
 JSON = "application/json"
 # RFC 9110 section 8.8.3: entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, etagc = %x21 / %x23-7E / obs-text. obs-text
@@ -34,6 +37,49 @@ _ENTITY_TAG = re.compile(r'(W/)?"([\x21\x23-\x7e]*)"')
 _OWS = " \t"
 _VERSION_TAG = re.compile(r"0|[1-9][0-9]{0,17}")  # a version as format_etag writes it: ASCII digits, no leading 0
 WILDCARD = "*"
+
+FlagValue = bool | int | float | str
+
+
+class Maintenance(TypedDict):
+    """Who holds maintenance_mode now (its effective value, as in flags)."""
+
+    on: bool
+    """The same as flags.maintenance_mode."""
+    held_by: Literal["window", "manual", None]
+    """window: a window holds it until its deadline; manual: on otherwise; null: off."""
+    window: str | None
+    """The holding window's name."""
+    deadline: str | None
+    """When the holding window's hold ends (RFC 3339, UTC)."""
+
+
+class ReadMetadata(TypedDict):
+    """What a read says of the values it serves."""
+
+    version: int | None
+    """The stored version; null for fallbacks."""
+    reason: Literal[READ_REASONS]  # type: ignore[valid-type]  # the reasons' one definition, as a Literal
+    """Where the values came from (OpenFeature)."""
+    fetched_at: str | None
+    """When the values were read from the table."""
+    maintenance_ended_by: NotRequired[Literal["deadline"]]
+    """Present when a maintenance window's stored deadline, not its end event, ended it."""
+
+
+class FlagsRead(ReadMetadata):
+    """GET /flags: every flag, with the version and where the values came from."""
+
+    flags: dict[str, FlagValue]
+    """Every declared flag's value, by name."""
+    maintenance: Maintenance
+
+
+class FlagRead(ReadMetadata):
+    """GET /flags/{name}: one flag (``reason`` is DEFAULT for a flag served as its fallback, whatever the others)."""
+
+    name: str
+    value: FlagValue
 
 
 class EntityTag(NamedTuple):

@@ -1,13 +1,16 @@
 """Request and response models of the write API, built from the declarations (pydantic: write side only).
 
-One schema per request, validated once: each request model's first validator runs the domain rules
-(``singleton_flags_service.api.requests.validate_patch`` / ``validate_revert``) on the raw body and raises their precise
-refusal (which field, flag and rule), which pydantic lets through untouched; the typed fields then describe
-the normalized body for the OpenAPI document. The read function never imports this module.
+One schema per request, validated once, and each request's fields declared once, here: each request model's
+first validator refuses a field the model does not declare (``known_fields``, whose message names them), then
+runs the domain rules (``singleton_flags_service.api.requests.validate_patch`` / ``validate_revert`` / ...) on
+the raw body and raises their precise refusal (which field, flag and rule), which pydantic lets through
+untouched; the typed fields then describe the normalized body for the OpenAPI document. The read function never
+imports this module.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
@@ -26,6 +29,7 @@ from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations
 from singleton_flags_service.api.requests import (
     MAX_REASON_LENGTH,
     MAX_VERSION,
+    known_fields,
     validate_patch,
     validate_restore,
     validate_revert,
@@ -73,19 +77,20 @@ def flag_values_model(declarations: Declarations, name: str, *, partial: bool) -
 
 
 class _Request(BaseModel):
-    """A request body validated once: its ``rules`` (the domain's) run first, on the raw body, and raise their
-    precise refusal, which pydantic lets through untouched; the fields then hold the normalized body."""
+    """A request body validated once: a JSON object of the model's own fields (the one list of them), then its
+    ``rules`` (the domain's) on the raw body, which raise their precise refusal, which pydantic lets through
+    untouched; the fields then hold the normalized body."""
 
     model_config = ConfigDict(extra="forbid")
 
     @staticmethod
-    def rules(payload: Any) -> dict[str, Any]:
+    def rules(body: Mapping[str, Any]) -> dict[str, Any]:
         raise NotImplementedError  # each request model names its rules
 
     @model_validator(mode="before")
     @classmethod
     def _domain_rules(cls, payload: Any) -> dict[str, Any]:
-        return cls.rules(payload)
+        return cls.rules(known_fields(payload, cls.model_fields))
 
 
 class GuardRequest(BaseModel):
@@ -133,13 +138,13 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
     values = flag_values_model(declarations, "FlagValues", partial=False)
 
     class PatchRequest(_Request):
-        rules = staticmethod(lambda payload: validate_patch(payload, declarations, guard_prefix))
+        rules = staticmethod(lambda body: validate_patch(body, declarations, guard_prefix))
         flags: changes = Field(description="Flags to change, by name; at least one.")  # type: ignore[valid-type]
         reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
         guard: GuardRequest | None = _GUARD_FIELD
 
     class RevertRequest(_Request):
-        rules = staticmethod(lambda payload: validate_revert(payload, guard_prefix))
+        rules = staticmethod(lambda body: validate_revert(body, guard_prefix))
         version: StrictInt = Field(
             ge=0, description="Version whose values to restore, as a new version (0: the seeded state)."
         )
@@ -190,7 +195,7 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         )
 
     class ScheduleRequest(_Request):
-        rules = staticmethod(lambda payload: validate_schedule(payload, declarations))
+        rules = staticmethod(lambda body: validate_schedule(body, declarations))
         flags: changes = Field(description="Flags to change when it is due, by name (as PATCH /flags).")  # type: ignore[valid-type]
         reason: StrictStr = Field(
             description="Why (audited with the version it writes).", json_schema_extra=_REASON_SCHEMA

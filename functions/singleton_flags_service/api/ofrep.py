@@ -13,16 +13,18 @@ Nothing here is imported that a GET does not load already: a body other than non
 write API's JSON rules (``singleton_flags_service.api.requests``), imported on the first such request only.
 """
 
-from __future__ import annotations
-
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Literal
 
-from singleton_flags.declarations import Declarations
+# pydantic reads typing's TypedDict only from Python 3.12 on (the Lambda runtime's; not the oldest supported)
+from typing_extensions import NotRequired, TypedDict  # noqa: UP035
+
+from singleton_flags.declarations import TYPES, Declarations
 from singleton_flags.keys import MAINTENANCE_FLAG
 from singleton_flags.reader import FlagState
+from singleton_flags_service.api.http import FlagValue
 from singleton_flags_service.errors import FlagsError
-from singleton_flags_service.vocabulary import DEFAULT
+from singleton_flags_service.vocabulary import DEFAULT, READ_REASONS
 
 PARSE_ERROR = "PARSE_ERROR"
 INVALID_CONTEXT = "INVALID_CONTEXT"
@@ -33,6 +35,69 @@ STORED = "stored"
 FALLBACK = "fallback"
 DEADLINE_ENDED = "deadline_ended"
 VARIANTS = (STORED, FALLBACK, DEADLINE_ENDED)
+
+FLAG_TYPES = tuple(sorted(TYPES))
+
+
+class OfrepEvaluationRequest(TypedDict, total=False):
+    """The evaluation context is accepted and ignored: the flags are application-wide."""
+
+    context: dict[str, Any]
+    """Any object; targetingKey is optional."""
+
+
+class OfrepMetadata(TypedDict):
+    """Flat: strings, numbers and booleans only."""
+
+    version: NotRequired[int]
+    """The stored version; absent for fallbacks."""
+    fetchedAt: NotRequired[str]
+    """When the values were read from the table."""
+    type: Literal[FLAG_TYPES]  # type: ignore[valid-type]  # the declarations' types, as a Literal
+    contextIgnored: Literal[True]
+
+
+class OfrepEvaluation(TypedDict):
+    """One flag's evaluation."""
+
+    key: str
+    value: FlagValue
+    reason: Literal[READ_REASONS]  # type: ignore[valid-type]  # the reasons' one definition, as a Literal
+    """Where the value came from, in OpenFeature's reasons (not OFREP's example list)."""
+    variant: Literal[VARIANTS]  # type: ignore[valid-type]
+    """Which value was served: the stored one, the fallback, or maintenance switched off by its window's deadline."""
+    metadata: OfrepMetadata
+
+
+class OfrepBulkEvaluation(TypedDict):
+    """Every declared flag's evaluation, in declaration order."""
+
+    flags: list[OfrepEvaluation]
+
+
+class _OfrepFailure(TypedDict):
+    errorDetails: str
+    """What is wrong, for logs."""
+
+
+class OfrepBulkEvaluationFailure(_OfrepFailure):
+    """Not an evaluation request (PARSE_ERROR), or a context that is no object (INVALID_CONTEXT)."""
+
+    errorCode: Literal[PARSE_ERROR, INVALID_CONTEXT]  # type: ignore[valid-type]
+
+
+class OfrepEvaluationFailure(OfrepBulkEvaluationFailure):
+    """Not an evaluation request (PARSE_ERROR), or a context that is no object (INVALID_CONTEXT), for one key."""
+
+    key: str
+
+
+class OfrepFlagNotFound(_OfrepFailure):
+    """No flag of that key is declared."""
+
+    key: str
+    errorCode: Literal[FLAG_NOT_FOUND]  # type: ignore[valid-type]
+
 
 _EMPTY_BODIES = frozenset({"", "{}"})
 _accepted = {"last": ""}  # the last body found to be an evaluation request: a provider resends the same one
@@ -48,10 +113,10 @@ class OfrepError(Exception):
         self.details = details
         self.key = key
 
-    def body(self) -> dict[str, Any]:
-        answer: dict[str, Any] = {"key": self.key} if self.key is not None else {}
-        answer.update(errorCode=self.code, errorDetails=self.details)
-        return answer
+    def body(self) -> OfrepBulkEvaluationFailure | OfrepEvaluationFailure | OfrepFlagNotFound:
+        if self.key is None:
+            return {"errorCode": self.code, "errorDetails": self.details}
+        return {"key": self.key, "errorCode": self.code, "errorDetails": self.details}
 
 
 def check_request(body: str | None, key: str | None = None) -> None:
@@ -89,9 +154,9 @@ def variant(state: FlagState, key: str) -> str:
     return STORED
 
 
-def evaluation(state: FlagState, key: str, declarations: Declarations, fetched_at: str | None) -> dict[str, Any]:
+def evaluation(state: FlagState, key: str, declarations: Declarations, fetched_at: str | None) -> OfrepEvaluation:
     """One flag's OFREP evaluation. ``fetched_at``: the state's fetch time as ISO text (None: not fetched)."""
-    metadata: dict[str, Any] = {"type": declarations[key].type, "contextIgnored": True}
+    metadata: OfrepMetadata = {"type": declarations[key].type, "contextIgnored": True}
     if state.version is not None:
         metadata["version"] = state.version
     if fetched_at is not None:
@@ -105,6 +170,6 @@ def evaluation(state: FlagState, key: str, declarations: Declarations, fetched_a
     }
 
 
-def bulk_evaluation(state: FlagState, declarations: Declarations, fetched_at: str | None) -> dict[str, Any]:
+def bulk_evaluation(state: FlagState, declarations: Declarations, fetched_at: str | None) -> OfrepBulkEvaluation:
     """Every declared flag's evaluation, in declaration order."""
     return {"flags": [evaluation(state, key, declarations, fetched_at) for key in declarations]}

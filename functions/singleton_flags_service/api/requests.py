@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from singleton_flags.declarations import Declarations, UnstorableNumber
@@ -155,32 +155,27 @@ def validate_version(version: Any) -> int:
     return version
 
 
-PATCH_FIELDS = frozenset({"flags", "reason", "guard"})
-REVERT_FIELDS = frozenset({"version", "reason", "guard"})
-RESTORE_FIELDS = frozenset({"reason"})
-SCHEDULE_FIELDS = frozenset({"flags", "reason", "at", "timezone", "if_version"})
-
-
-def _fields(payload: Any, expected: frozenset[str]) -> Mapping[str, Any]:
+def known_fields(payload: Any, fields: Collection[str]) -> Mapping[str, Any]:
+    """``payload`` as a request body: a JSON object naming only ``fields`` (a request model's, its one
+    statement: ``singleton_flags_service.api.models``), or InvalidRequest naming the unknown ones."""
     if not isinstance(payload, dict):
         raise InvalidRequest("the body must be a JSON object", rule="json")
-    unknown = set(payload) - expected
+    unknown = set(payload) - set(fields)
     if unknown:
-        raise InvalidRequest(f"unknown field(s) {sorted(unknown)}; expected {sorted(expected)}", rule="fields")
+        raise InvalidRequest(f"unknown field(s) {sorted(unknown)}; expected {sorted(fields)}", rule="fields")
     return payload
 
 
-def validate_patch(payload: Any, declarations: Declarations, guard_prefix: str = "") -> dict[str, Any]:
-    """A PATCH /flags body, every rule checked once: its fields, each flag against its declaration, the reason,
-    the optional guard. Returns the body with the values normalized and the reason trimmed."""
-    body = _fields(payload, PATCH_FIELDS)
+def validate_patch(body: Mapping[str, Any], declarations: Declarations, guard_prefix: str = "") -> dict[str, Any]:
+    """A PATCH /flags body of known fields, every rule checked once: each flag against its declaration, the
+    reason, the optional guard. Returns the body with the values normalized and the reason trimmed."""
     checked = {"flags": declarations.validate_changes(body.get("flags")), "reason": validate_reason(body.get("reason"))}
     return _with_guard(checked, body, guard_prefix)
 
 
-def validate_revert(payload: Any, guard_prefix: str = "") -> dict[str, Any]:
-    """A POST /flags/revert body, every rule checked once: its fields, the version, the reason, the optional guard."""
-    body = _fields(payload, REVERT_FIELDS)
+def validate_revert(body: Mapping[str, Any], guard_prefix: str = "") -> dict[str, Any]:
+    """A POST /flags/revert body of known fields, every rule checked once: the version, the reason, the optional
+    guard."""
     checked = {"version": validate_version(body.get("version")), "reason": validate_reason(body.get("reason"))}
     return _with_guard(checked, body, guard_prefix)
 
@@ -191,9 +186,9 @@ def _with_guard(checked: dict[str, Any], body: Mapping[str, Any], guard_prefix: 
     return checked
 
 
-def validate_restore(payload: Any) -> dict[str, Any]:
-    """A POST /flags/restore body: the reason, nothing else."""
-    return {"reason": validate_reason(_fields(payload, RESTORE_FIELDS).get("reason"))}
+def validate_restore(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A POST /flags/restore body of known fields: the reason."""
+    return {"reason": validate_reason(body.get("reason"))}
 
 
 def validate_if_version(value: Any) -> int | None:
@@ -210,11 +205,10 @@ def validate_if_version(value: Any) -> int | None:
     return value
 
 
-def validate_schedule(payload: Any, declarations: Declarations) -> dict[str, Any]:
-    """A POST /flags/schedules body: ``flags`` and ``reason`` as PATCH checks them, ``at`` and ``timezone`` as one
-    instant (singleton_flags_service.schedules.timing; how far ahead is checked against the clock when it is created),
-    ``if_version``. Returns the body normalized."""
-    body = _fields(payload, SCHEDULE_FIELDS)
+def validate_schedule(body: Mapping[str, Any], declarations: Declarations) -> dict[str, Any]:
+    """A POST /flags/schedules body of known fields: ``flags`` and ``reason`` as PATCH checks them, ``at`` and
+    ``timezone`` as one instant (singleton_flags_service.schedules.timing; how far ahead is checked against the
+    clock when it is created), ``if_version``. Returns the body normalized."""
     patch = validate_patch({"flags": body.get("flags"), "reason": body.get("reason")}, declarations)
     parse_schedule_time(body.get("at"), body.get("timezone"))
     return {

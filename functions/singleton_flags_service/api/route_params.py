@@ -1,5 +1,5 @@
-"""What the write API's routes and routers share: a JSON response's model, and the query parameters of the
-paginated GETs (history, guards, scheduled changes), as documented.
+"""What the write API's routes and routers share: the query parameters of the paginated GETs (history, guards,
+scheduled changes), as documented.
 
 Powertools validates and documents the parameters; the handlers read their values from the raw query
 (``singleton_flags_service.api.requests.page_query``): once each, ``limit`` ASCII digits only.
@@ -8,7 +8,6 @@ Powertools validates and documents the parameters; the handlers read their value
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import BaseModel
 
 Cursor = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")]
 
@@ -18,8 +17,3 @@ def limit_param(what: str, default: int, maximum: int) -> Any:
     return Query(
         description=f"{what} per page (1-{maximum}, default {default}).", json_schema_extra={"pattern": "^[0-9]{1,3}$"}
     )
-
-
-def json_content(model: type[BaseModel]) -> dict[str, Any]:
-    """A response's ``content`` in Powertools' ``responses``: JSON of ``model``."""
-    return {"application/json": {"model": model}}

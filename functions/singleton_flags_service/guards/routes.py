@@ -14,12 +14,11 @@ from pydantic import BaseModel
 
 from singleton_flags_service.api.http import json_response
 from singleton_flags_service.api.requests import page_query
-from singleton_flags_service.api.route_params import Cursor, json_content, limit_param
+from singleton_flags_service.api.route_params import Cursor, limit_param
+from singleton_flags_service.api.routes import GET_GUARDS, WRITE_FUNCTION, Views
 from singleton_flags_service.guards.items import DEFAULT_GUARDS_LIMIT, MAX_GUARDS_LIMIT, guards_page_json
 from singleton_flags_service.guards.writes import GuardedWrites
 from singleton_flags_service.writes.audit import decode_cursor
-
-GUARDS_PATH = "/flags/guards"
 
 
 def guards_query(event: Mapping[str, Any]) -> tuple[int, str | None]:
@@ -31,9 +30,10 @@ def guard_routes(guards: Callable[[], GuardedWrites], models: Mapping[str, type[
     """``guards`` gives the function's guarded writes at each request (its module attribute, which tests and the
     local runner replace or adjust)."""
     router = Router()  # type: ignore[no-untyped-call]  # Powertools' Router.__init__ is unannotated
+    views = Views(router, WRITE_FUNCTION)
 
     # No return annotation on purpose (as the write function's routes: the body is json_response's).
-    @router.get(GUARDS_PATH, responses={200: {"description": "Guards", "content": json_content(models["Guards"])}})
+    @views(GET_GUARDS, answer=models["Guards"], described="Guards")
     def get_guards(  # type: ignore[no-untyped-def]
         # Documented here, read from the raw query (guards_query).
         limit: Annotated[str | None, limit_param("Guards", DEFAULT_GUARDS_LIMIT, MAX_GUARDS_LIMIT)] = None,

@@ -12,9 +12,9 @@ gc.disable()  # init builds 100k+ long-lived objects, little garbage: no collect
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
@@ -26,6 +26,10 @@ from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader, FlagState, flag_reason
 from singleton_flags_service.api.http import (
     JSON,
+    FlagRead,
+    FlagsRead,
+    Maintenance,
+    ReadMetadata,
     error_response,
     format_etag,
     header_values,
@@ -34,7 +38,17 @@ from singleton_flags_service.api.http import (
     no_route_response,
 )
 from singleton_flags_service.api.ofrep import OfrepError, bulk_evaluation, check_key, check_request, evaluation
-from singleton_flags_service.api.routes import OFREP_FLAG, ROUTES, RouteMatch, match_route
+from singleton_flags_service.api.routes import (
+    GET_FLAG,
+    GET_FLAGS,
+    OFREP_EVALUATE_FLAG,
+    OFREP_EVALUATE_FLAGS,
+    READ_FUNCTION,
+    ROUTES,
+    RouteMatch,
+    Views,
+    match_route,
+)
 from singleton_flags_service.contract import Settings, load_service_declarations
 from singleton_flags_service.errors import FlagNotFound, FlagsError
 from singleton_flags_service.observability import ReadCounter, logger
@@ -53,6 +67,7 @@ READER = FlagReader(
 )
 
 app = APIGatewayRestResolver()
+views = Views(app, READ_FUNCTION)
 
 _NO_STORE = {"Cache-Control": "no-store"}
 
@@ -62,15 +77,30 @@ def _if_none_match() -> list[str] | None:
     return header_values(app.current_event.raw_event, "If-None-Match")
 
 
-def _metadata(state: FlagState) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "version": state.version,
-        "reason": state.reason,
-        "fetched_at": iso_time(state.fetched_at) if state.fetched_at is not None else None,
-    }
+def _fetched_at(state: FlagState) -> str | None:
+    return iso_time(state.fetched_at) if state.fetched_at is not None else None
+
+
+def _metadata(state: FlagState) -> ReadMetadata:
+    meta: ReadMetadata = {"version": state.version, "reason": state.reason, "fetched_at": _fetched_at(state)}
     if state.maintenance_deadline_passed:
         meta["maintenance_ended_by"] = "deadline"
     return meta
+
+
+def _all_flags(state: FlagState) -> FlagsRead:
+    # the reader's maintenance() is this shape (the fuzz tier holds every answer to the generated document)
+    maintenance = cast("Maintenance", state.maintenance())
+    return {"flags": dict(state.values), **_metadata(state), "maintenance": maintenance}
+
+
+def _one_flag(state: FlagState, name: str) -> FlagRead:
+    return {
+        "name": name,
+        "value": state.values[name],
+        **_metadata(state),
+        "reason": flag_reason(state, name),  # DEFAULT for a flag served as its fallback, whatever the others
+    }
 
 
 class _BodyMemo:
@@ -79,7 +109,7 @@ class _BodyMemo:
     Keyed by everything a body is made of; a new snapshot, reason or deadline outcome makes a new body.
     """
 
-    def __init__(self, build: Callable[..., dict[str, Any]]) -> None:
+    def __init__(self, build: Callable[..., Mapping[str, Any]]) -> None:
         self._build = build
         self._key: tuple[Any, ...] | None = None
         self._body = ""
@@ -99,23 +129,8 @@ class _BodyMemo:
         return self._body
 
 
-_all_flags_body = _BodyMemo(
-    lambda state: {"flags": dict(state.values), **_metadata(state), "maintenance": state.maintenance()}
-)
-_one_flag_body = _BodyMemo(
-    lambda state, name: {
-        "name": name,
-        "value": state.values[name],
-        **_metadata(state),
-        "reason": flag_reason(state, name),  # DEFAULT for a flag served as its fallback, whatever the others
-    }
-)
-
-
-def _fetched_at(state: FlagState) -> str | None:
-    return iso_time(state.fetched_at) if state.fetched_at is not None else None
-
-
+_all_flags_body = _BodyMemo(_all_flags)
+_one_flag_body = _BodyMemo(_one_flag)
 _ofrep_flag_body = _BodyMemo(lambda state, key: evaluation(state, key, DECLARATIONS, _fetched_at(state)))
 _ofrep_flags_body = _BodyMemo(lambda state: bulk_evaluation(state, DECLARATIONS, _fetched_at(state)))
 
@@ -134,13 +149,13 @@ def _respond(state: FlagState, body: Callable[[], str]) -> Response[str]:
     return Response(status_code=200, content_type=JSON, body=body(), headers=headers)
 
 
-@app.get("/flags")
+@views(GET_FLAGS)
 def get_flags() -> Response[str]:
     state = READER.read()
     return _respond(state, lambda: _all_flags_body(state))
 
 
-@app.get("/flags/<name>")
+@views(GET_FLAG)
 def get_flag(name: str) -> Response[str]:
     if name not in DECLARATIONS:
         raise FlagNotFound(f"no flag named '{name}' is declared", flag=name)
@@ -153,7 +168,7 @@ def _request_body() -> str | None:
     return event.decoded_body if event.is_base64_encoded else event.body
 
 
-@app.post("/ofrep/v1/evaluate/flags/<key>")
+@views(OFREP_EVALUATE_FLAG)
 def ofrep_evaluate_flag(key: str) -> Response[str]:
     check_request(_request_body(), key)
     check_key(key, DECLARATIONS)
@@ -161,7 +176,7 @@ def ofrep_evaluate_flag(key: str) -> Response[str]:
     return Response(status_code=200, content_type=JSON, body=_ofrep_flag_body(state, key), headers=_NO_STORE)
 
 
-@app.post("/ofrep/v1/evaluate/flags")
+@views(OFREP_EVALUATE_FLAGS)
 def ofrep_evaluate_flags() -> Response[str]:
     """Every flag; ETag and 304 as GET /flags (OFREP's bulk route is a POST: 304, not RFC 9110's 412)."""
     check_request(_request_body())
@@ -179,22 +194,18 @@ def handle_flags_error(error: FlagsError) -> Response[str]:
     return error_response(error)
 
 
-# The read routes whose path parameter is a flag name, by their template in the route table. Powertools' route
-# pattern does not take every character a path segment may hold (a raw ", \ or `): the route table does, and
-# such a name, which no flag has, is answered by its route as any undeclared name, in that route's error shape.
-_NAMED_VIEWS: dict[str, Callable[[str], Response[str]]] = {"/flags/{name}": get_flag, OFREP_FLAG: ofrep_evaluate_flag}
-
-
 @app.not_found
 def handle_no_route(_: NotFoundError) -> Response[str]:
+    """A path Powertools' pattern refuses (a raw ", \\ or ` in a segment) that a read route of the table takes is
+    answered by that route's view, as any undeclared name, in its error shape; any other path by 404 or 405."""
     event = app.current_event
     match = match_route(ROUTES, event.http_method, event.path)
-    view = _NAMED_VIEWS.get(match.route.path) if isinstance(match, RouteMatch) else None
-    if view is None or not isinstance(match, RouteMatch):
+    view = views.view(match) if isinstance(match, RouteMatch) else None
+    if view is None:
         return no_route_response(event.http_method, event.path)
     try:
-        (name,) = match.path_parameters.values()
-        return view(name)
+        answer: Response[str] = view()
+        return answer
     except OfrepError as error:  # the exception handlers' own answers (their decorator hides their types)
         return json_response(error.status, error.body(), _NO_STORE)
     except FlagsError as error:

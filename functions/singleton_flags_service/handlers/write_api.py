@@ -52,10 +52,19 @@ from singleton_flags_service.api.requests import (
     with_lowercase_json_media_type,
 )
 from singleton_flags_service.api.route_params import Cursor, limit_param
-from singleton_flags_service.api.routes import SCHEDULES
+from singleton_flags_service.api.routes import (
+    GET_GUARDS,
+    GET_HISTORY,
+    LIST_SCHEDULES,
+    PATCH_FLAGS,
+    RESTORE_FLAGS,
+    REVERT_FLAGS,
+    WRITE_FUNCTION,
+    Views,
+)
 from singleton_flags_service.contract import Settings, load_service_declarations
 from singleton_flags_service.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
-from singleton_flags_service.guards.routes import GUARDS_PATH, guard_routes, guards_query
+from singleton_flags_service.guards.routes import guard_routes, guards_query
 from singleton_flags_service.guards.writes import GuardedWrites, guarded_request, store_options
 from singleton_flags_service.maintenance.windows import schedules_from_env, windows_from_env
 from singleton_flags_service.observability import ReadCounter, count_write_retry, emit_count, logger, metrics, tracer
@@ -141,6 +150,7 @@ def _json_body(text: str) -> dict[str, Any]:
 
 
 app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_json_body)
+views = Views(app, WRITE_FUNCTION)
 
 # A list: a client may send If-Match more than once (RFC 9110 lists); the raw event's fields decide (_expected_version).
 IfMatch = Annotated[
@@ -218,9 +228,7 @@ def _state_response(result: ChangeResult, guard: dict[str, Any] | None = None) -
 
 # The routes carry no return annotation on purpose: with enable_validation, Powertools would validate and
 # re-serialize every response against it. Their bodies are built by json_response, as the error contract's are.
-@app.patch(
-    "/flags", responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}}
-)
+@views(PATCH_FLAGS, answer=FlagsState, described="The new state")
 def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None):  # type: ignore[no-untyped-def]  # on purpose, see above
     changes, reason = body.flags.model_dump(exclude_unset=True), body.reason  # validated by the model, once
     expected, actor = _expected_version(), _actor()
@@ -238,10 +246,7 @@ def patch_flags(body: Annotated[PatchRequest, Body()], if_match: IfMatch = None)
     return _state_response(result, GUARDS.answer(result, guard))
 
 
-@app.post(
-    "/flags/revert",
-    responses={200: {"description": "The new state", "content": {"application/json": {"model": FlagsState}}}},
-)
+@views(REVERT_FLAGS, answer=FlagsState, described="The new state")
 def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = None):  # type: ignore[no-untyped-def]  # on purpose, see above
     expected, actor = _expected_version(), _actor()
     guard = GUARDS.new(body.guard, actor)
@@ -260,12 +265,7 @@ def revert_flags(body: Annotated[RevertRequest, Body()], if_match: IfMatch = Non
     return _state_response(result, GUARDS.answer(result, guard))
 
 
-@app.post(
-    "/flags/restore",
-    responses={
-        200: {"description": "The flags item as it is now", "content": {"application/json": {"model": FlagsState}}}
-    },
-)
+@views(RESTORE_FLAGS, answer=FlagsState, described="The flags item as it is now")
 def restore_flags(body: Annotated[RestoreRequest, Body()]):  # type: ignore[no-untyped-def]  # on purpose, see above
     """A missing flags item back now (from its newest audit record, as a new version); an existing one untouched."""
     actor = _actor()
@@ -274,10 +274,7 @@ def restore_flags(body: Annotated[RestoreRequest, Body()]):  # type: ignore[no-u
     return _state_response(result)
 
 
-@app.get(
-    "/flags/history",
-    responses={200: {"description": "Audit records", "content": {"application/json": {"model": History}}}},
-)
+@views(GET_HISTORY, answer=History, described="Audit records")
 def get_history(  # type: ignore[no-untyped-def]  # on purpose, see above
     limit: Annotated[str | None, limit_param("Records", DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)] = None,
     cursor: Cursor = None,
@@ -349,7 +346,7 @@ app.include_router(
 app.include_router(guard_routes(lambda: GUARDS, MODELS))
 app.include_router(console_routes(lambda: DECLARATION_LIST, lambda: WINDOW_SCHEDULES, MODELS))
 # The paginated GETs' own query rules, which name the parameter their schema refused (_as_refusal)
-PAGE_QUERIES = {SCHEDULES: schedules_query, GUARDS_PATH: guards_query}
+PAGE_QUERIES = {LIST_SCHEDULES.path: schedules_query, GET_GUARDS.path: guards_query}
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from singleton_flags_service.api.http import json_response
 from singleton_flags_service.api.requests import page_query
-from singleton_flags_service.api.route_params import Cursor, json_content, limit_param
-from singleton_flags_service.api.routes import SCHEDULES
+from singleton_flags_service.api.route_params import Cursor, limit_param
+from singleton_flags_service.api.routes import CANCEL_SCHEDULE, CREATE_SCHEDULE, LIST_SCHEDULES, WRITE_FUNCTION, Views
 from singleton_flags_service.schedules.changes import (
     DEFAULT_LIST_LIMIT,
     MAX_LIST_LIMIT,
@@ -44,10 +44,11 @@ def schedule_routes(
     """``scheduled`` gives the function's service at each request (its module attribute, which tests replace);
     ``idempotency`` the request's Idempotency-Key for a caller and the request it names (None without one)."""
     router = Router()  # type: ignore[no-untyped-call]  # Powertools' Router.__init__ is unannotated
+    views = Views(router, WRITE_FUNCTION)
     schedule_request = models["ScheduleRequest"]
 
     # The routes carry no return annotation on purpose (as the write function's: their bodies are json_response's).
-    @router.post(SCHEDULES, responses={201: {"description": "Pending", "content": json_content(models["Schedule"])}})
+    @views(CREATE_SCHEDULE, answer=models["Schedule"], described="Pending")
     def create_schedule(body: Annotated[schedule_request, Body()]):  # type: ignore[no-untyped-def,valid-type]
         """A change applied once at ``at``: its item (pending) first, then its one-time Scheduler schedule."""
         request: Any = body
@@ -67,9 +68,7 @@ def schedule_routes(
         headers = {**NO_STORE, REPLAYED_HEADER: "true"} if replayed else NO_STORE
         return json_response(HTTPStatus.CREATED, change.as_json(), headers)
 
-    @router.get(
-        SCHEDULES, responses={200: {"description": "Newest first", "content": json_content(models["Schedules"])}}
-    )
+    @views(LIST_SCHEDULES, answer=models["Schedules"], described="Newest first")
     def list_schedules(  # type: ignore[no-untyped-def]
         # Documented here, read from the raw query (schedules_query).
         limit: Annotated[str | None, limit_param("Scheduled changes", DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)] = None,
@@ -80,10 +79,7 @@ def schedule_routes(
         body = {"schedules": [change.as_json() for change in changes], "next_cursor": next_cursor}
         return json_response(HTTPStatus.OK, body, NO_STORE)
 
-    @router.delete(
-        SCHEDULES + "/<id>",
-        responses={200: {"description": "Cancelled", "content": json_content(models["Cancellation"])}},
-    )
+    @views(CANCEL_SCHEDULE, answer=models["Cancellation"], described="Cancelled")
     def cancel_schedule(id: str):  # type: ignore[no-untyped-def]  # noqa: A002 - the route's path parameter
         change, deleted = scheduled().cancel(id, actor())
         return json_response(HTTPStatus.OK, {"schedule": change.as_json(), "schedule_deleted": deleted}, NO_STORE)
