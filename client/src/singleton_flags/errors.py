@@ -7,6 +7,14 @@ this base, and turns any of them into an answer in one place).
 from http import HTTPStatus
 from typing import Any
 
+__all__ = [
+    "DeclarationError",
+    "FlagsError",
+    "InvalidRequest",
+    "InvalidValue",
+    "UnknownFlag",
+]
+
 
 class DeclarationError(ValueError):
     """The declarations file is broken. Raised at load, naming the flag: a deploy must not go out with it."""
