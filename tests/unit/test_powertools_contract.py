@@ -56,7 +56,7 @@ def test_get_caches_the_value_under_build_cache_key_as_an_expirable_value_with_a
     assert timedelta(seconds=29) < entry.ttl - datetime.now() <= timedelta(seconds=30)
 
 
-def test_an_entry_is_served_while_its_ttl_is_not_before_now_and_kept_until_replaced(
+def test_an_entry_is_served_while_its_ttl_is_not_before_now_and_a_refresh_makes_a_new_ttl_object(
     put_flags: Any, provider: SingletonProvider
 ) -> None:
     # Given a cached entry
