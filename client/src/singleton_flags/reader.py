@@ -7,7 +7,7 @@ Reasons follow OpenFeature's vocabulary (``Reason``):
 - DEFAULT: the declared fallbacks (item missing, or no usable value): features off, maintenance ON.
 
 The item is cached in one place: the provider's, Powertools' own cache. Every read asks it first
-(``SingletonProvider.cached``), and a cached read answers with what the cached snapshot carries
+(``SingletonProvider.cache_lookup``), and a cached read answers with what the cached snapshot carries
 (``Snapshot.as_cached``); the reader keeps no copy of its own of what it served. The last good snapshot it keeps is
 served only as STALE, once a fetch has failed.
 
