@@ -42,7 +42,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COLD_DIR = Path(__file__).resolve().parent / "cold"
-DECLARATIONS = ROOT / "functions" / "singleton_flags" / "declarations.json"
+DECLARATIONS = ROOT / "functions" / "singleton_flags_service" / "declarations.json"
 
 FLAG = "signup_enabled"  # seeded True in every table
 CACHE_AGE = 5  # seconds, for the three readers alike (our default, LaunchDarkly's store cache, Powertools' max_age)

@@ -81,7 +81,7 @@ def of_client(flags: Flags) -> tuple[OpenFeatureClient, SingletonFlagsProvider]:
 
 
 def refresh(flags: Flags) -> None:
-    expire(flags.source.provider)
+    expire(flags._reader.provider)
 
 
 class TestResolution:

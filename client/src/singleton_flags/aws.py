@@ -13,6 +13,13 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+__all__ = [
+    "READ_CLIENT_CONFIG",
+    "WRITE_CLIENT_CONFIG",
+    "dynamodb_client",
+    "worst_call_seconds",
+]
+
 READ_CLIENT_CONFIG = Config(
     connect_timeout=0.5, read_timeout=1.0, retries={"total_max_attempts": 1, "mode": "standard"}
 )

@@ -32,7 +32,7 @@ from singleton_flags.declarations import Declarations, FlagValue, load_declarati
 from singleton_flags.emf import NO_COUNT, Counter, EmfPrinter, ReadCounter
 from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.reader import FlagReader, FlagState, flag_reason
+from singleton_flags.reader import FlagReader
 from singleton_flags.settings import (
     DEFAULT_MAX_AGE_SECONDS,
     DEFAULT_MAX_STALE_SECONDS,
@@ -41,19 +41,16 @@ from singleton_flags.settings import (
     SettingsError,
     int_setting,
 )
-from singleton_flags.vocabulary import CACHED, DEFAULT, DEFAULT_NAMESPACE, DEFAULT_SERVICE, STALE, STATIC
+from singleton_flags.snapshot import FlagState, flag_reason
+from singleton_flags.vocabulary import DEFAULT_NAMESPACE, DEFAULT_SERVICE, Reason
 
 __all__ = [
-    "CACHED",
-    "DEFAULT",
     "ENV_DECLARATIONS",
     "ENV_MAX_AGE",
     "ENV_MAX_STALE",
     "ENV_REGION",
     "ENV_SORT_KEY",
     "ENV_TABLE",
-    "STALE",
-    "STATIC",
     "FlagDetails",
     "FlagTypeMismatch",
     "Flags",
@@ -70,7 +67,7 @@ ENV_REGION = "SINGLETON_FLAGS_REGION"
 ENV_DECLARATIONS = "SINGLETON_FLAGS_DECLARATIONS"  # optional: the path of the declarations file
 
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class FlagsConfigError(SettingsError):
@@ -101,7 +98,7 @@ class FlagDetails:
 
     name: str
     value: FlagValue
-    reason: str
+    reason: Reason
     version: int | None
     fetched_at: float | None
 
@@ -131,7 +128,7 @@ class Flags:
         self.declarations = _declarations(declarations)
         self._names = frozenset(self.declarations)  # a set lookup: ``in`` on the Mapping costs a __getitem__ call
         if client is None:
-            import boto3  # deferred: a client given a source or a client of its own never builds one
+            import boto3  # deferred: a client given a DynamoDB client of its own never builds one
 
             client = boto3.client("dynamodb", region_name=region, config=READ_CLIENT_CONFIG)
         counter: Counter = NO_COUNT
@@ -141,7 +138,7 @@ class Flags:
             )
             counter = ReadCounter(printer)
         provider = SingletonProvider(client=client, table_name=table_name, declarations=self.declarations, clock=clock)
-        self.source = FlagReader(
+        self._reader = FlagReader(
             provider,
             self.declarations,
             sort_key=sort_key,
@@ -189,23 +186,23 @@ class Flags:
 
     def state(self) -> FlagState:
         """One read of every flag (cached, fresh, stale or fallbacks), as the read function answers it."""
-        return self.source.read()
+        return self._reader.read()
 
     def details(self, name: str) -> FlagDetails:
         self._check(name)
-        return _details(self.source.read(), name)
+        return _details(self._reader.read(), name)
 
     def all(self) -> dict[str, FlagValue]:
-        return dict(self.source.read().values)
+        return dict(self._reader.read().values)
 
     def all_details(self) -> dict[str, FlagDetails]:
-        state = self.source.read()
+        state = self._reader.read()
         return {name: _details(state, name) for name in self.declarations}
 
     def get(self, name: str) -> FlagValue:
         if name not in self._names:  # _check, inlined: this is the hot read
             raise UndeclaredFlag(name)
-        return self.source.read().values[name]
+        return self._reader.read().values[name]
 
     def get_bool(self, name: str) -> bool:
         return self._typed(name, "bool", bool)
@@ -223,13 +220,13 @@ class Flags:
         if name not in self._names:
             raise UndeclaredFlag(name)
 
-    def _typed(self, name: str, flag_type: str, python_type: type[T]) -> T:
+    def _typed(self, name: str, flag_type: str, python_type: type[_T]) -> _T:
         self._check(name)
         declared = self.declarations[name].type
         if declared != flag_type:
             raise FlagTypeMismatch(name, declared, flag_type)
         # the snapshot holds only values of the declared type (a stored value of another type is its fallback)
-        return cast(T, self.source.read().values[name])
+        return cast(_T, self._reader.read().values[name])
 
 
 def _details(state: FlagState, name: str) -> FlagDetails:

@@ -12,6 +12,14 @@ from typing import Any, cast
 
 from singleton_flags.declarations import FlagSpec, FlagValue
 
+__all__ = [
+    "decode",
+    "decode_plain",
+    "encode",
+    "encode_plain",
+    "iso_time",
+]
+
 _INTEGER = re.compile(r"-?[0-9]+")
 
 

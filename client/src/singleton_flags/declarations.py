@@ -18,6 +18,24 @@ from typing import Any
 from singleton_flags.errors import DeclarationError, InvalidRequest, InvalidValue, UnknownFlag
 from singleton_flags.keys import BOOKKEEPING_ATTRS
 
+__all__ = [
+    "DEFAULT_STRING_MAX_LENGTH",
+    "NAME_PATTERN",
+    "NUMBER_MAX_MAGNITUDE_EXCLUSIVE",
+    "NUMBER_MAX_SIGNIFICANT_DIGITS",
+    "NUMBER_MIN_MAGNITUDE",
+    "RESERVED_FLAG_NAMES",
+    "TYPES",
+    "Declarations",
+    "FlagSpec",
+    "FlagValue",
+    "UnstorableNumber",
+    "load_declarations",
+    "number_violation",
+    "parse_declarations",
+    "type_matches",
+]
+
 FlagValue = bool | int | float | str
 
 _INTEGER_LITERAL = re.compile(r"-?[0-9]+")

@@ -25,6 +25,14 @@ from singleton_flags.vocabulary import (
     STALE,
 )
 
+__all__ = [
+    "NO_COUNT",
+    "Counter",
+    "EmfPrinter",
+    "Emit",
+    "ReadCounter",
+]
+
 Emit = Callable[[str, int, dict[str, str] | None], None]
 
 

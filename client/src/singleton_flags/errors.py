@@ -8,6 +8,14 @@ from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any, ClassVar
 
+__all__ = [
+    "DeclarationError",
+    "FlagsError",
+    "InvalidRequest",
+    "InvalidValue",
+    "UnknownFlag",
+]
+
 
 class DeclarationError(ValueError):
     """The declarations file is broken. Raised at load, naming the flag: a deploy must not go out with it."""

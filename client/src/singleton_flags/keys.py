@@ -1,5 +1,38 @@
 """Names of the table's keys and of the singleton's bookkeeping attributes: one place, literals only."""
 
+__all__ = [
+    "AUDIT_PK",
+    "AUDIT_SK_PREFIX",
+    "AUDIT_VERSION_DIGITS",
+    "BOOKKEEPING_ATTRS",
+    "GUARD_PK",
+    "GUARD_SK_PREFIX",
+    "IDEMPOTENCY_PK_PREFIX",
+    "IDEMPOTENCY_SK",
+    "MAINTENANCE_DEADLINE_ATTR",
+    "MAINTENANCE_FLAG",
+    "MAINTENANCE_OWNER_ATTR",
+    "PARTITION_KEY",
+    "SCHEDULE_PK",
+    "SCHEDULE_SK_PREFIX",
+    "SINGLETON_PK",
+    "SINGLETON_SK",
+    "SORT_KEY",
+    "TTL_ATTR",
+    "UPDATED_AT_ATTR",
+    "UPDATED_BY_ATTR",
+    "VERSION_ATTR",
+    "audit_key",
+    "audit_sort_key",
+    "audit_version",
+    "guard_key",
+    "guard_sort_key",
+    "guard_version",
+    "idempotency_key",
+    "schedule_key",
+    "singleton_key",
+]
+
 PARTITION_KEY = "PK"
 SORT_KEY = "SK"
 

@@ -29,12 +29,12 @@ from openfeature import api
 from openfeature.evaluation_context import EvaluationContext
 from openfeature.event import ProviderEventDetails
 from openfeature.exception import ErrorCode
-from openfeature.flag_evaluation import FlagResolutionDetails, FlagValueType, Reason
+from openfeature.flag_evaluation import FlagResolutionDetails, FlagValueType, Reason as OpenFeatureReason
 from openfeature.provider import AbstractProvider, Metadata
 
 from singleton_flags.client import Flags
 from singleton_flags.codec import iso_time
-from singleton_flags.reader import FlagState, flag_reason
+from singleton_flags.snapshot import FlagState, flag_reason
 from singleton_flags.vocabulary import DEFAULT, STALE
 
 __all__ = ["PROVIDER_NAME", "SingletonFlagsProvider", "register"]
@@ -99,14 +99,14 @@ class SingletonFlagsProvider(AbstractProvider):
                 value=default_value,
                 error_code=ErrorCode.FLAG_NOT_FOUND,
                 error_message=f"no flag named {flag_key!r} is declared",
-                reason=Reason.ERROR,
+                reason=OpenFeatureReason.ERROR,
             )
         if spec.type != flag_type:
             return FlagResolutionDetails(
                 value=default_value,
                 error_code=ErrorCode.TYPE_MISMATCH,
                 error_message=f"flag {flag_key!r} is declared as {spec.type}, not {flag_type}",
-                reason=Reason.ERROR,
+                reason=OpenFeatureReason.ERROR,
             )
         state = self.flags.state()
         self._observe(state)
@@ -117,7 +117,7 @@ class SingletonFlagsProvider(AbstractProvider):
             metadata["fetched_at"] = iso_time(state.fetched_at)
         return FlagResolutionDetails(
             value=state.values[flag_key],
-            reason=Reason(flag_reason(state, flag_key)),
+            reason=OpenFeatureReason(flag_reason(state, flag_key).value),
             flag_metadata=metadata,
         )
 

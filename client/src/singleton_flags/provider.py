@@ -6,6 +6,16 @@ module scope, so ``BaseProvider``'s cache (``max_age``, env ``POWERTOOLS_PARAMET
 the warm execution environment. The fetched item is decoded once, at fetch time, into a ``Snapshot``:
 every declared flag is checked against its declaration, and an attribute that is missing or of the wrong
 type yields that flag's fallback and a warning (once per fetch, never per request).
+
+That cache is the only one. A snapshot enters it through ``get`` (a fetch) or ``prime`` (a write of this
+environment), leaves it with ``clear_cache()`` or a newer entry, and is read back from it by every read
+(``cached``, ``cache_lookup``) while younger than its age.
+
+This class is the one place that knows Powertools' cache from the inside (its ``store`` of ``ExpirableValue``
+entries and ``_build_cache_key``): BaseProvider's public ``get`` costs several microseconds a call, too slow for
+a cached read. A contract test pins what is relied on to the Powertools version it was checked against. Should
+a Powertools release change it, a lookup finds nothing (it never raises) and reads go through ``get``: still
+correct, only slower.
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ from aws_lambda_powertools.utilities.parameters.constants import DEFAULT_MAX_AGE
 from singleton_flags.declarations import Declarations, FlagValue
 from singleton_flags.keys import SINGLETON_SK, singleton_key
 from singleton_flags.snapshot import Snapshot
+
+__all__ = ["SingletonProvider"]
 
 
 class SingletonProvider(BaseProvider):
@@ -65,26 +77,43 @@ class SingletonProvider(BaseProvider):
         """All flag values of the item at ``path`` (its sort key), as Powertools' get_multiple promises."""
         return dict(self._get(path, **sdk_options).values)
 
-    def is_fresh(self, name: str = SINGLETON_SK) -> bool:
-        """True while a cached snapshot of ``name`` is younger than its max age."""
-        return self.has_not_expired_in_cache(self._build_cache_key(name=name))
+    def cached(self, name: str = SINGLETON_SK) -> Snapshot | None:
+        """The snapshot ``get(name)`` would return without a call (cached, younger than its age); else None."""
+        return self.cache_lookup(name)()
 
-    def cached_entry(self, name: str, snapshot: Snapshot) -> tuple[tuple[Any, ...], object, float] | None:
-        """The cache key of ``name``, its entry (an object that changes whenever the entry is replaced) and when
-        that entry expires on the ``time.monotonic`` clock, if the entry holds ``snapshot``; else None (nothing
-        cached, the entry expired, or another thread's refresh replaced it meanwhile).
+    def cache_lookup(self, name: str = SINGLETON_SK) -> Callable[[], Snapshot | None]:
+        """``cached(name)`` as a function of no argument, for a reader that asks on every read.
 
-        Powertools keeps an entry's expiry as a naive ``datetime`` and compares it with ``datetime.now()`` on
-        each ``get``; converted once to the monotonic clock, a reader can check it for a few tens of nanoseconds
-        (the remaining age is the same; a step of the wall clock no longer stretches or shortens it).
+        Each call reads the entry Powertools holds now: an entry replaced (a refresh, ``prime``, a hand edit) or
+        dropped (``clear_cache()``) is seen at once. An entry's expiry, a naive ``datetime`` that Powertools
+        compares with ``datetime.now()``, is converted once per entry to the ``time.monotonic`` clock (the same
+        remaining age; a step of the wall clock no longer stretches or shortens it): what the lookup remembers
+        is that expiry, never the entry or its value.
         """
         key = self._build_cache_key(name=name)
-        entry = self.store.get(key)
-        cached: object = None if entry is None else entry.value  # Powertools types it str | bytes | dict
-        if entry is None or cached is not snapshot:
-            return None
-        remaining = (entry.ttl - datetime.now()).total_seconds()
-        return (key, entry, time.monotonic() + remaining) if remaining >= 0 else None
+        monotonic, now = time.monotonic, datetime.now
+        provider, snapshot_type = self, Snapshot
+        expiry: tuple[object, float] = (None, 0.0)  # (the entry's ttl, that instant on the monotonic clock)
+
+        def lookup() -> Snapshot | None:
+            nonlocal expiry
+            try:
+                entry = provider.store.get(key)
+                if entry is None:
+                    return None
+                ttl = entry.ttl
+                seen, expires = expiry
+                if ttl is not seen:  # a new entry (each holds a ttl object of its own): convert its expiry once
+                    expires = monotonic() + (ttl - now()).total_seconds()
+                    expiry = (ttl, expires)
+                if monotonic() > expires:
+                    return None
+                value: object = entry.value
+            except (AttributeError, TypeError):  # a cache not shaped as pinned: let ``get`` answer
+                return None
+            return value if type(value) is snapshot_type else None
+
+        return lookup
 
     def prime(self, name: str, snapshot: Snapshot, max_age: int | None = None) -> None:
         """Cache a snapshot this environment just wrote (read-your-writes), with the usual max age.

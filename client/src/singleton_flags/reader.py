@@ -1,14 +1,15 @@
 """What a reader is served, and why: fresh, cached, stale or fail-closed fallbacks.
 
-Reasons follow OpenFeature's vocabulary:
+Reasons follow OpenFeature's vocabulary (``Reason``):
 - STATIC: fetched from the table by this read;
-- CACHED: served from the warm environment's cache (younger than max_age);
+- CACHED: served from the provider's cache (younger than max_age);
 - STALE: the table failed; the last good value, younger than ``max_stale``, is served;
 - DEFAULT: the declared fallbacks (item missing, or no usable value): features off, maintenance ON.
 
-A cached read that can only repeat the previous one (same cached item, still within its age, no maintenance
-deadline that could pass meanwhile) returns the previous state object itself: no call into the provider's
-cache, no new state (``_Repeat``).
+The item is cached in one place: the provider's, Powertools' own cache. Every read asks it first
+(``SingletonProvider.cache_lookup``), and a cached read answers with what the cached snapshot carries
+(``Snapshot.as_cached``); the reader keeps no copy of its own of what it served. The last good snapshot it keeps is
+served only as STALE, once a fetch has failed.
 
 After a failed fetch the reader backs off (exponential with jitter, capped) instead of calling DynamoDB
 on every request. A window whose end never arrived still ends: a maintenance switched on by a window is
@@ -20,64 +21,20 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
-from singleton_flags.codec import iso_time
-from singleton_flags.declarations import Declarations, FlagValue
+from singleton_flags.declarations import Declarations
 from singleton_flags.emf import NO_COUNT, Counter
-from singleton_flags.keys import MAINTENANCE_FLAG, SINGLETON_SK
+from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.snapshot import Snapshot
+from singleton_flags.snapshot import FlagState, Snapshot, flag_reason
 from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
 
+__all__ = ["FlagReader", "FlagState", "flag_reason"]
+
 logger = logging.getLogger(__name__)  # the library's logger (stdlib); the functions attach Powertools' handler
-
-
-@dataclass(frozen=True, slots=True)
-class FlagState:
-    values: Mapping[str, FlagValue]
-    version: int | None
-    reason: str
-    fetched_at: float | None
-    maintenance_deadline_passed: bool = False
-    fallen_back: tuple[str, ...] = ()  # flags served as their fallback although the item was read (missing, wrong type)
-    maintenance_owner: str | None = None  # the window the item says switched maintenance on
-    maintenance_deadline: float | None = None  # epoch seconds: when that window's hold ends
-
-    def maintenance(self) -> dict[str, bool | str | None]:
-        """Who holds maintenance: ``held_by`` "window" (the item names a window whose deadline has not passed),
-        "manual" (on otherwise: by hand, or as the fail-closed fallback) or None (off), with that window and its
-        deadline (RFC 3339, UTC) when a window holds it."""
-        on = self.values.get(MAINTENANCE_FLAG) is True
-        held_by_window = on and self.maintenance_owner is not None
-        deadline = self.maintenance_deadline if held_by_window else None
-        return {
-            "on": on,
-            "held_by": ("window" if held_by_window else "manual") if on else None,
-            "window": self.maintenance_owner if held_by_window else None,
-            "deadline": iso_time(deadline) if deadline is not None else None,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class _Repeat:
-    """A CACHED state that every read may return while the provider's cache entry it was built from is the one
-    cached (``store[key] is entry``: a refresh, a prime, a cleared or expired-by-hand cache all replace or drop
-    it) and younger than its age (``expires``, monotonic). Only made for a snapshot whose maintenance has no
-    deadline to pass, so the state does not depend on the time of the read."""
-
-    state: FlagState
-    key: tuple[object, ...]
-    entry: object
-    expires: float
-
-
-def flag_reason(state: FlagState, name: str) -> str:
-    """The reason of one flag: DEFAULT when that flag fell back, whatever the reason of the others."""
-    return DEFAULT if name in state.fallen_back else state.reason
 
 
 class FlagReader:
@@ -105,20 +62,23 @@ class FlagReader:
         self._clock = clock
         self._jitter = jitter
         self._counter = counter or NO_COUNT  # the functions pass observability's ReadCounter
-        self._last_good: Snapshot | None = None
+        self._counting = self._counter is not NO_COUNT  # a cached read skips the call when nothing counts
+        self._cache_lookup = provider.cache_lookup(sort_key)
+        self._last_good: Snapshot | None = None  # served only as STALE, after a failed fetch
         self._failures = 0
         self._retry_at = 0.0
-        self._repeat: _Repeat | None = None
 
     def read(self) -> FlagState:
-        repeat = self._repeat
-        if repeat is not None:
-            if self.provider.store.get(repeat.key) is repeat.entry and time.monotonic() < repeat.expires:
-                self._counter.record(CACHED)
-                return repeat.state
-            self._repeat = None
+        cached = self._cache_lookup()
+        if cached is not None:
+            state = cached.as_cached
+            if state is None:  # a window's deadline may pass between two reads: built for this one
+                state = cached.state(CACHED, self._clock())
+            if self._counting:
+                self._counter.record(state.reason)
+            return state
         now = self._clock()
-        if self._failures and now < self._retry_at and not self.provider.is_fresh(self._sort_key):
+        if self._failures and now < self._retry_at:
             state = self._degraded(now)  # backing off: do not call DynamoDB again yet
             self._counter.record(state.reason)
             return state
@@ -143,55 +103,25 @@ class FlagReader:
             )
             self._counter.record(state.reason, refresh_failed=True)
             return state
-        refreshed = self.provider.fetches != fetches_before
+        refreshed = self.provider.fetches != fetches_before  # else another thread's fetch filled the cache
         self._failures = 0
         if snapshot.found:
             self._last_good = snapshot
         elif refreshed:
             logger.warning("the flags item is missing, serving declared fallbacks", extra={"sort_key": self._sort_key})
-        reason = DEFAULT if not snapshot.found else (STATIC if refreshed else CACHED)
-        state = self._state(snapshot, reason, now)
-        if reason == CACHED and not _has_window_deadline(snapshot):
-            self._repeat = self._repeatable(snapshot, state)
-        self._counter.record(reason, refreshed=refreshed)
+        # not refreshed: another thread's fetch filled the cache meanwhile, a cached read
+        state = snapshot.state(STATIC, now) if refreshed else snapshot.as_cached or snapshot.state(CACHED, now)
+        self._counter.record(state.reason, refreshed=refreshed)
         return state
-
-    def _repeatable(self, snapshot: Snapshot, state: FlagState) -> _Repeat | None:
-        cached = self.provider.cached_entry(self._sort_key, snapshot)
-        return None if cached is None else _Repeat(state, *cached)
 
     def prime(self, snapshot: Snapshot) -> None:
         """This environment just wrote ``snapshot``: serve it from now on (read-your-writes)."""
-        self.provider.prime(self._sort_key, snapshot, self._max_age)  # a new cache entry: ends any repeat
+        self.provider.prime(self._sort_key, snapshot, self._max_age)
         self._last_good = snapshot
         self._failures = 0
 
     def _degraded(self, now: float) -> FlagState:
         last = self._last_good
         if last is not None and now - last.fetched_at <= self._max_stale:
-            return self._state(last, STALE, now)
+            return last.state(STALE, now)
         return FlagState(values=self._declarations.fallbacks(), version=None, reason=DEFAULT, fetched_at=None)
-
-    def _state(self, snapshot: Snapshot, reason: str, now: float) -> FlagState:
-        values = snapshot.effective_values(now)
-        if reason == DEFAULT:
-            return FlagState(values=values, version=None, reason=reason, fetched_at=snapshot.fetched_at)
-        return FlagState(
-            values=values,
-            version=snapshot.version,
-            reason=reason,
-            fetched_at=snapshot.fetched_at,
-            maintenance_deadline_passed=snapshot.window_ended(now),
-            fallen_back=snapshot.fallen_back,
-            maintenance_owner=snapshot.maintenance_owner,  # FlagState.maintenance reads them against the values
-            maintenance_deadline=snapshot.maintenance_deadline,
-        )
-
-
-def _has_window_deadline(snapshot: Snapshot) -> bool:
-    """Maintenance is on with an owner and a deadline: ``window_ended`` may turn true between two reads."""
-    return (
-        snapshot.values.get(MAINTENANCE_FLAG) is True
-        and snapshot.maintenance_owner is not None
-        and snapshot.maintenance_deadline is not None
-    )

@@ -7,6 +7,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+__all__ = [
+    "DEFAULT_MAX_AGE_SECONDS",
+    "DEFAULT_MAX_STALE_SECONDS",
+    "MAX_AGE_LIMIT_SECONDS",
+    "MAX_STALE_LIMIT_SECONDS",
+    "SettingsError",
+    "int_setting",
+]
+
 _INTEGER = re.compile(r"[0-9]{1,9}")
 MAX_STALE_LIMIT_SECONDS = 3600
 MAX_AGE_LIMIT_SECONDS = 3600

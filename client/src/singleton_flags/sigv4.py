@@ -19,6 +19,17 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+__all__ = [
+    "REGION_NAME",
+    "REGION_VARIABLES",
+    "SERVICE",
+    "RegionNameError",
+    "RequestsSigV4Auth",
+    "configured_region",
+    "execute_api_region",
+    "sign_headers",
+]
+
 SERVICE = "execute-api"
 _EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
 _SIGNATURE_HEADERS = ("Authorization", "X-Amz-Date", "X-Amz-Security-Token")
