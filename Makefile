@@ -7,6 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
+DIST_STAMP := $(VENV)/.installed-dist
 NODE_STAMP := node_modules/.package-lock.json
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
@@ -23,6 +24,13 @@ $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(DEV_STAMP)
 
+# `make dist` needs only the build front end and twine, at requirements-dev.txt's pins (a release job installs
+# nothing else).
+$(DIST_STAMP): requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check $$(grep -E '^(build|twine)==' requirements-dev.txt)
+	touch $(DIST_STAMP)
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $(NODE_STAMP)
@@ -32,10 +40,14 @@ install: $(DEV_STAMP) $(NODE_STAMP)
 run: $(RUN_STAMP)
 	$(PY) -m local
 
+# ruff, mypy, the import contracts between the packages (lint-imports: [tool.importlinter] in pyproject.toml) and
+# the GitHub Actions workflows (actionlint).
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo --cache-dir $(VENV)/.import_linter_cache
+	$(VENV)/bin/actionlint
 
 test: install
 	$(PY) -m pytest
@@ -62,9 +74,14 @@ bench: install
 screenshots: $(DEV_STAMP)
 	$(PY) -m tests.support.screenshots docs/images
 
-dist: $(RUN_STAMP)
-	rm -rf dist build
-	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir dist .
+# The three distributions' sdists and wheels in dist/ (each wheel built from its sdist, in an isolated build
+# environment), checked by twine: the client (client/), the service (the repository's root), flagctl (flagctl/).
+# Earlier builds' leftovers go first: setuptools would put the files a stale *.egg-info lists into the sdist.
+DIST_PROJECTS := client . flagctl
+dist: $(DIST_STAMP)
+	rm -rf dist build client/build flagctl/build *.egg-info client/src/*.egg-info flagctl/src/*.egg-info
+	for project in $(DIST_PROJECTS); do $(PY) -m build --quiet --outdir dist $$project || exit 1; done
+	$(VENV)/bin/twine check --strict dist/*
 
 clean:
 	rm -rf cdk.out .pytest_cache

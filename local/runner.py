@@ -2,7 +2,7 @@
 
 Start-up, in order, each failure one line on stderr and exit status 1 (no traceback):
 cdk.json and the declarations -> the functions' environment -> the port (bound before anything slow) ->
-DynamoDB (table created if absent, then seeded) -> the three functions' cold starts -> the banner.
+DynamoDB (table created if absent, then seeded) -> the functions' cold starts -> the banner.
 Ctrl-C (or SIGTERM) stops it and exits 0.
 """
 

@@ -1,4 +1,5 @@
-"""infra/config.py: cdk.json's `singleton-flags` context validated at synth, each bad value named by its key.
+"""singleton_flags_infra.config: cdk.json's `singleton-flags` context validated at synth, each bad value named by its
+key.
 
 No synth here: the config is pure Python.
 """

@@ -1,4 +1,4 @@
-"""The three functions as synthesized: runtime, layer, logging, environment, and each role's exact rights."""
+"""The functions as synthesized: runtime, layer, logging, environment, and each role's exact rights."""
 
 from __future__ import annotations
 

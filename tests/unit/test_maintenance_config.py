@@ -1,6 +1,6 @@
 """The maintenance function's edges: MAINTENANCE_WINDOWS parsed at cold start, the schedule payload parsed per call.
 
-Also the contract with the infra side: what infra/config.py puts in the environment and in each schedule's
+Also the contract with the infra side: what singleton_flags_infra.config puts in the environment and in each schedule's
 payload is exactly what the function accepts.
 """
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from datetime import datetime
 from typing import Any
 
@@ -16,32 +12,6 @@ from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
 from tests.support.unit import START, ReadApi, body_of, expire, headers_of, warnings_in
 
 FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at", "maintenance"}
-READ_PATH_MODULES = {
-    # the client's reader, as the embedded client reads
-    *(
-        f"singleton_flags.{name}"
-        for name in ("aws", "codec", "declarations", "emf", "errors", "keys", "provider", "reader", "settings")
-    ),
-    "singleton_flags.snapshot",
-    "singleton_flags.vocabulary",  # pure names, no imports
-    # the service's read side: its settings, the HTTP answers, OFREP's answers (pure, over modules GET loads; the
-    # JSON rules come on demand), the route table, the function's logger and its names
-    *(
-        f"singleton_flags_service.{name}"
-        for name in (
-            "api",
-            "api.http",
-            "api.ofrep",
-            "api.routes",
-            "contract",
-            "errors",
-            "handlers",
-            "handlers.read_api",
-            "observability",
-            "vocabulary",
-        )
-    ),
-}
 
 
 class TestGetFlags:
@@ -377,23 +347,3 @@ def test_a_degraded_read_logs_with_the_api_gateway_correlation_id(
     (warning,) = warnings_in(stdout.records())
     assert warning["correlation_id"] == make_event("GET", "/flags")["requestContext"]["requestId"]
     assert warning["function_request_id"] == read_api.context.aws_request_id
-
-
-def test_the_read_function_imports_nothing_the_get_path_does_not_use(tmp_path: Any) -> None:
-    """Cold start budget: no pydantic, no X-Ray SDK, no write path, only the flags modules GET uses."""
-    script = (
-        "import sys, json; import singleton_flags_service.handlers.read_api; "
-        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} | "
-        "{m for m in sys.modules if m.startswith(('singleton_flags.', 'singleton_flags_service.'))})))"
-    )
-    env = {**os.environ, "TABLE_NAME": "t", "AWS_DEFAULT_REGION": "us-east-1"}
-    out = subprocess.run(
-        [sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
-    )
-    loaded = set(json.loads(out.stdout))
-    assert not loaded & {"pydantic", "aws_xray_sdk", "write_api", "maintenance", "moto", "unicodedata"}
-    assert "singleton_flags_service.api.requests" not in loaded  # an OFREP body with a context imports it, on first use
-    assert (
-        not {module for module in loaded if module.startswith(("singleton_flags.", "singleton_flags_service."))}
-        - READ_PATH_MODULES
-    )

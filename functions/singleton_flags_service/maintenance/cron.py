@@ -1,8 +1,8 @@
 """EventBridge Scheduler's ``cron(min hour dom month dow year)`` expressions: validated, and evaluated.
 
 One evaluation for the stack and the functions: cdk.json's windows are checked with it at synth (their length,
-infra/config.py), and the write function answers ``GET /flags/windows`` with it (each window's next start and
-end in its IANA time zone). Evaluation is croniter's, over the expression translated into its dialect.
+``singleton_flags_infra.config``), and the write function answers ``GET /flags/windows`` with it (each window's
+next start and end in its IANA time zone). Evaluation is croniter's, over the expression translated into its dialect.
 
 Daylight saving time as Scheduler applies it: a wall-clock time the zone skips (spring forward) has no
 occurrence, and a wall-clock time the zone repeats (fall back) occurs once, at its first instance.

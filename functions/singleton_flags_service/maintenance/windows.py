@@ -75,7 +75,7 @@ WINDOWS_ENV = "MAINTENANCE_WINDOWS"
 SCHEDULES_ENV = "MAINTENANCE_SCHEDULES"  # the write function's: each window's crons and zone (GET /flags/windows)
 ACTIONS = ("start", "end")
 PAYLOAD_KEYS = frozenset({"action", "window", "scheduled_time"})
-MAX_DURATION_SECONDS = 24 * 3600  # infra/config.py refuses longer windows at synth
+MAX_DURATION_SECONDS = 24 * 3600  # singleton_flags_infra.config refuses longer windows at synth
 
 STARTED = "started"
 ENDED = "ended"
