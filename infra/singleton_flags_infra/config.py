@@ -8,6 +8,10 @@ Maintenance windows are EventBridge Scheduler ``cron(...)`` expressions (6 field
 IANA time zone). Every window is given a ``duration_seconds`` (wall-clock length: what the maintenance
 function stores as the deadline after a start) and an end schedule, derived from ``duration_minutes`` when
 no explicit ``end`` is given.
+
+What the functions are told of it is written by ``singleton_flags_service.contract`` (``deployment``,
+``function_environment``, ``deployment_document``): the limits a function checks at cold start are the ones
+checked here.
 """
 
 from __future__ import annotations
@@ -21,16 +25,50 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from singleton_flags_service import vocabulary
-from singleton_flags_service.api.routes import READ_FUNCTION, WRITE_FUNCTION
+from singleton_flags_service import contract, vocabulary
+from singleton_flags_service.contract import (
+    GUARD_ALARM_PREFIX_PATTERN,
+    GUARD_ALARM_PREFIX_RULE,
+    MAX_WINDOWS,
+    SCHEDULED_TIME_ATTRIBUTE,
+    STAGE_PATTERN,
+    WINDOW_ACTIONS,
+    WINDOW_NAME_PATTERN,
+)
 from singleton_flags_service.maintenance import cron
 from singleton_flags_service.maintenance.cron import Cron, CronError, fires_at, occurrences
 
-from .constants import CHANGE_EVENTS_FUNCTION, event_bus_name, metrics_namespace
+from .constants import event_bus_name, metrics_namespace
+
+__all__ = [
+    "ACTIONS",
+    "CACHE_MAX_AGE_SECONDS",
+    "CONTEXT_KEY",
+    "GUARD_ALARM_PREFIX_PATTERN",
+    "MAX_WINDOWS",
+    "SCHEDULED_TIME_ATTRIBUTE",
+    "STAGE_PATTERN",
+    "WINDOW_NAME_PATTERN",
+    "ApiThrottling",
+    "ChangeEventsConfig",
+    "ConfigError",
+    "FlagsConfig",
+    "MaintenanceWindow",
+    "Throttle",
+    "deployment",
+    "deployment_document",
+    "function_environment",
+    "load_config",
+    "parse_config",
+    "schedule_payload",
+]
 
 CONTEXT_KEY = "singleton-flags"
-STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
-WINDOW_NAME_PATTERN = re.compile(r"^[a-z0-9-]{1,40}$")
+# cdk.json's cache age is narrower than what a function accepts (contract.MAX_AGE, the readers' limits shared with
+# the embedded client): the read function's cache is how long a change (the kill switch, maintenance mode) takes
+# to reach every API reader, so a deployment keeps it within five minutes; and at least a second, so that the read
+# function makes one GetItem per cache age and not one per request (docs/decisions.md).
+CACHE_MAX_AGE_SECONDS = contract.MAX_AGE.within(1, 300)
 EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # The retention periods CloudWatch Logs accepts (PutRetentionPolicy), in days.
 LOG_RETENTION_DAYS = (
@@ -57,11 +95,11 @@ LOG_RETENTION_DAYS = (
     3288,
     3653,
 )
-ACTIONS = ("start", "end")
+ACTIONS = WINDOW_ACTIONS
 # Windows are evaluated from a fixed instant, so the same cdk.json always synthesizes the same template.
 REFERENCE_TIME = datetime(2026, 1, 1)
 OCCURRENCES_CHECKED = 400  # a window's length must be the same for each of its next starts (within a year)
-MAX_WINDOW = timedelta(hours=24)
+MAX_WINDOW = timedelta(seconds=contract.MAX_WINDOW_SECONDS)
 
 _WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
 _TOP_FIELDS = {
@@ -81,10 +119,6 @@ _TOP_FIELDS = {
     "change_events",
 }
 _CHANGE_EVENTS_FIELDS = {"sns_topic"}
-# Guarded changes watch CloudWatch alarms whose names start with this prefix (one EventBridge rule matches them by
-# prefix). At least 8 characters, so that it cannot match most of an account's alarms; characters an alarm name
-# takes (CloudWatch: printable ASCII), without spaces or wildcards.
-GUARD_ALARM_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/#+=@-]{7,199}$")
 # `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
 # be overridden with -c).
 STAGE_CONTEXT_KEY = "stage"
@@ -131,6 +165,17 @@ class MaintenanceWindow:
     timezone: str
     duration_seconds: int
     description: str = ""
+
+    @property
+    def definition(self) -> contract.WindowDefinition:
+        """What the functions are told of the window (the deployment document)."""
+        return contract.WindowDefinition(
+            name=self.name,
+            start=self.start,
+            end=self.end,
+            timezone=self.timezone,
+            duration_seconds=self.duration_seconds,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,6 +393,12 @@ def _window(raw: Any, path: str) -> MaintenanceWindow:
 def _windows(raw: Any, path: str) -> tuple[MaintenanceWindow, ...]:
     if not isinstance(raw, list):
         raise ConfigError(path, f"must be a list, got {type(raw).__name__}")
+    if len(raw) > MAX_WINDOWS:
+        raise ConfigError(
+            path,
+            f"at most {MAX_WINDOWS} windows, got {len(raw)} (each is a start and an end schedule: two of the 500 "
+            "resources a CloudFormation stack may hold)",
+        )
     windows = tuple(_window(item, f"{path}[{index}]") for index, item in enumerate(raw))
     seen: set[str] = set()
     for index, window in enumerate(windows):
@@ -423,10 +474,10 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
     return FlagsConfig(
         stage=final_stage,
         cache_max_age_seconds=_int(
-            _require(raw, "cache_max_age_seconds", path), f"{path}.cache_max_age_seconds", 1, 300
+            _require(raw, "cache_max_age_seconds", path), f"{path}.cache_max_age_seconds", *CACHE_MAX_AGE_SECONDS
         ),
-        max_stale_seconds=_int(_require(raw, "max_stale_seconds", path), f"{path}.max_stale_seconds", 0, 3600),
-        audit_retention_days=_int(_require(raw, "audit_retention_days", path), f"{path}.audit_retention_days", 1, 3650),
+        max_stale_seconds=_setting(raw, "max_stale_seconds", path, contract.MAX_STALE),
+        audit_retention_days=_setting(raw, "audit_retention_days", path, contract.AUDIT_RETENTION_DAYS),
         log_retention_days=log_retention,
         api_throttling=_throttling(_require(raw, "api_throttling", path), f"{path}.api_throttling"),
         alarm_email=alarm_email,
@@ -442,6 +493,11 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
     )
 
 
+def _setting(raw: Mapping[str, Any], key: str, path: str, variable: contract.Integer) -> int:
+    """A required integer setting, within the limits of the variable the functions read it from."""
+    return _int(_require(raw, key, path), f"{path}.{key}", variable.low, variable.high)
+
+
 def default_guard_alarm_prefix(stage: str) -> str:
     """Alarms named ``singleton-flags-<stage>-guard-...`` may guard a change in that stage (one rule per stage)."""
     return f"{vocabulary.DEFAULT_SERVICE}-{stage}-guard-"
@@ -453,8 +509,8 @@ def _guard_alarm_prefix(value: Any, path: str) -> str:
     if not GUARD_ALARM_PREFIX_PATTERN.match(prefix):
         raise ConfigError(
             key,
-            "must be 8-200 characters of letters, digits and ._:/#+=@- starting with a letter or digit (the start of "
-            f"the CloudWatch alarm names that may guard a change), got {prefix!r}",
+            f"must be {GUARD_ALARM_PREFIX_RULE} (the start of the CloudWatch alarm names that may guard a change), "
+            f"got {prefix!r}",
         )
     return prefix
 
@@ -470,68 +526,29 @@ def load_config(path: str | Path = "cdk.json") -> FlagsConfig:
     return parse_config(document.get("context", {}).get(CONTEXT_KEY))
 
 
-# EventBridge Scheduler's context attribute, replaced by the time the occurrence was scheduled for
-# (e.g. 2022-03-22T18:59:43Z) in each delivery's input.
-SCHEDULED_TIME_ATTRIBUTE = "<aws.scheduler.scheduled-time>"
+# What a window's schedule delivers to the maintenance function (the local runner passes the current time).
+schedule_payload = contract.window_payload
 
 
-def schedule_payload(window_name: str, action: str, scheduled_time: str = SCHEDULED_TIME_ATTRIBUTE) -> dict[str, str]:
-    """The event a window's schedule sends to the maintenance function. Deployed, Scheduler substitutes the
-    occurrence's scheduled time; the local runner passes the current time."""
-    if action not in ACTIONS:
-        raise ValueError(f"action must be one of {ACTIONS}, got {action!r}")
-    return {"action": action, "window": window_name, "scheduled_time": scheduled_time}
+def deployment(config: FlagsConfig, table_name: str) -> contract.Deployment:
+    """What the functions of ``config``'s stage are told (``table_name``: the stack's token, or the runner's name)."""
+    return contract.Deployment(
+        table_name=table_name,
+        stage=config.stage,
+        max_age_seconds=config.cache_max_age_seconds,
+        max_stale_seconds=config.max_stale_seconds,
+        audit_retention_days=config.audit_retention_days,
+        guard_alarm_prefix=config.guard_prefix,
+        event_bus_name=event_bus_name(config.stage),
+        metrics_namespace=metrics_namespace(config.stage),
+    )
 
 
 def function_environment(config: FlagsConfig, table_name: str, function: str) -> dict[str, str]:
-    """The environment the stack gives a function (``function`` as named in
-    ``singleton_flags_service.api.routes.HANDLERS``).
-
-    One definition for the stack (infra/functions.py) and the local runner, so the two cannot drift. The
-    change-events function never touches the table's items: it gets the bus and the stage, not the table.
-    """
-    observability = {
-        "POWERTOOLS_SERVICE_NAME": vocabulary.DEFAULT_SERVICE,
-        # One namespace per stage: two stages in one account and region never count each other's metrics.
-        "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(config.stage),
-    }
-    if function == CHANGE_EVENTS_FUNCTION:
-        return {"EVENT_BUS_NAME": event_bus_name(config.stage), "FLAGS_STAGE": config.stage, **observability}
-    environment = {
-        "TABLE_NAME": table_name,
-        "POWERTOOLS_PARAMETERS_MAX_AGE": str(config.cache_max_age_seconds),
-        "FLAGS_MAX_STALE_SECONDS": str(config.max_stale_seconds),
-        "FLAGS_AUDIT_RETENTION_DAYS": str(config.audit_retention_days),
-        **observability,
-    }
-    if function != READ_FUNCTION:
-        # Every writer of the item knows the windows (the maintenance function acts on them; the write
-        # function and the seed can size the item with the owner a window may store on it).
-        environment["MAINTENANCE_WINDOWS"] = windows_env(config)
-    if function == WRITE_FUNCTION:
-        # it checks a guard's alarm names against the prefix the stack's rule matches
-        environment["FLAGS_GUARD_ALARM_PREFIX"] = config.guard_prefix
-        # GET /flags/windows: each window's schedules, evaluated by the function
-        # (singleton_flags_service.maintenance.cron)
-        environment["MAINTENANCE_SCHEDULES"] = schedules_env(config)
-    return environment
+    """The environment the stack gives a function (``contract.function_environment``); the local runner's too."""
+    return contract.function_environment(deployment(config, table_name), function)
 
 
-def windows_env(config: FlagsConfig) -> str:
-    """MAINTENANCE_WINDOWS for the maintenance function: ``{"<name>": {"duration_seconds": N}, ...}``."""
-    return json.dumps(
-        {window.name: {"duration_seconds": window.duration_seconds} for window in config.maintenance_windows},
-        separators=(",", ":"),
-    )
-
-
-def schedules_env(config: FlagsConfig) -> str:
-    """MAINTENANCE_SCHEDULES for the write function: ``[{"name", "start", "end", "timezone"}, ...]`` in cdk.json's
-    order, the crons as the schedules are deployed (an end derived from ``duration_minutes`` included)."""
-    return json.dumps(
-        [
-            {"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}
-            for window in config.maintenance_windows
-        ],
-        separators=(",", ":"),
-    )
+def deployment_document(config: FlagsConfig) -> str:
+    """The deployment document the stack writes into the functions' asset (``contract.deployment_document``)."""
+    return contract.deployment_document([window.definition for window in config.maintenance_windows])

@@ -5,7 +5,7 @@ The metric and reason vocabulary is ``singleton_flags.vocabulary``'s, imported f
 
 from pathlib import Path
 
-from singleton_flags_service import vocabulary
+from singleton_flags_service import contract, vocabulary
 
 # Builds kept between synths (layers, the staged functions asset): .build/ of the directory the CDK app runs in
 # (ignored by git; never site-packages).
@@ -42,8 +42,8 @@ def event_bus_name(stage: str) -> str:
 
 
 # The function the table's stream invokes (not an API function:
-# functions/singleton_flags_service/handlers/change_events.py)
-CHANGE_EVENTS_FUNCTION = "change_events"
+# functions/singleton_flags_service/handlers/change_events.py), named by the contract
+CHANGE_EVENTS_FUNCTION = contract.CHANGE_EVENTS_FUNCTION
 CHANGE_EVENTS_HANDLER = "singleton_flags_service.handlers.change_events.handler"
 
 # Construct ids (the stack's is its name: constants.stack_name)
@@ -83,7 +83,6 @@ INTEGRATION_TIMEOUT_SECONDS = 29
 # Scheduler delivery of maintenance windows
 SCHEDULE_RETRY_ATTEMPTS = 3
 SCHEDULE_MAX_EVENT_AGE_SECONDS = 3600
-SCHEDULE_MIN_EVENT_AGE_SECONDS = 60  # EventBridge Scheduler's lower bound
 DLQ_RETENTION_DAYS = 14
 # Lambda's asynchronous invocation of the maintenance function (what Scheduler's delivery hands over to)
 ASYNC_RETRY_ATTEMPTS = 2  # Lambda's maximum

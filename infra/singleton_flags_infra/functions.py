@@ -3,9 +3,11 @@
 (the
 table's stream; no right on the table's items: infra/events.py grants it the stream and its bus).
 
-The code asset is ``functions/`` as it is (no Docker): boto3 comes with the runtime, Powertools from AWS's
-public layer pinned to the tested version, or (``powertools: bundled``) from a layer asset installed at synth
-for the functions' runtime and architecture (infra/powertools.py).
+The code asset is the service's and the client's packages as installed (no Docker), with this stage's deployment
+document (infra/assets.py): boto3 comes with the runtime, Powertools from AWS's public layer pinned to the tested
+version, or (``powertools: bundled``) from a layer asset installed at synth for the functions' runtime and
+architecture (infra/powertools.py). Each function's environment is the contract's
+(``singleton_flags_service.contract``), checked at synth against Lambda's 4 KB (infra/environment_size.py).
 """
 
 from __future__ import annotations
@@ -31,16 +33,17 @@ from singleton_flags_service.api.routes import (
     READ_FUNCTION,
     WRITE_FUNCTION,
 )
+from singleton_flags_service.contract import SEED_FUNCTION
 
 from . import constants
 from .assets import functions_asset_dir
-from .config import POWERTOOLS_BUNDLED, FlagsConfig, function_environment
+from .config import POWERTOOLS_BUNDLED, FlagsConfig, deployment_document, function_environment
 from .cron_layer import cron_layer_directory
+from .environment_size import SizedFunction
 from .logs import log_group
 from .nag import acknowledge
 from .powertools import bundled_layer_directory
 
-SEED_FUNCTION = "seed"
 SEED_HANDLER = "singleton_flags_service.handlers.seed.handler"
 
 # What each function does to the table, and nothing more. TransactWriteItems is authorised per contained
@@ -113,7 +116,7 @@ class Functions(Construct):
         self._config = config
         self._table = table
         self.code = self._code = lambda_.Code.from_asset(
-            str(functions_asset_dir(constants.BUILD_DIR)), exclude=ASSET_EXCLUDES
+            str(functions_asset_dir(constants.BUILD_DIR, deployment_document(config))), exclude=ASSET_EXCLUDES
         )
         self._layer = self._build_powertools_layer()
         self._cron_layer = self._build_cron_layer()
@@ -211,9 +214,10 @@ class Functions(Construct):
         title = title_of(name)
         logs_group = log_group(self, f"{title}Logs", self._config.log_retention_days)
         role = self._build_role(name, logs_group)
-        function = lambda_.Function(
+        function = SizedFunction(
             self,
             f"{title}Function",
+            name=name,
             description=f"{vocabulary.DEFAULT_SERVICE} ({self._config.stage}): {name}",
             runtime=lambda_.Runtime.PYTHON_3_13,
             architecture=lambda_.Architecture.ARM_64,

@@ -31,7 +31,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from singleton_flags_service.guards import writes as guard_writes
+from singleton_flags_service.contract import GUARD_CLOSE_TARGET, OneTimeTarget
 from singleton_flags_service.guards.alarms import ALARM
 from singleton_flags_service.guards.guarding import ALARM_DETAIL_TYPE, ALARM_SOURCE
 
@@ -154,14 +154,15 @@ class Guards(Construct):
             finding=f"Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/"
             f"{self.group.schedule_group_name}/*",
         )
-        for name, value in (
-            (guard_writes.GROUP_ENV, self.group.schedule_group_name),
-            (guard_writes.TARGET_ENV, self._guard.function_arn),
-            (guard_writes.ROLE_ENV, self.scheduler_role.role_arn),
-            (guard_writes.DEAD_LETTER_ENV, self.schedule_dead_letter_queue.queue_arn),
-            (guard_writes.RETRY_ATTEMPTS_ENV, str(constants.SCHEDULE_RETRY_ATTEMPTS)),
-            (guard_writes.MAX_EVENT_AGE_ENV, str(constants.SCHEDULE_MAX_EVENT_AGE_SECONDS)),
-        ):
+        closes = OneTimeTarget(
+            group=self.group.schedule_group_name,
+            target_arn=self._guard.function_arn,
+            role_arn=self.scheduler_role.role_arn,
+            dead_letter_arn=self.schedule_dead_letter_queue.queue_arn,
+            retry_attempts=constants.SCHEDULE_RETRY_ATTEMPTS,
+            max_event_age_seconds=constants.SCHEDULE_MAX_EVENT_AGE_SECONDS,
+        )
+        for name, value in GUARD_CLOSE_TARGET.environment(closes).items():
             self._write.add_environment(name, value)
 
     @property

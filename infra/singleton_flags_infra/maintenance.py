@@ -1,5 +1,5 @@
 """Maintenance windows: per configured window, an EventBridge Scheduler schedule that opens it and one that
-closes it, delivering ``config.schedule_payload(window, action)`` to the maintenance function.
+closes it, delivering ``contract.window_payload(window, action)`` to the maintenance function.
 
 Three failure paths, each seen:
 
@@ -31,8 +31,10 @@ from aws_cdk import (
 )
 from constructs import Construct
 
+from singleton_flags_service.contract import MIN_EVENT_AGE_SECONDS, window_payload
+
 from . import constants
-from .config import FlagsConfig, MaintenanceWindow, schedule_payload
+from .config import FlagsConfig, MaintenanceWindow
 from .nag import acknowledge, logical_id
 from .queues import last_stop_queue
 
@@ -46,7 +48,7 @@ def max_event_age_seconds(window: MaintenanceWindow, action: str) -> int:
     """
     if action == "start":
         half = window.duration_seconds // 2
-        return max(constants.SCHEDULE_MIN_EVENT_AGE_SECONDS, min(constants.SCHEDULE_MAX_EVENT_AGE_SECONDS, half))
+        return max(MIN_EVENT_AGE_SECONDS, min(constants.SCHEDULE_MAX_EVENT_AGE_SECONDS, half))
     return constants.SCHEDULE_MAX_EVENT_AGE_SECONDS
 
 
@@ -116,7 +118,7 @@ class Maintenance(Construct):
             target=targets.LambdaInvoke(
                 self._function,
                 role=self.role,
-                input=scheduler.ScheduleTargetInput.from_object(schedule_payload(window.name, action)),
+                input=scheduler.ScheduleTargetInput.from_object(window_payload(window.name, action)),
                 dead_letter_queue=self.dead_letter_queue,
                 retry_attempts=constants.SCHEDULE_RETRY_ATTEMPTS,
                 max_event_age=Duration.seconds(max_event_age_seconds(window, action)),

@@ -2,9 +2,8 @@
 
 The schedules live in the maintenance windows' schedule group, invoke the maintenance function (which applies
 them, ``singleton_flags_service.schedules.apply``) with the maintenance schedules' role, retry policy and dead-letter
-queue. The write function is given, in its environment, where they go (``singleton_flags_service.schedules.one_time``
-reads it),
-and in its role:
+queue. The write function is given, in its environment, where they go (the contract's ``SCHEDULED_CHANGE_TARGET``
+writes it, the write function's reader reads it), and in its role:
 
 - ``scheduler:CreateSchedule`` and ``scheduler:DeleteSchedule`` on the schedules of this stack's group only
   (``arn:<partition>:scheduler:<region>:<account>:schedule/<group>/*``);
@@ -20,7 +19,7 @@ from __future__ import annotations
 from aws_cdk import Aws, aws_iam as iam, aws_lambda as lambda_
 from constructs import Construct
 
-from singleton_flags_service.schedules import one_time
+from singleton_flags_service.contract import SCHEDULED_CHANGE_TARGET, OneTimeTarget
 
 from . import constants
 from .maintenance import Maintenance
@@ -44,14 +43,16 @@ class ScheduledChanges(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         group = maintenance.group.schedule_group_name
-        environment = {
-            one_time.GROUP_ENV: group,
-            one_time.TARGET_ENV: target.function_arn,
-            one_time.ROLE_ENV: maintenance.role.role_arn,
-            one_time.DEAD_LETTER_ENV: maintenance.dead_letter_queue.queue_arn,
-            one_time.RETRY_ATTEMPTS_ENV: str(constants.SCHEDULE_RETRY_ATTEMPTS),
-            one_time.MAX_EVENT_AGE_ENV: str(constants.SCHEDULE_MAX_EVENT_AGE_SECONDS),
-        }
+        environment = SCHEDULED_CHANGE_TARGET.environment(
+            OneTimeTarget(
+                group=group,
+                target_arn=target.function_arn,
+                role_arn=maintenance.role.role_arn,
+                dead_letter_arn=maintenance.dead_letter_queue.queue_arn,
+                retry_attempts=constants.SCHEDULE_RETRY_ATTEMPTS,
+                max_event_age_seconds=constants.SCHEDULE_MAX_EVENT_AGE_SECONDS,
+            )
+        )
         for name, value in environment.items():
             writer.add_environment(name, value)
         writer.add_to_role_policy(

@@ -172,10 +172,6 @@ def test_function_environment(synth: Synth, name: str) -> None:
         "POWERTOOLS_SERVICE_NAME": "singleton-flags",
         "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags/prod",
     }
-    if name != "read":  # every writer of the item knows the windows
-        expected["MAINTENANCE_WINDOWS"] = json.dumps(
-            {"weekly-patching": {"duration_seconds": 3600}}, separators=(",", ":")
-        )
     if name == "write":  # a guard's alarm names are checked against the prefix; its close is scheduled
         expected["FLAGS_GUARD_ALARM_PREFIX"] = "singleton-flags-prod-guard-"
         guard_id, _ = function(synth, "guard")
@@ -192,12 +188,6 @@ def test_function_environment(synth: Synth, name: str) -> None:
             "GUARD_SCHEDULE_RETRY_ATTEMPTS": "3",
             "GUARD_SCHEDULE_MAX_EVENT_AGE_SECONDS": "3600",
         }
-    if name == "write":  # GET /flags/windows evaluates the schedules as deployed
-        window = synth.config.maintenance_windows[0]
-        expected["MAINTENANCE_SCHEDULES"] = json.dumps(
-            [{"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}],
-            separators=(",", ":"),
-        )
     if name == "write":  # where its one-time schedules go (test_infra_scheduled_changes.py checks the values)
         one_time = {key: environment.pop(key) for key in list(environment) if key.startswith("ONE_TIME_SCHEDULE_")}
         assert set(one_time) == {
@@ -211,10 +201,39 @@ def test_function_environment(synth: Synth, name: str) -> None:
     assert environment == expected
 
 
-def test_maintenance_windows_env_follows_the_config(variant: Synth) -> None:
-    _, resource = function(variant, "maintenance")
-    windows = json.loads(resource["Properties"]["Environment"]["Variables"]["MAINTENANCE_WINDOWS"])
-    assert windows == {"weekly-patching": {"duration_seconds": 3600}, "nightly-reindex": {"duration_seconds": 6300}}
+def deployment_document(synth: Synth) -> dict[str, Any]:
+    """The deployment document in the functions' asset (one asset for every function)."""
+    (key,) = {function(synth, name)[1]["Properties"]["Code"]["S3Key"] for name in HANDLERS}
+    asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
+    document: dict[str, Any] = json.loads((asset / "singleton_flags_service" / "deployment.json").read_text())
+    return document
+
+
+def test_the_windows_travel_in_the_deployment_document_and_follow_the_config(variant: Synth) -> None:
+    # Given two windows in cdk.json (one by its duration, one by an explicit end cron)
+    # Then the document in the functions' asset has both, in order, with their crons as deployed and their lengths
+    assert deployment_document(variant) == {
+        "maintenance_windows": [
+            {
+                "name": "weekly-patching",
+                "start": "cron(0 3 ? * SUN *)",
+                "end": "cron(0 4 ? * SUN *)",
+                "timezone": "Europe/Paris",
+                "duration_seconds": 3600,
+            },
+            {
+                "name": "nightly-reindex",
+                "start": "cron(30 23 * * ? *)",
+                "end": "cron(15 1 * * ? *)",
+                "timezone": "America/New_York",
+                "duration_seconds": 6300,
+            },
+        ]
+    }
+    # And no function's environment carries them
+    for name in HANDLERS:
+        variables = function(variant, name)[1]["Properties"]["Environment"]["Variables"]
+        assert not {"MAINTENANCE_WINDOWS", "MAINTENANCE_SCHEDULES"} & set(variables)
 
 
 def test_system_log_level_follows_the_config(variant: Synth) -> None:
@@ -226,7 +245,8 @@ def test_system_log_level_follows_the_config(variant: Synth) -> None:
 
 def test_code_asset_is_exactly_the_tracked_runtime_files_of_the_service_and_the_client(synth: Synth) -> None:
     # The functions share one asset: the service's package as the repository holds it (its handlers, its runtime,
-    # declarations.json) beside the client's package; nothing generated, no CDK app, no tests, bench or tools
+    # declarations.json) beside the client's package, and the stage's deployment document; nothing else generated,
+    # no CDK app, no tests, bench or tools
     keys = {function(synth, name)[1]["Properties"]["Code"]["S3Key"] for name in HANDLERS}
     (key,) = keys
     asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
@@ -239,7 +259,9 @@ def test_code_asset_is_exactly_the_tracked_runtime_files_of_the_service_and_the_
         check=True,
     ).stdout.split()
     expected = {path.removeprefix("functions/").removeprefix("client/src/") for path in tracked}
-    assert files == {path for path in expected if not path.endswith(".md")}
+    assert files == {path for path in expected if not path.endswith(".md")} | {
+        "singleton_flags_service/deployment.json"
+    }
     assert {
         "singleton_flags_service/declarations.json",
         "singleton_flags_service/api/routes.py",

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -16,6 +17,12 @@ import pytest
 from local.functions import load_module
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MAINTENANCE_FLAG, VERSION_ATTR, singleton_key
+from singleton_flags_service.contract import (
+    DEPLOYMENT_FILE,
+    DEPLOYMENT_FILE_VARIABLE,
+    WindowDefinition,
+    deployment_document,
+)
 from singleton_flags_service.maintenance.windows import MaintenanceWindows
 from singleton_flags_service.writes.store import ChangeResult, FlagStore
 from tests.support.unit import Clock, emf_metrics
@@ -100,6 +107,21 @@ def fresh_module() -> Iterator[ModuleType]:
         sys.modules.pop(MODULE, None)
         if previous is not None:
             sys.modules[MODULE] = previous
+
+
+def deploy_windows(
+    monkeypatch: pytest.MonkeyPatch, directory: Path, durations: Mapping[str, int]
+) -> list[WindowDefinition]:
+    """Windows of these lengths in a deployment document (the stack's writer) the functions then read at their cold
+    start. Their crons are Sunday 03:00-04:00 UTC: only the write function evaluates them."""
+    windows = [
+        WindowDefinition(name, "cron(0 3 ? * SUN *)", "cron(0 4 ? * SUN *)", "UTC", seconds)
+        for name, seconds in durations.items()
+    ]
+    path = directory / DEPLOYMENT_FILE.name
+    path.write_text(deployment_document(windows), encoding="utf-8")
+    monkeypatch.setenv(DEPLOYMENT_FILE_VARIABLE, str(path))
+    return windows
 
 
 def scheduled_time(epoch: float) -> str:

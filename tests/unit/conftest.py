@@ -6,10 +6,10 @@ opening one fail (and fails the test even when the code under test swallowed the
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -22,7 +22,7 @@ from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags_service.observability import logger
 from singleton_flags_service.writes.store import FlagStore
-from tests.support.maintenance import DURATIONS, MaintenanceFunction, fresh_module
+from tests.support.maintenance import DURATIONS, MaintenanceFunction, deploy_windows, fresh_module
 from tests.support.unit import (
     CallCount,
     Clock,
@@ -193,11 +193,11 @@ def maintenance(
     lambda_context: Any,
     put_flags: Any,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> Iterator[MaintenanceFunction]:
-    """The maintenance function (module imported fresh with MAINTENANCE_WINDOWS set) over the seeded moto table,
-    its service on the fake clock."""
-    windows = {name: {"duration_seconds": duration} for name, duration in DURATIONS.items()}
-    monkeypatch.setenv("MAINTENANCE_WINDOWS", json.dumps(windows))
+    """The maintenance function (module imported fresh, its deployment document declaring the windows) over the
+    seeded moto table, its service on the fake clock."""
+    deploy_windows(monkeypatch, tmp_path, DURATIONS)
     with fresh_module() as module:
         put_flags(version=1)  # the seeded singleton: maintenance off, no owner
         function = MaintenanceFunction(

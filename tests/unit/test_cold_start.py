@@ -28,7 +28,7 @@ HANDLER_MODULES = (
 def cold_start(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[int], Any]]:
     """Load a handler module anew and record every collection that starts while it loads; put back what was there
     (a module loaded for the first time stays, as if the test had imported it)."""
-    monkeypatch.setenv("MAINTENANCE_WINDOWS", "{}")
+    monkeypatch.delenv("FLAGS_DEPLOYMENT_FILE", raising=False)  # no deployment document: no window
     collections: list[int] = []
     replaced: dict[str, ModuleType | None] = {}
 

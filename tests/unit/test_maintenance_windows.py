@@ -2,7 +2,7 @@
 payloads, failures, metrics and cold start: test_maintenance_handler.py).
 
 Each delivery is the exact payload a schedule sends. The function module is imported fresh per test with
-MAINTENANCE_WINDOWS set (its module scope is what runs at cold start); its service is then rebuilt on the
+its windows in a deployment document (its module scope is what runs at cold start); its service is then rebuilt on the
 moto client and the fake clock.
 """
 

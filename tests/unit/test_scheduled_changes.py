@@ -15,7 +15,7 @@ from botocore.stub import Stubber
 from singleton_flags.keys import schedule_key
 from singleton_flags_service.schedules.apply import ScheduledChangeRunner
 from singleton_flags_service.schedules.changes import ScheduledChanges, ScheduleItems
-from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
+from singleton_flags_service.schedules.one_time import OneTimeSchedules
 from singleton_flags_service.writes.audit import audit_record
 from singleton_flags_service.writes.store import FlagStore
 from tests.conftest import REGION, SCHEDULE_GROUP
@@ -59,13 +59,11 @@ class Scheduling:
 @pytest.fixture
 def scheduling(seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch, lambda_context: Any) -> Scheduling:
     """The write API's scheduled changes and their runner on moto, the clock at NOW (2027-03-01T08:00:00Z)."""
-    import os
-
     clock = Clock(NOW)
     scheduler = boto3.client("scheduler", region_name=REGION)
     scheduler.create_schedule_group(Name=SCHEDULE_GROUP)
     items = ScheduleItems(seeded_api.client, seeded_api.table, retention_seconds=RETENTION)
-    schedules = OneTimeSchedules(scheduler, OneTimeTarget.from_env(os.environ))
+    schedules = OneTimeSchedules(scheduler, seeded_api.module.CONFIG.scheduled_changes)  # read at its cold start
     monkeypatch.setattr(seeded_api.module, "SCHEDULED", ScheduledChanges(items, schedules, clock=clock))
     store = FlagStore(seeded_api.client, seeded_api.table, seeded_api.module.DECLARATIONS, clock=clock)
     runner = ScheduledChangeRunner(store, items, seeded_api.module.DECLARATIONS, clock=clock)

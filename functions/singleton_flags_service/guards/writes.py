@@ -27,44 +27,17 @@ from typing import Any, Protocol
 from aws_lambda_powertools.metrics import MetricUnit
 
 from singleton_flags.codec import iso_time
-from singleton_flags_service.contract import Settings, SettingsError
+from singleton_flags_service.contract import Settings
 from singleton_flags_service.errors import GuardAlarmActive, GuardAlarmNotFound, SchedulerFault, SchedulerUnavailable
 from singleton_flags_service.guards.alarms import ALARM, AlarmStates, CloudWatchAlarms
 from singleton_flags_service.guards.items import BAKING, Guard, GuardBook, GuardSpec, bake_end, guard_put
 from singleton_flags_service.observability import logger, metrics
-from singleton_flags_service.schedules import one_time
 from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
 from singleton_flags_service.vocabulary import GUARD_FAILURES
 from singleton_flags_service.writes.store import ChangeResult, Companions
 
 CLOSE_ACTION = "close"
 SCHEDULE_TIMEZONE = "UTC"
-GROUP_ENV = "GUARD_SCHEDULE_GROUP"
-TARGET_ENV = "GUARD_SCHEDULE_TARGET_ARN"
-ROLE_ENV = "GUARD_SCHEDULE_ROLE_ARN"
-DEAD_LETTER_ENV = "GUARD_SCHEDULE_DLQ_ARN"
-RETRY_ATTEMPTS_ENV = "GUARD_SCHEDULE_RETRY_ATTEMPTS"
-MAX_EVENT_AGE_ENV = "GUARD_SCHEDULE_MAX_EVENT_AGE_SECONDS"
-ENV_NAMES = (GROUP_ENV, TARGET_ENV, ROLE_ENV, DEAD_LETTER_ENV, RETRY_ATTEMPTS_ENV, MAX_EVENT_AGE_ENV)
-
-
-def close_target_from_env(env: Mapping[str, str]) -> OneTimeTarget | None:
-    """Where the guards' close schedules go (the stack sets every variable, infra/guards.py); None when none is
-    set (the local runner records schedules instead); ``SettingsError`` naming what is wrong otherwise.
-
-    The guards' variables are read by ``OneTimeTarget.from_env`` under its own names (one parser, one set of
-    bounds): a scheduled change and a guard's close are schedules of one shape, in different groups and targets.
-    """
-    if not any(env.get(name) for name in ENV_NAMES):
-        return None
-    pairs = tuple(zip(ENV_NAMES, one_time.ENV_NAMES, strict=True))
-    try:
-        return OneTimeTarget.from_env({theirs: env.get(mine, "") for mine, theirs in pairs})
-    except SettingsError as exc:
-        message = str(exc)
-        for mine, theirs in pairs:
-            message = message.replace(theirs, mine)
-        raise SettingsError(message) from exc
 
 
 def close_payload(version: int) -> dict[str, Any]:
@@ -166,11 +139,13 @@ class GuardedWrites:
         self._on_failure = on_failure
 
     @classmethod
-    def for_function(cls, client: Any, scheduler: Any, settings: Settings, env: Mapping[str, str]) -> GuardedWrites:
+    def for_function(
+        cls, client: Any, scheduler: Any, settings: Settings, target: OneTimeTarget | None
+    ) -> GuardedWrites:
         """What the write function builds at cold start: CloudWatch's alarms (its client made on first use) and,
-        when the stack configured them, the close schedules (through ``scheduler``, the function's one Scheduler
-        client, which its scheduled changes use too); a failure counted as ``GuardFailures``."""
-        target = close_target_from_env(env)
+        when the stack configured them (``target``, from the function's configuration), the close schedules
+        (through ``scheduler``, the function's one Scheduler client, which its scheduled changes use too); a
+        failure counted as ``GuardFailures``."""
         schedules = OneTimeSchedules(scheduler, target) if target is not None else None
         return cls(
             GuardBook(client, settings.table_name),

@@ -17,21 +17,21 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
-from singleton_flags_service.contract import Settings, load_service_declarations
+from singleton_flags_service.contract import WindowsConfiguration, load_service_declarations
 from singleton_flags_service.guards.alarms import CloudWatchAlarms
 from singleton_flags_service.guards.guarding import GuardService
 from singleton_flags_service.guards.items import GuardBook
-from singleton_flags_service.maintenance.windows import windows_from_env
 from singleton_flags_service.observability import count_write_retry, logger, metrics, tracer
 from singleton_flags_service.writes.store import FlagStore
 
-SETTINGS = Settings.from_env(os.environ)
+CONFIG = WindowsConfiguration.from_env(os.environ)  # the environment and the deployment document, checked once
+SETTINGS = CONFIG.settings
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
 STORE = FlagStore.for_function(
     CLIENT,
     SETTINGS,
     load_service_declarations(),
-    reserve_owner=max(windows_from_env(os.environ), key=len, default=""),
+    reserve_owner=CONFIG.longest_window_name,
     on_retry=count_write_retry,
 )
 GUARDS = GuardService(STORE, GuardBook(CLIENT, SETTINGS.table_name), CloudWatchAlarms())

@@ -23,8 +23,8 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
-from singleton_flags_service.contract import Settings, load_service_declarations
-from singleton_flags_service.maintenance.windows import MaintenanceWindows, Outcome, windows_from_env
+from singleton_flags_service.contract import WindowsConfiguration, load_service_declarations
+from singleton_flags_service.maintenance.windows import MaintenanceWindows, Outcome, windows_by_name
 from singleton_flags_service.observability import count_write_retry, logger, metrics, tracer
 from singleton_flags_service.schedules.apply import (
     Outcome as ScheduledOutcome,
@@ -34,7 +34,8 @@ from singleton_flags_service.schedules.apply import (
 from singleton_flags_service.schedules.changes import ScheduleItems
 from singleton_flags_service.writes.store import FlagStore
 
-SETTINGS = Settings.from_env(os.environ)
+CONFIG = WindowsConfiguration.from_env(os.environ)  # the environment and the deployment document, checked once
+SETTINGS = CONFIG.settings
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
 STORE = FlagStore.for_function(
     CLIENT,
@@ -42,7 +43,7 @@ STORE = FlagStore.for_function(
     load_service_declarations(),
     on_retry=count_write_retry,
 )
-MAINTENANCE = MaintenanceWindows(STORE, windows_from_env(os.environ))
+MAINTENANCE = MaintenanceWindows(STORE, windows_by_name(CONFIG.windows))
 SCHEDULED = ScheduledChangeRunner(
     STORE,
     ScheduleItems(CLIENT, SETTINGS.table_name, retention_seconds=SETTINGS.audit_retention_days * 86400),

@@ -62,14 +62,14 @@ from singleton_flags_service.api.routes import (
     WRITE_FUNCTION,
     Views,
 )
-from singleton_flags_service.contract import Settings, load_service_declarations
+from singleton_flags_service.contract import WriteConfiguration, load_service_declarations
 from singleton_flags_service.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
 from singleton_flags_service.guards.routes import guard_routes, guards_query
 from singleton_flags_service.guards.writes import GuardedWrites, guarded_request, store_options
-from singleton_flags_service.maintenance.windows import schedules_from_env, windows_from_env
+from singleton_flags_service.maintenance.windows import window_schedules
 from singleton_flags_service.observability import ReadCounter, count_write_retry, emit_count, logger, metrics, tracer
 from singleton_flags_service.schedules.changes import ScheduledChanges, ScheduleItems
-from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget, scheduler_client
+from singleton_flags_service.schedules.one_time import OneTimeSchedules, scheduler_client
 from singleton_flags_service.schedules.routes import schedule_routes, schedules_query
 from singleton_flags_service.vocabulary import (
     CHANGES_APPLIED,
@@ -82,7 +82,8 @@ from singleton_flags_service.writes.audit import decode_cursor
 from singleton_flags_service.writes.idempotency import REPLAYED_HEADER, Idempotency, parse_key
 from singleton_flags_service.writes.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
 
-SETTINGS = Settings.from_env(os.environ)
+CONFIG = WriteConfiguration.from_env(os.environ)  # the environment and the deployment document, checked once
+SETTINGS = CONFIG.settings
 DECLARATIONS = load_service_declarations()
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
 STORE = FlagStore.for_function(
@@ -90,7 +91,7 @@ STORE = FlagStore.for_function(
     SETTINGS,
     DECLARATIONS,
     # every write keeps room in the item for the longest window's bookkeeping, so a window start always fits
-    reserve_owner=max(windows_from_env(os.environ), key=len, default=""),
+    reserve_owner=CONFIG.longest_window_name,
     on_retry=count_write_retry,
 )
 _NO_STORE = {"Cache-Control": "no-store"}
@@ -98,7 +99,7 @@ _NO_STORE = {"Cache-Control": "no-store"}
 SCHEDULER = scheduler_client()  # one client for the scheduled changes' and the guards' one-time schedules
 SCHEDULED = ScheduledChanges(
     ScheduleItems(CLIENT, SETTINGS.table_name, retention_seconds=SETTINGS.audit_retention_days * 86400),
-    OneTimeSchedules(SCHEDULER, OneTimeTarget.from_env(os.environ)),
+    OneTimeSchedules(SCHEDULER, CONFIG.scheduled_changes),
 )
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
 DEADLINE_MARGIN_SECONDS = 1.0
@@ -111,7 +112,7 @@ READER = FlagReader(
     max_stale=SETTINGS.max_stale_seconds,
     counter=ReadCounter(),
 )
-GUARDS = GuardedWrites.for_function(CLIENT, SCHEDULER, SETTINGS, os.environ)
+GUARDS = GuardedWrites.for_function(CLIENT, SCHEDULER, SETTINGS, CONFIG.guard_closes)
 MODELS = build_models(DECLARATIONS, SETTINGS.guard_alarm_prefix)
 if TYPE_CHECKING:  # the request models' shape for the type checker; at run time they come from the declarations
     from pydantic import BaseModel
@@ -138,7 +139,7 @@ History = MODELS["History"]
 # What GET /flags/declarations answers, built once: the declarations never change in a running function.
 DECLARATION_LIST = {"declarations": DECLARATIONS.as_documents()}
 # The windows' schedules as deployed (cdk.json, through the stack), evaluated per GET /flags/windows.
-WINDOW_SCHEDULES = schedules_from_env(os.environ)
+WINDOW_SCHEDULES = window_schedules(CONFIG.windows)
 
 
 def _json_body(text: str) -> dict[str, Any]:

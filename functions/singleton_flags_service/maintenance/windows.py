@@ -1,9 +1,10 @@
 """Maintenance windows: EventBridge Scheduler's start/end deliveries turned into owned, idempotent changes.
 
-The deployment declares its windows in cdk.json; the stack hands the maintenance function only what it
-needs, ``MAINTENANCE_WINDOWS = {"<window>": {"duration_seconds": N}, ...}``, parsed here once, at cold
-start (``windows_from_env``). Each schedule delivers ``{"action": "start"|"end", "window": NAME,
-"scheduled_time": "<ISO 8601>"}`` (Scheduler substitutes the occurrence's scheduled time).
+The deployment declares its windows in cdk.json; the stack writes their definitions into the deployment document
+(``singleton_flags_service.contract``), read once at cold start; the maintenance function keeps each window's name
+and length (``windows_by_name``), the write function its schedules (``window_schedules``). Each schedule delivers
+``contract.window_payload``: ``{"action": "start"|"end", "window": NAME, "scheduled_time": "<ISO 8601>"}``
+(Scheduler substitutes the occurrence's scheduled time).
 
 Late deliveries (Scheduler's retries, then Lambda's asynchronous retries, can deliver long after the
 scheduled time):
@@ -44,18 +45,22 @@ hands it to the function's on-failure destination (alarmed).
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from singleton_flags.codec import iso_time
 from singleton_flags.keys import MAINTENANCE_FLAG
 from singleton_flags.snapshot import Snapshot
-from singleton_flags_service.contract import SettingsError
+from singleton_flags_service.contract import (
+    DEPLOYMENT_FILE,
+    WINDOW_ACTIONS,
+    WINDOW_PAYLOAD_KEYS,
+    SettingsError,
+    WindowDefinition,
+)
 from singleton_flags_service.errors import ItemTooLarge, StoreUnavailable, WriteConflict
 from singleton_flags_service.observability import logger
 from singleton_flags_service.vocabulary import (
@@ -71,11 +76,8 @@ from singleton_flags_service.writes.store import FlagStore, Ownership
 if TYPE_CHECKING:  # croniter is imported where a schedule is evaluated: the maintenance function never needs it
     from singleton_flags_service.maintenance.cron import Cron
 
-WINDOWS_ENV = "MAINTENANCE_WINDOWS"
-SCHEDULES_ENV = "MAINTENANCE_SCHEDULES"  # the write function's: each window's crons and zone (GET /flags/windows)
-ACTIONS = ("start", "end")
-PAYLOAD_KEYS = frozenset({"action", "window", "scheduled_time"})
-MAX_DURATION_SECONDS = 24 * 3600  # singleton_flags_infra.config refuses longer windows at synth
+ACTIONS = WINDOW_ACTIONS
+PAYLOAD_KEYS = WINDOW_PAYLOAD_KEYS
 
 STARTED = "started"
 ENDED = "ended"
@@ -107,42 +109,9 @@ class Window:
         return f"scheduler:{self.name}"
 
 
-def _json_env(env: Mapping[str, str], name: str) -> Any:
-    """The JSON document in variable ``name``; None when it is absent or blank; SettingsError when not JSON."""
-    raw = env.get(name, "")
-    if not raw.strip():
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise SettingsError(f"{name} is not valid JSON: {exc}") from exc
-
-
-def windows_from_env(env: Mapping[str, str]) -> dict[str, Window]:
-    """The configured windows by name; absent or empty ``MAINTENANCE_WINDOWS`` means none.
-
-    Raises ``SettingsError`` naming the variable and the window: a function deployed with a broken
-    configuration fails at cold start (every delivery fails, is retried, and ends in the dead-letter queue).
-    """
-    document = _json_env(env, WINDOWS_ENV)
-    if document is None:
-        return {}
-    if not isinstance(document, dict):
-        raise SettingsError(f"{WINDOWS_ENV} must be a JSON object of window name -> {{'duration_seconds': N}}")
-    windows: dict[str, Window] = {}
-    for name, spec in document.items():
-        where = f"{WINDOWS_ENV}[{name!r}]"
-        if not name:
-            raise SettingsError(f"{WINDOWS_ENV} has a window with an empty name")
-        if not isinstance(spec, dict) or set(spec) != {"duration_seconds"}:
-            raise SettingsError(f"{where} must be exactly {{'duration_seconds': N}}, got {spec!r}")
-        duration = spec["duration_seconds"]
-        if isinstance(duration, bool) or not isinstance(duration, int) or not 1 <= duration <= MAX_DURATION_SECONDS:
-            raise SettingsError(
-                f"{where}.duration_seconds must be an integer 1-{MAX_DURATION_SECONDS}, got {duration!r}"
-            )
-        windows[name] = Window(name=name, duration_seconds=duration)
-    return windows
+def windows_by_name(definitions: Iterable[WindowDefinition]) -> dict[str, Window]:
+    """The deployed windows by name, each with its length (what the maintenance function acts on)."""
+    return {window.name: Window(name=window.name, duration_seconds=window.duration_seconds) for window in definitions}
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,39 +141,23 @@ class WindowSchedule:
         return answer
 
 
-_SCHEDULE_KEYS = frozenset({"name", "start", "end", "timezone"})
+def window_schedules(definitions: Iterable[WindowDefinition]) -> tuple[WindowSchedule, ...]:
+    """The windows' schedules in cdk.json's order, their crons parsed (the write function's cold start).
 
-
-def schedules_from_env(env: Mapping[str, str]) -> tuple[WindowSchedule, ...]:
-    """The windows' schedules in cdk.json's order; absent or empty ``MAINTENANCE_SCHEDULES`` means none.
-
-    Raises ``SettingsError`` naming the variable and the window (the stack writes it from a validated cdk.json)."""
-    document = _json_env(env, SCHEDULES_ENV)
-    if document is None:
-        return ()
+    Raises ``SettingsError`` naming the deployment document and the window (the stack writes it from a validated
+    cdk.json)."""
     from singleton_flags_service.maintenance.cron import CronError, parse_cron
 
-    if not isinstance(document, list):
-        raise SettingsError(f"{SCHEDULES_ENV} must be a JSON list of {{name, start, end, timezone}}")
     schedules: list[WindowSchedule] = []
-    for index, spec in enumerate(document):
-        where = f"{SCHEDULES_ENV}[{index}]"
-        if (
-            not isinstance(spec, dict)
-            or set(spec) != _SCHEDULE_KEYS
-            or not all(isinstance(v, str) for v in spec.values())
-        ):
-            raise SettingsError(f"{where} must be exactly {sorted(_SCHEDULE_KEYS)} (strings), got {spec!r}")
+    for index, window in enumerate(definitions):
         try:
-            ZoneInfo(spec["timezone"])
             schedule = WindowSchedule(
-                name=spec["name"],
-                start=parse_cron(spec["start"]),
-                end=parse_cron(spec["end"]),
-                timezone=spec["timezone"],
+                name=window.name, start=parse_cron(window.start), end=parse_cron(window.end), timezone=window.timezone
             )
-        except (CronError, ZoneInfoNotFoundError, ValueError) as exc:
-            raise SettingsError(f"{where} ({spec['name']!r}): {exc}") from exc
+        except CronError as exc:
+            raise SettingsError(
+                f"the deployment document {DEPLOYMENT_FILE.name}: maintenance_windows[{index}] ({window.name!r}): {exc}"
+            ) from exc
         schedules.append(schedule)
     return tuple(schedules)
 

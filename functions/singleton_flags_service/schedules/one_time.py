@@ -9,7 +9,8 @@ Every schedule made here is the same shape, so a caller only names it, says when
 - ``ActionAfterCompletion`` ``DELETE``: Scheduler deletes the schedule once it has invoked its target, so
   fired schedules do not pile up in the group (whose quota is per account);
 - in the stack's schedule group, delivered with the stack's Scheduler role, its retry policy and its
-  dead-letter queue (``OneTimeTarget``, from the function's environment);
+  dead-letter queue (``OneTimeTarget``, which the function reads from its environment at cold start:
+  ``singleton_flags_service.contract``);
 - ``ClientToken`` is the schedule's name: a create retried after a lost answer is the same request to
   Scheduler, and a create of a name that already exists (``ConflictException``) is that same schedule.
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -32,24 +32,15 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from singleton_flags_service.aws_errors import call_error, error_code
-from singleton_flags_service.contract import SettingsError
+from singleton_flags_service.contract import OneTimeTarget
 from singleton_flags_service.errors import SchedulerFault, SchedulerUnavailable
 from singleton_flags_service.observability import logger
 
-GROUP_ENV = "ONE_TIME_SCHEDULE_GROUP"
-TARGET_ENV = "ONE_TIME_SCHEDULE_TARGET_ARN"
-ROLE_ENV = "ONE_TIME_SCHEDULE_ROLE_ARN"
-DEAD_LETTER_ENV = "ONE_TIME_SCHEDULE_DLQ_ARN"
-RETRY_ATTEMPTS_ENV = "ONE_TIME_SCHEDULE_RETRY_ATTEMPTS"
-MAX_EVENT_AGE_ENV = "ONE_TIME_SCHEDULE_MAX_EVENT_AGE_SECONDS"
-ENV_NAMES = (GROUP_ENV, TARGET_ENV, ROLE_ENV, DEAD_LETTER_ENV, RETRY_ATTEMPTS_ENV, MAX_EVENT_AGE_ENV)
+__all__ = ["OneTimeSchedules", "OneTimeTarget", "at_expression", "scheduler_client"]
 
 # Scheduler's own limits: a name is 1-64 of [0-9a-zA-Z-_.] and a ClientToken 1-64 of [a-zA-Z0-9-_] (the name is
-# sent as both, so no "."); retries 0-185; event age 60-86400 s.
+# sent as both, so no "."). (A target's retry limits: singleton_flags_service.contract.)
 NAME_PATTERN = re.compile(r"[0-9A-Za-z_-]{1,64}")
-MAX_RETRY_ATTEMPTS = 185
-MIN_EVENT_AGE_SECONDS = 60
-MAX_EVENT_AGE_SECONDS = 86400
 MAX_DESCRIPTION = 512
 
 # Scheduler calls are made inside an API request (29 s at most): short timeouts, one retry.
@@ -66,40 +57,6 @@ def scheduler_client(config: Config = SCHEDULER_CLIENT_CONFIG) -> Any:
 def at_expression(local_time: datetime) -> str:
     """``at(yyyy-mm-ddThh:mm:ss)`` of a wall-clock time (its zone is given apart, as ScheduleExpressionTimezone)."""
     return f"at({local_time.replace(tzinfo=None).strftime('%Y-%m-%dT%H:%M:%S')})"
-
-
-@dataclass(frozen=True, slots=True)
-class OneTimeTarget:
-    """Where every one-time schedule of this stack lives and what it invokes, as the stack configured it."""
-
-    group: str
-    target_arn: str
-    role_arn: str
-    dead_letter_arn: str
-    retry_attempts: int
-    max_event_age_seconds: int
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> OneTimeTarget:
-        """The stack's settings (infra/scheduled_changes.py sets them); ``SettingsError`` names what is wrong."""
-        missing = [name for name in ENV_NAMES if not env.get(name)]
-        if missing:
-            raise SettingsError(f"one-time schedules need {', '.join(missing)} in the environment")
-        return cls(
-            group=env[GROUP_ENV],
-            target_arn=env[TARGET_ENV],
-            role_arn=env[ROLE_ENV],
-            dead_letter_arn=env[DEAD_LETTER_ENV],
-            retry_attempts=_bounded(env, RETRY_ATTEMPTS_ENV, 0, MAX_RETRY_ATTEMPTS),
-            max_event_age_seconds=_bounded(env, MAX_EVENT_AGE_ENV, MIN_EVENT_AGE_SECONDS, MAX_EVENT_AGE_SECONDS),
-        )
-
-
-def _bounded(env: Mapping[str, str], name: str, low: int, high: int) -> int:
-    raw = env[name]
-    if not raw.isascii() or not raw.isdigit() or not low <= int(raw) <= high:
-        raise SettingsError(f"{name} must be an integer {low}-{high}, got {raw!r}")
-    return int(raw)
 
 
 class OneTimeSchedules:
