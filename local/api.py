@@ -48,14 +48,8 @@ from local.scheduler import LocalScheduler
 from local.web import static_file
 from singleton_flags_infra.config import ACTIONS, FlagsConfig, schedule_payload
 from singleton_flags_service.api.http import error_body, json_response, no_route_response
-from singleton_flags_service.api.routes import (
-    GUARD_FUNCTION,
-    MAINTENANCE_FUNCTION,
-    ROUTES,
-    Route,
-    RouteMatch,
-    match_route,
-)
+from singleton_flags_service.api.routes import ROUTES, Route, RouteMatch, match_route
+from singleton_flags_service.contract import GUARD_FUNCTION, MAINTENANCE_FUNCTION
 from singleton_flags_service.guards.alarms import ALARM, STATES
 from singleton_flags_service.guards.writes import close_payload, close_schedule_name
 from singleton_flags_service.schedules.changes import PAYLOAD_KEY, schedule_name

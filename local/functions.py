@@ -1,5 +1,5 @@
 """The Lambda functions, loaded from the handler strings the stack deploys
-(``singleton_flags_service.api.routes.HANDLERS``).
+(``singleton_flags_service.contract.HANDLERS``).
 
 Each handler module is imported once (its cold start) and keeps its module-scope state, so every function
 has its own provider cache, as separate execution environments would. Lambda runs one request at a time

@@ -41,8 +41,15 @@ from singleton_flags_infra.config import (
 )
 from singleton_flags_service import contract, vocabulary
 from singleton_flags_service.api.openapi import build_document
-from singleton_flags_service.api.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
-from singleton_flags_service.contract import SettingsError, WriteConfiguration, load_service_declarations
+from singleton_flags_service.contract import (
+    GUARD_FUNCTION,
+    HANDLERS,
+    MAINTENANCE_FUNCTION,
+    WRITE_FUNCTION,
+    SettingsError,
+    WriteConfiguration,
+    load_service_declarations,
+)
 from singleton_flags_service.errors import DeclarationError
 
 DEFAULT_PORT = 3000

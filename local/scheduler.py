@@ -26,8 +26,13 @@ from zoneinfo import ZoneInfo
 from botocore.exceptions import ClientError
 
 from singleton_flags_infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS, SCHEDULE_RETRY_ATTEMPTS
-from singleton_flags_service.api.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
-from singleton_flags_service.contract import GUARD_CLOSE_TARGET, SCHEDULED_CHANGE_TARGET, OneTimeTarget
+from singleton_flags_service.contract import (
+    GUARD_CLOSE_TARGET,
+    GUARD_FUNCTION,
+    MAINTENANCE_FUNCTION,
+    SCHEDULED_CHANGE_TARGET,
+    OneTimeTarget,
+)
 from singleton_flags_service.guards import writes as guard_writes
 from singleton_flags_service.vocabulary import DEFAULT_SERVICE
 

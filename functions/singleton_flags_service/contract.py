@@ -41,21 +41,27 @@ from singleton_flags.settings import (
     int_setting,
 )
 from singleton_flags_service import vocabulary
-from singleton_flags_service.api.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION, READ_FUNCTION, WRITE_FUNCTION
 
 __all__ = [
     "CHANGE_EVENTS_FUNCTION",
+    "CHANGE_EVENTS_HANDLER",
     "DECLARATIONS_FILE",
     "DEPLOYMENT_FILE",
     "GUARD_CLOSE_TARGET",
+    "GUARD_FUNCTION",
+    "HANDLERS",
+    "MAINTENANCE_FUNCTION",
     "MAX_AGE",
     "MAX_AGE_LIMIT_SECONDS",
     "MAX_STALE",
     "MAX_STALE_LIMIT_SECONDS",
     "MAX_WINDOWS",
     "READERS",
+    "READ_FUNCTION",
     "SCHEDULED_CHANGE_TARGET",
     "SEED_FUNCTION",
+    "SEED_HANDLER",
+    "WRITE_FUNCTION",
     "ChangeEventSettings",
     "Deployment",
     "OneTimeTarget",
@@ -71,9 +77,23 @@ __all__ = [
     "window_payload",
 ]
 
-# The functions the stack deploys besides the API's (singleton_flags_service.api.routes.HANDLERS)
+# The functions the stack deploys, by name; the API's serve the routes (singleton_flags_service.api.routes)
+READ_FUNCTION = "read"
+WRITE_FUNCTION = "write"
+MAINTENANCE_FUNCTION = "maintenance"
+GUARD_FUNCTION = "guard"
 SEED_FUNCTION = "seed"
 CHANGE_EVENTS_FUNCTION = "change_events"
+
+# Each API function's handler, relative to the functions' asset root
+HANDLERS = {
+    READ_FUNCTION: "singleton_flags_service.handlers.read_api.handler",
+    WRITE_FUNCTION: "singleton_flags_service.handlers.write_api.handler",
+    MAINTENANCE_FUNCTION: "singleton_flags_service.handlers.maintenance.handler",
+    GUARD_FUNCTION: "singleton_flags_service.handlers.guard.handler",
+}
+SEED_HANDLER = "singleton_flags_service.handlers.seed.handler"
+CHANGE_EVENTS_HANDLER = "singleton_flags_service.handlers.change_events.handler"
 
 # The flags this service is deployed for: shipped in the functions' asset, read by every function at cold start.
 DECLARATIONS_FILE = Path(__file__).with_name("declarations.json")

@@ -22,7 +22,8 @@ from aws_cdk import (
 from constructs import Construct
 
 from singleton_flags_service.api.http import allowed_methods
-from singleton_flags_service.api.routes import READ_FUNCTION, ROUTES, WRITE_FUNCTION, Route
+from singleton_flags_service.api.routes import ROUTES, Route
+from singleton_flags_service.contract import READ_FUNCTION, WRITE_FUNCTION
 
 from . import constants
 from .config import FlagsConfig

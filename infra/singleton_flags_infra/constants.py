@@ -44,7 +44,6 @@ def event_bus_name(stage: str) -> str:
 # The function the table's stream invokes (not an API function:
 # functions/singleton_flags_service/handlers/change_events.py), named by the contract
 CHANGE_EVENTS_FUNCTION = contract.CHANGE_EVENTS_FUNCTION
-CHANGE_EVENTS_HANDLER = "singleton_flags_service.handlers.change_events.handler"
 
 # Construct ids (the stack's is its name: constants.stack_name)
 STORAGE_ID = "Storage"
@@ -71,7 +70,7 @@ OUTPUT_ADMIN_POLICY_ARN = "AdminPolicyArn"
 OUTPUT_EVENT_BUS_NAME = "EventBusName"
 OUTPUT_CHANGE_EVENTS_TOPIC_ARN = "ChangeEventsTopicArn"
 
-# Function settings (names are those of singleton_flags_service.api.routes.HANDLERS)
+# Function settings (names are those of singleton_flags_service.contract.HANDLERS)
 MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "guard": 256, "seed": 256, CHANGE_EVENTS_FUNCTION: 256}
 # The write function works against a deadline taken from its remaining time; 20 s leaves API Gateway's 29 s
 # integration limit a margin, so a caller gets the function's answer, never a gateway timeout.

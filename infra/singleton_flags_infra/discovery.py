@@ -5,7 +5,7 @@ service's declarations).
 SSM, not CloudFormation exports: an application's stack that imported an export would block every update of
 this stack that changes the exported value (a new layer version on each declarations change), while an SSM
 parameter is read by the application's stack at its own deploy
-(``singleton_flags_cdk.construct.SingletonFlags(stage=)``).
+(``singleton_flags_cdk.SingletonFlags(stage=)``).
 """
 
 from __future__ import annotations

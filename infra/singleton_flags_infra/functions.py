@@ -1,5 +1,5 @@
 """The Lambda functions, each with its own least-privilege role: read, write and maintenance (the handlers of
-``singleton_flags_service.api.routes.HANDLERS``), the seed custom resource's function, and the change-events function
+``singleton_flags_service.contract.HANDLERS``), the seed custom resource's function, and the change-events function
 (the
 table's stream; no right on the table's items: infra/events.py grants it the stream and its bus).
 
@@ -26,14 +26,17 @@ from constructs import Construct
 
 from singleton_flags.keys import AUDIT_PK, GUARD_PK, IDEMPOTENCY_PK_PREFIX, SCHEDULE_PK, SINGLETON_PK
 from singleton_flags_service import vocabulary
-from singleton_flags_service.api.routes import (
+from singleton_flags_service.contract import (
+    CHANGE_EVENTS_FUNCTION,
+    CHANGE_EVENTS_HANDLER,
     GUARD_FUNCTION,
     HANDLERS,
     MAINTENANCE_FUNCTION,
     READ_FUNCTION,
+    SEED_FUNCTION,
+    SEED_HANDLER,
     WRITE_FUNCTION,
 )
-from singleton_flags_service.contract import SEED_FUNCTION
 
 from . import constants
 from .assets import functions_asset_dir
@@ -43,8 +46,6 @@ from .environment_size import SizedFunction
 from .logs import log_group
 from .nag import acknowledge
 from .powertools import bundled_layer_directory
-
-SEED_HANDLER = "singleton_flags_service.handlers.seed.handler"
 
 # What each function does to the table, and nothing more. TransactWriteItems is authorised per contained
 # action (Update, Put, ConditionCheck), so it needs no action of its own. Query serves GET /flags/history, and
@@ -109,7 +110,7 @@ ASSET_EXCLUDES = [
 
 
 class Functions(Construct):
-    """read, write and maintenance functions, keyed by the names of ``singleton_flags_service.api.routes.HANDLERS``."""
+    """read, write and maintenance functions, keyed by the names of ``singleton_flags_service.contract.HANDLERS``."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: FlagsConfig, table: dynamodb.ITableV2) -> None:
         super().__init__(scope, construct_id)
@@ -125,7 +126,7 @@ class Functions(Construct):
         }
         # Not in `functions` (alarmed per invocation): CloudFormation reports a failed seed as a failed deploy.
         self.seed = self._build_function(SEED_FUNCTION, SEED_HANDLER)
-        self.change_events = self._build_function(constants.CHANGE_EVENTS_FUNCTION, constants.CHANGE_EVENTS_HANDLER)
+        self.change_events = self._build_function(CHANGE_EVENTS_FUNCTION, CHANGE_EVENTS_HANDLER)
 
     @property
     def read(self) -> lambda_.Function:

@@ -42,7 +42,7 @@ class Service:
 
 def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations | None = None) -> Service:
     """The service's constructs, children of ``scope``: the stack's own (its logical IDs unchanged), or those of
-    ``singleton_flags_cdk.construct.SingletonFlags`` in another stack."""
+    ``singleton_flags_cdk.SingletonFlags`` in another stack."""
     storage = Storage(scope, constants.STORAGE_ID, declarations=declarations)
     functions = Functions(scope, constants.FUNCTIONS_ID, config=config, table=storage.table)
     storage.add_seed(functions.seed)
@@ -111,7 +111,8 @@ class FlagsStack(Stack):
         declarations: Declarations | None = None,
         **kwargs: Any,
     ) -> None:
-        """``declarations`` defaults to functions/singleton_flags/declarations.json (tests pass another set)."""
+        """``declarations`` defaults to the service's own (``singleton_flags_service.contract.DECLARATIONS_FILE``);
+        tests pass another set."""
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
         service = compose(self, config=config, declarations=declarations)

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from singleton_flags_service.api.routes import HANDLERS
-from singleton_flags_service.contract import DECLARATIONS_FILE
+from singleton_flags_service.contract import DECLARATIONS_FILE, HANDLERS
 from tests.support.packaging import ROOT, install_into_empty_venv
 
 pytestmark = pytest.mark.install

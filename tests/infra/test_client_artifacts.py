@@ -16,7 +16,7 @@ import pytest
 from aws_cdk import App, Stack, aws_dynamodb as dynamodb, aws_lambda as lambda_
 
 from singleton_flags.declarations import parse_declarations
-from singleton_flags_cdk.construct import SingletonFlags
+from singleton_flags_cdk import SingletonFlags
 from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.packaging import build_wheel, imported_modules, python_modules
 

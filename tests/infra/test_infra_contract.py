@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 from singleton_flags_infra import environment_size
-from singleton_flags_infra.constants import CHANGE_EVENTS_HANDLER, SCHEDULE_MAX_EVENT_AGE_SECONDS
-from singleton_flags_infra.functions import SEED_HANDLER
+from singleton_flags_infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS
 from singleton_flags_service import contract
-from singleton_flags_service.api.routes import HANDLERS
+from singleton_flags_service.contract import CHANGE_EVENTS_HANDLER, HANDLERS, SEED_HANDLER
 from tests.support import templates as tt
 from tests.support.synth import Synth, cdk_json_context, synthesize
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from singleton_flags_infra.constants import POWERTOOLS_VERSION
-from singleton_flags_service.api.routes import HANDLERS
+from singleton_flags_service.contract import HANDLERS
 from tests.support import templates as tt
 from tests.support.packaging import ROOT as REPO_ROOT
 from tests.support.synth import Synth

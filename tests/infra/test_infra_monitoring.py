@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from singleton_flags_service.api.routes import HANDLERS
+from singleton_flags_service.contract import HANDLERS
 from tests.support import templates as tt
 from tests.support.synth import Synth
 

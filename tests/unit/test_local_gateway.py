@@ -23,15 +23,14 @@ from local.gateway import (
 from local.runner import StartupError, banner, function_environment, parse_port, write_deployment_document
 from singleton_flags_infra.config import load_config, schedule_payload
 from singleton_flags_service.api.http import allowed_methods
-from singleton_flags_service.api.routes import (
+from singleton_flags_service.api.routes import ROUTES, RouteMatch, match_route
+from singleton_flags_service.contract import (
+    DEPLOYMENT_FILE_VARIABLE,
     MAINTENANCE_FUNCTION,
     READ_FUNCTION,
-    ROUTES,
     WRITE_FUNCTION,
-    RouteMatch,
-    match_route,
+    read_deployment_document,
 )
-from singleton_flags_service.contract import DEPLOYMENT_FILE_VARIABLE, read_deployment_document
 
 
 class RecordingFunctions:

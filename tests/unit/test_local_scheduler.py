@@ -8,8 +8,13 @@ from typing import Any
 import pytest
 
 from local.scheduler import Deliveries, LocalScheduler, due_at, local_one_time_environment, target_function
-from singleton_flags_service.api.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
-from singleton_flags_service.contract import GUARD_CLOSE_TARGET, SCHEDULED_CHANGE_TARGET, OneTimeTarget
+from singleton_flags_service.contract import (
+    GUARD_CLOSE_TARGET,
+    GUARD_FUNCTION,
+    MAINTENANCE_FUNCTION,
+    SCHEDULED_CHANGE_TARGET,
+    OneTimeTarget,
+)
 from singleton_flags_service.errors import SchedulerFault
 from singleton_flags_service.guards.writes import close_payload
 from singleton_flags_service.schedules.one_time import OneTimeSchedules

@@ -18,7 +18,8 @@ from singleton_flags.declarations import Declarations
 from singleton_flags_service.api.http import FlagRead, FlagsRead
 from singleton_flags_service.api.ofrep import OfrepEvaluation
 from singleton_flags_service.api.openapi import RESPONSE_NAMES, build_document, error_codes, operations
-from singleton_flags_service.api.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, WRITE_FUNCTION
+from singleton_flags_service.api.routes import OFREP_FLAG, OFREP_FLAGS, ROUTES
+from singleton_flags_service.contract import READ_FUNCTION, WRITE_FUNCTION
 from singleton_flags_service.errors import FlagsError, WriteConflict
 
 

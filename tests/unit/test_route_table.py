@@ -8,16 +8,8 @@ from typing import Any
 import pytest
 
 from local.functions import load_module
-from singleton_flags_service.api.routes import (
-    GET_FLAG,
-    HANDLERS,
-    READ_FUNCTION,
-    ROUTES,
-    WRITE_FUNCTION,
-    Views,
-    match_route,
-    powertools_rule,
-)
+from singleton_flags_service.api.routes import GET_FLAG, ROUTES, Views, match_route, powertools_rule
+from singleton_flags_service.contract import HANDLERS, READ_FUNCTION, WRITE_FUNCTION
 
 
 def registered_routes(app: Any) -> set[tuple[str, str]]:

@@ -1,6 +1,7 @@
-"""``python -m flagctl``: read and change the flags, for people (tables) and scripts (``--json``, exit codes).
+"""``flagctl`` (``python -m flagctl``): read and change the flags, for people (tables) and scripts (``--json``, exit
+codes).
 
-    python -m flagctl [--url URL | --stack-output-file cdk-outputs.json] [--json] [--timeout SECONDS] COMMAND
+    flagctl [--url URL | --stack-output-file cdk-outputs.json] [--json] [--timeout SECONDS] COMMAND
       get [NAME]                                   every flag, or one
       set NAME=VALUE ... --reason TEXT [--if-match VERSION]
       history [--limit N] [--cursor C]

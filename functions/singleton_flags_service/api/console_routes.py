@@ -15,7 +15,8 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel
 
 from singleton_flags_service.api.http import json_response
-from singleton_flags_service.api.routes import GET_DECLARATIONS, GET_WINDOWS, WRITE_FUNCTION, Views
+from singleton_flags_service.api.routes import GET_DECLARATIONS, GET_WINDOWS, Views
+from singleton_flags_service.contract import WRITE_FUNCTION
 from singleton_flags_service.maintenance.windows import WindowSchedule
 
 NO_STORE = {"Cache-Control": "no-store"}

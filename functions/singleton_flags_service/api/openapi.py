@@ -43,12 +43,11 @@ from singleton_flags_service.api.routes import (
     GET_FLAGS,
     OFREP_EVALUATE_FLAG,
     OFREP_EVALUATE_FLAGS,
-    READ_FUNCTION,
     ROUTES,
     SCHEDULES,
-    WRITE_FUNCTION,
     Route,
 )
+from singleton_flags_service.contract import READ_FUNCTION, WRITE_FUNCTION
 from singleton_flags_service.errors import FlagsError
 
 DISTRIBUTION = "singleton-flags-service"  # the document's version is this distribution's

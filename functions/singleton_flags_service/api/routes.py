@@ -1,7 +1,6 @@
 """The HTTP surface, declared once: the stack, the local runner and the declarations all read it.
 
-Each route names the function that serves it; a function is named by its handler string relative to
-the ``functions/`` asset root.
+Each route names the function that serves it (``singleton_flags_service.contract``'s names).
 """
 
 import re
@@ -9,18 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 from singleton_flags.declarations import RESERVED_FLAG_NAMES
-
-READ_FUNCTION = "read"
-WRITE_FUNCTION = "write"
-MAINTENANCE_FUNCTION = "maintenance"
-GUARD_FUNCTION = "guard"
-
-HANDLERS = {
-    READ_FUNCTION: "singleton_flags_service.handlers.read_api.handler",
-    WRITE_FUNCTION: "singleton_flags_service.handlers.write_api.handler",
-    MAINTENANCE_FUNCTION: "singleton_flags_service.handlers.maintenance.handler",
-    GUARD_FUNCTION: "singleton_flags_service.handlers.guard.handler",
-}
+from singleton_flags_service.contract import READ_FUNCTION, WRITE_FUNCTION
 
 
 class Route(NamedTuple):

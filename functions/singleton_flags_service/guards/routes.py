@@ -15,7 +15,8 @@ from pydantic import BaseModel
 from singleton_flags_service.api.http import json_response
 from singleton_flags_service.api.requests import page_query
 from singleton_flags_service.api.route_params import Cursor, limit_param
-from singleton_flags_service.api.routes import GET_GUARDS, WRITE_FUNCTION, Views
+from singleton_flags_service.api.routes import GET_GUARDS, Views
+from singleton_flags_service.contract import WRITE_FUNCTION
 from singleton_flags_service.guards.items import DEFAULT_GUARDS_LIMIT, MAX_GUARDS_LIMIT, guards_page_json
 from singleton_flags_service.guards.writes import GuardedWrites
 from singleton_flags_service.writes.audit import decode_cursor

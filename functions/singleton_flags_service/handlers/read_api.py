@@ -43,13 +43,12 @@ from singleton_flags_service.api.routes import (
     GET_FLAGS,
     OFREP_EVALUATE_FLAG,
     OFREP_EVALUATE_FLAGS,
-    READ_FUNCTION,
     ROUTES,
     RouteMatch,
     Views,
     match_route,
 )
-from singleton_flags_service.contract import Settings, load_service_declarations
+from singleton_flags_service.contract import READ_FUNCTION, Settings, load_service_declarations
 from singleton_flags_service.errors import FlagNotFound, FlagsError
 from singleton_flags_service.observability import ReadCounter, logger
 from singleton_flags_service.vocabulary import DEFAULT

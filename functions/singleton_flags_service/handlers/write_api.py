@@ -59,10 +59,9 @@ from singleton_flags_service.api.routes import (
     PATCH_FLAGS,
     RESTORE_FLAGS,
     REVERT_FLAGS,
-    WRITE_FUNCTION,
     Views,
 )
-from singleton_flags_service.contract import WriteConfiguration, load_service_declarations
+from singleton_flags_service.contract import WRITE_FUNCTION, WriteConfiguration, load_service_declarations
 from singleton_flags_service.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
 from singleton_flags_service.guards.routes import guard_routes, guards_query
 from singleton_flags_service.guards.writes import GuardedWrites, guarded_request, store_options

@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from singleton_flags_service.api.http import json_response
 from singleton_flags_service.api.requests import page_query
 from singleton_flags_service.api.route_params import Cursor, limit_param
-from singleton_flags_service.api.routes import CANCEL_SCHEDULE, CREATE_SCHEDULE, LIST_SCHEDULES, WRITE_FUNCTION, Views
+from singleton_flags_service.api.routes import CANCEL_SCHEDULE, CREATE_SCHEDULE, LIST_SCHEDULES, Views
+from singleton_flags_service.contract import WRITE_FUNCTION
 from singleton_flags_service.schedules.changes import (
     DEFAULT_LIST_LIMIT,
     MAX_LIST_LIMIT,
