@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.keys import SINGLETON_SK
@@ -363,6 +362,8 @@ class WindowDefinition:
             for key in ("start", "end")
             if not re.fullmatch(r"cron\([^()]*\)", getattr(self, key))
         ]
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only the functions that read windows need it
+
         try:
             ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError):
