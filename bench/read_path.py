@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
+from singleton_flags_service.contract import HANDLERS, READ_FUNCTION
+
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS = ROOT / "functions"  # the functions' asset root: Lambda's /var/task, the cold runs' working directory
 
@@ -279,7 +281,7 @@ def warm_figures() -> dict[str, Any]:
     with moto_table():
         from local.functions import load_module
 
-        module = load_module("singleton_flags_service.handlers.read_api", fresh=True)  # a fresh warm environment
+        module = load_module(HANDLER_MODULE, fresh=True)  # a fresh warm environment
         event, context = flags_event(), LambdaContext()
         get_items: list[int] = []
         module.PROVIDER._client.meta.events.register("before-call.dynamodb.GetItem", lambda **_: get_items.append(1))
@@ -372,16 +374,19 @@ def profile_warm(handler: Callable[..., Any], baseline: Callable[..., Any], even
 
 # --- cold start -------------------------------------------------------------------------------------------
 
+# The read function's handler module, as Lambda imports it from the asset root
+HANDLER_MODULE = HANDLERS[READ_FUNCTION].rpartition(".")[0]
+
 HANDLER_SCRIPT = """
 import json, sys, time
 started, started_cpu = time.perf_counter(), time.process_time()
-import read_api.handler as module
+import {HANDLER_MODULE} as module
 response = module.handler(json.loads(sys.argv[1]), type("Context", (), json.loads(sys.argv[2]))())
 seconds, cpu = time.perf_counter() - started, time.process_time() - started_cpu
 reason = json.loads(response["body"])["reason"]
 ok = response["statusCode"] == 200 and reason == "STATIC"
 print("BENCH " + json.dumps({"seconds": seconds, "cpu": cpu, "ok": ok}), file=sys.stderr)
-"""
+""".replace("{HANDLER_MODULE}", HANDLER_MODULE)
 
 FLOOR_SCRIPT = """
 import json, sys, time
@@ -407,12 +412,12 @@ POWERTOOLS_FLOOR_SCRIPT = FLOOR_SCRIPT.replace(
 # The read handler with its collector pause taken out (gc.disable made a no-op before it loads): what the pause
 # saves. Not a target, a control.
 COLLECTOR_ON_SCRIPT = HANDLER_SCRIPT.replace(
-    "import read_api.handler", "import gc; gc.disable = lambda: None\nimport read_api.handler"
+    f"import {HANDLER_MODULE}", f"import gc; gc.disable = lambda: None\nimport {HANDLER_MODULE}"
 )
 
 BREAKDOWN_SCRIPT = """
 import gc, json, sys, time
-gc.disable()  # as read_api.handler does first thing
+gc.disable()  # as the read handler does first thing
 phases, last = [], time.process_time()
 def mark(label):
     global last
@@ -428,10 +433,10 @@ import aws_lambda_powertools.event_handler; mark("import Powertools event_handle
 import aws_lambda_powertools.utilities.parameters.base; mark("import Powertools parameters")
 import singleton_flags_service.observability, singleton_flags.provider, singleton_flags.reader
 import singleton_flags_service.api.http, singleton_flags.declarations; mark("import singleton_flags.*")
-import read_api.handler as module; mark("read_api.handler module scope (its own client, app)")
+import {HANDLER_MODULE} as module; mark("the read handler module scope (its own client, app)")
 module.handler(json.loads(sys.argv[2]), type("Context", (), json.loads(sys.argv[3]))()); mark("first GET /flags")
 print("BENCH " + json.dumps({"phases": phases, "ok": True}), file=sys.stderr)
-"""
+""".replace("{HANDLER_MODULE}", HANDLER_MODULE)
 
 
 class StubDynamoDB(http.server.BaseHTTPRequestHandler):
