@@ -7,21 +7,29 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
+DIST_STAMP := $(VENV)/.installed-dist
 NODE_STAMP := node_modules/.package-lock.json
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: install dist run lint test test-unit test-integration test-infra test-e2e synth bench screenshots clean
 
-$(RUN_STAMP): requirements.txt pyproject.toml
+$(RUN_STAMP): requirements.txt pyproject.toml client/pyproject.toml flagctl/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e ./client -e . -e ./flagctl
 	touch $(RUN_STAMP)
 
 $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(DEV_STAMP)
+
+# `make dist` needs only the build front end and twine, at requirements-dev.txt's pins (a release job installs
+# nothing else).
+$(DIST_STAMP): requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check $$(grep -E '^(build|twine)==' requirements-dev.txt)
+	touch $(DIST_STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -32,10 +40,14 @@ install: $(DEV_STAMP) $(NODE_STAMP)
 run: $(RUN_STAMP)
 	$(PY) -m local
 
+# ruff, mypy, the import contracts between the packages (lint-imports: [tool.importlinter] in pyproject.toml) and
+# the GitHub Actions workflows (actionlint).
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo --cache-dir $(VENV)/.import_linter_cache
+	$(VENV)/bin/actionlint
 
 test: install
 	$(PY) -m pytest
@@ -60,11 +72,16 @@ bench: install
 
 # PNGs of the console's views in docs/images/ (docs/console.md), taken in Debian's Chromium from a fresh runner.
 screenshots: $(DEV_STAMP)
-	PYTHONPATH=. $(PY) tests/e2e/console_screenshots.py docs/images
+	$(PY) -m tests.support.screenshots docs/images
 
-dist: $(RUN_STAMP)
-	rm -rf dist build
-	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir dist .
+# The three distributions' sdists and wheels in dist/ (each wheel built from its sdist, in an isolated build
+# environment), checked by twine: the client (client/), the service (the repository's root), flagctl (flagctl/).
+# Earlier builds' leftovers go first: setuptools would put the files a stale *.egg-info lists into the sdist.
+DIST_PROJECTS := client . flagctl
+dist: $(DIST_STAMP)
+	rm -rf dist build client/build flagctl/build *.egg-info client/src/*.egg-info flagctl/src/*.egg-info
+	for project in $(DIST_PROJECTS); do $(PY) -m build --quiet --outdir dist $$project || exit 1; done
+	$(VENV)/bin/twine check --strict dist/*
 
 clean:
 	rm -rf cdk.out .pytest_cache

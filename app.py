@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from infra.application import build_app
-from infra.config import ConfigError
+from singleton_flags_infra.application import build_app
+from singleton_flags_infra.config import ConfigError
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COLD_DIR = Path(__file__).resolve().parent / "cold"
-DECLARATIONS = ROOT / "functions" / "singleton_flags" / "declarations.json"
+DECLARATIONS = ROOT / "functions" / "singleton_flags_service" / "declarations.json"
 
 FLAG = "signup_enabled"  # seeded True in every table
 CACHE_AGE = 5  # seconds, for the three readers alike (our default, LaunchDarkly's store cache, Powertools' max_age)
@@ -170,8 +170,8 @@ def seed_tables(admin: Any) -> None:
     """Our table as the stack seeds it; LaunchDarkly's and Powertools' with ``signup_enabled`` = True."""
     from local.dynamodb_local import create_table
     from singleton_flags.declarations import load_declarations
-    from singleton_flags.observability import logger
-    from singleton_flags.store import FlagStore
+    from singleton_flags_service.observability import logger
+    from singleton_flags_service.writes.store import FlagStore
 
     create_table(admin, TABLE)
     level = logger.log_level

@@ -3,7 +3,8 @@
 In one run:
 1. GetItem calls made by 10,000 warm GET /flags inside one max_age window (moto in-process): must be 1.
 2. Warm GET /flags p50/p99 of the real read handler, and of a baseline: an ``APIGatewayRestResolver`` route
-   returning a constant dict, wrapped in exactly the decorators of ``read_api.handler.handler`` (read from
+   returning a constant dict, wrapped in exactly the decorators of ``singleton_flags_service.handlers.read_api.handler``
+   (read from
    its source and evaluated in its module, so the baseline follows the handler). Ratio target <= 1.3.
    And a warm OFREP evaluation of one flag (``POST /ofrep/v1/evaluate/flags/{key}`` with an evaluation context)
    against a warm ``GET /flags/{name}``, same environment, interleaved. Ratio target <= 1.3.
@@ -42,6 +43,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, cast
+
+from singleton_flags_service.contract import HANDLERS, READ_FUNCTION
 
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS = ROOT / "functions"  # the functions' asset root: Lambda's /var/task, the cold runs' working directory
@@ -157,11 +160,11 @@ def ofrep_event(name: str = OFREP_FLAG) -> dict[str, Any]:
 def seeded_item() -> dict[str, Any]:
     """The singleton exactly as the seed leaves it (every flag at its initial value, version 0)."""
     from singleton_flags.codec import encode
-    from singleton_flags.declarations import load_declarations
     from singleton_flags.keys import VERSION_ATTR, singleton_key
+    from singleton_flags_service.contract import load_service_declarations
 
     item: dict[str, Any] = {**singleton_key(), VERSION_ATTR: {"N": "0"}}
-    item.update({name: encode(spec, spec.initial) for name, spec in load_declarations().items()})
+    item.update({name: encode(spec, spec.initial) for name, spec in load_service_declarations().items()})
     return item
 
 
@@ -195,7 +198,7 @@ class ByteCounter(io.TextIOBase):
 @contextlib.contextmanager
 def counted_stdout() -> Iterator[ByteCounter]:
     """Everything the function prints: ``print`` (EMF) through sys.stdout, and the Logger's own stream."""
-    from singleton_flags.observability import logger
+    from singleton_flags_service.observability import logger
 
     sink = ByteCounter()
     handler = cast("logging.StreamHandler[Any]", logger.registered_handler)  # Powertools logs to a StreamHandler
@@ -244,13 +247,13 @@ def moto_table() -> Iterator[None]:
     from moto import mock_aws
 
     from local.dynamodb_local import create_table
-    from singleton_flags.declarations import load_declarations
-    from singleton_flags.store import FlagStore
+    from singleton_flags_service.contract import load_service_declarations
+    from singleton_flags_service.writes.store import FlagStore
 
     with mock_aws():
         client = boto3.client("dynamodb")
         create_table(client, TABLE)
-        FlagStore(client, TABLE, load_declarations()).seed(actor="bench", reason="seed")
+        FlagStore(client, TABLE, load_service_declarations()).seed(actor="bench", reason="seed")
         yield
 
 
@@ -273,12 +276,12 @@ def timed_pairs(first: Callable[[], Any], second: Callable[[], Any], n: int) -> 
 
 
 def warm_figures() -> dict[str, Any]:
-    from singleton_flags.observability import logger
+    from singleton_flags_service.observability import logger
 
     with moto_table():
         from local.functions import load_module
 
-        module = load_module("read_api.handler", fresh=True)  # a fresh warm environment
+        module = load_module(HANDLER_MODULE, fresh=True)  # a fresh warm environment
         event, context = flags_event(), LambdaContext()
         get_items: list[int] = []
         module.PROVIDER._client.meta.events.register("before-call.dynamodb.GetItem", lambda **_: get_items.append(1))
@@ -371,16 +374,19 @@ def profile_warm(handler: Callable[..., Any], baseline: Callable[..., Any], even
 
 # --- cold start -------------------------------------------------------------------------------------------
 
+# The read function's handler module, as Lambda imports it from the asset root
+HANDLER_MODULE = HANDLERS[READ_FUNCTION].rpartition(".")[0]
+
 HANDLER_SCRIPT = """
 import json, sys, time
 started, started_cpu = time.perf_counter(), time.process_time()
-import read_api.handler as module
+import {HANDLER_MODULE} as module
 response = module.handler(json.loads(sys.argv[1]), type("Context", (), json.loads(sys.argv[2]))())
 seconds, cpu = time.perf_counter() - started, time.process_time() - started_cpu
 reason = json.loads(response["body"])["reason"]
 ok = response["statusCode"] == 200 and reason == "STATIC"
 print("BENCH " + json.dumps({"seconds": seconds, "cpu": cpu, "ok": ok}), file=sys.stderr)
-"""
+""".replace("{HANDLER_MODULE}", HANDLER_MODULE)
 
 FLOOR_SCRIPT = """
 import json, sys, time
@@ -406,12 +412,12 @@ POWERTOOLS_FLOOR_SCRIPT = FLOOR_SCRIPT.replace(
 # The read handler with its collector pause taken out (gc.disable made a no-op before it loads): what the pause
 # saves. Not a target, a control.
 COLLECTOR_ON_SCRIPT = HANDLER_SCRIPT.replace(
-    "import read_api.handler", "import gc; gc.disable = lambda: None\nimport read_api.handler"
+    f"import {HANDLER_MODULE}", f"import gc; gc.disable = lambda: None\nimport {HANDLER_MODULE}"
 )
 
 BREAKDOWN_SCRIPT = """
 import gc, json, sys, time
-gc.disable()  # as read_api.handler does first thing
+gc.disable()  # as the read handler does first thing
 phases, last = [], time.process_time()
 def mark(label):
     global last
@@ -425,12 +431,12 @@ import aws_lambda_powertools.logging; mark("import Powertools Logger")
 import aws_lambda_powertools.metrics; mark("import Powertools Metrics")
 import aws_lambda_powertools.event_handler; mark("import Powertools event_handler")
 import aws_lambda_powertools.utilities.parameters.base; mark("import Powertools parameters")
-import singleton_flags.observability, singleton_flags.provider, singleton_flags.reader
-import singleton_flags.http, singleton_flags.declarations; mark("import singleton_flags.*")
-import read_api.handler as module; mark("read_api.handler module scope (its own client, app)")
+import singleton_flags_service.observability, singleton_flags.provider, singleton_flags.reader
+import singleton_flags_service.api.http, singleton_flags.declarations; mark("import singleton_flags.*")
+import {HANDLER_MODULE} as module; mark("the read handler module scope (its own client, app)")
 module.handler(json.loads(sys.argv[2]), type("Context", (), json.loads(sys.argv[3]))()); mark("first GET /flags")
 print("BENCH " + json.dumps({"phases": phases, "ok": True}), file=sys.stderr)
-"""
+""".replace("{HANDLER_MODULE}", HANDLER_MODULE)
 
 
 class StubDynamoDB(http.server.BaseHTTPRequestHandler):

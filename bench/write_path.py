@@ -1,7 +1,7 @@
 """Write-path bench: 16 concurrent writers x 25 changes each on DynamoDB Local, without and with If-Match.
 
 Prints writes per second, p50/p99 attempts per acknowledged write, and the 409s (WriteConflict) and 412s
-(stale If-Match) the writers met. The workload is ``tests.support.write_workload.run_writers``, the one the
+(stale If-Match) the writers met. The workload is ``bench.workload.run_writers``, the one the
 integration concurrency proof checks for lost writes (its docstring says how attempts are counted).
 
 Run: ``.venv/bin/python -c "import bench.write_path as b; b.main()"`` (or ``python -m bench``).
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from singleton_flags.declarations import load_declarations
-from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, RunResult, run_writers, seed_table
+from bench.workload import CHANGES_PER_WRITER, WRITERS, RunResult, run_writers, seed_table
+from singleton_flags_service.contract import load_service_declarations
 
 
 def percentile(values: list[int], share: float) -> int:
@@ -33,10 +33,10 @@ def _report(label: str, result: RunResult) -> None:
 
 def main() -> None:
     from local.dynamodb_local import create_table, local_client, running_dynamodb_local
-    from singleton_flags.observability import logger
+    from singleton_flags_service.observability import logger
 
     logger.setLevel("WARNING")  # one "flags changed" line per write would drown the figures
-    declarations = load_declarations()
+    declarations = load_service_declarations()
     print(f"write path: {WRITERS} writers x {CHANGES_PER_WRITER} changes on DynamoDB Local (in memory, loopback)")
     with running_dynamodb_local() as endpoint:
         admin = local_client(endpoint)

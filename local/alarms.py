@@ -2,7 +2,8 @@
 EventBridge would deliver. Never deployed.
 
 - ``LocalAlarms``: alarm name -> state, in memory. The write function's DescribeAlarms and the guard function's
-  close check read it (``singleton_flags.alarms.AlarmStates``); ``POST /_alarms/<name>`` sets a state, creating
+  close check read it (``singleton_flags_service.guards.alarms.AlarmStates``); ``POST /_alarms/<name>`` sets a state,
+  creating
   the alarm. Nothing reaches CloudWatch, whatever DynamoDB the runner uses.
 - A change to ``ALARM`` of an alarm whose name starts with the deployment's ``guard_alarm_prefix`` is delivered
   to the guard function as the "CloudWatch Alarm State Change" event the stack's EventBridge rule would send (the
@@ -21,9 +22,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from local.gateway import LOCAL_ACCOUNT
-from singleton_flags.alarms import ALARM, INSUFFICIENT_DATA, STATES
 from singleton_flags.codec import iso_time
-from singleton_flags.guarding import ALARM_DETAIL_TYPE, ALARM_SOURCE
+from singleton_flags_service.guards.alarms import ALARM, INSUFFICIENT_DATA, STATES
+from singleton_flags_service.guards.guarding import ALARM_DETAIL_TYPE, ALARM_SOURCE
 
 
 class LocalAlarms:

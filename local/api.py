@@ -1,8 +1,8 @@
 """What the local runner answers: the deployed routes (through the functions) plus local-only routes.
 
-- every route of ``singleton_flags.routes.ROUTES``: a REST proxy event to the function the stack maps it to;
+- every route of ``singleton_flags_service.api.routes.ROUTES``: a REST proxy event to the function the stack maps it to;
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
-  (``infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
+  (``singleton_flags_infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
   function; never deployed;
 - ``GET /_events``: the ``Flags Changed`` events the deployed publisher made from the table's stream (every
   audit record the writes committed), oldest first (``local.events``); never deployed;
@@ -22,7 +22,7 @@
   (``local.web``).
 
 A path no route knows answers 404; a known path under another method 405 with ``Allow`` (the same answers
-and codes as ``singleton_flags.http.no_route_response``).
+and codes as ``singleton_flags_service.api.http.no_route_response``).
 """
 
 from __future__ import annotations
@@ -40,18 +40,19 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 
-from infra.config import ACTIONS, FlagsConfig, schedule_payload
 from local.alarms import LocalAlarms, alarm_state_change, rule_matches
 from local.events import StreamEvents, StreamUnavailable
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, Request, http_response, proxy_event
 from local.scheduler import LocalScheduler
 from local.web import static_file
-from singleton_flags.alarms import ALARM, STATES
-from singleton_flags.guard_writes import close_payload, close_schedule_name
-from singleton_flags.http import error_body, json_response, no_route_response
-from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION, ROUTES, Route, RouteMatch, match_route
-from singleton_flags.scheduled import PAYLOAD_KEY, schedule_name
+from singleton_flags_infra.config import ACTIONS, FlagsConfig, schedule_payload
+from singleton_flags_service.api.http import error_body, json_response, no_route_response
+from singleton_flags_service.api.routes import ROUTES, Route, RouteMatch, match_route
+from singleton_flags_service.contract import GUARD_FUNCTION, MAINTENANCE_FUNCTION
+from singleton_flags_service.guards.alarms import ALARM, STATES
+from singleton_flags_service.guards.writes import close_payload, close_schedule_name
+from singleton_flags_service.schedules.changes import PAYLOAD_KEY, schedule_name
 
 OPENAPI = "openapi"
 SCHEDULER = "scheduler"
@@ -194,7 +195,8 @@ class LocalApi:
         return _json(200, {"events": published, "errors": list(self._events.errors)})
 
     def _throttled(self) -> HttpResponse | None:
-        """API Gateway's THROTTLED answer (infra.api's gateway response) while requests are left to refuse."""
+        """API Gateway's THROTTLED answer (singleton_flags_infra.api's gateway response) while requests are left to
+        refuse."""
         with self._throttle_lock:
             if self._throttled_left <= 0:
                 return None

@@ -34,8 +34,8 @@ from botocore.exceptions import (
 from flagctl.client import is_loopback
 from local.dynamodb_local import create_table
 from singleton_flags.declarations import Declarations
-from singleton_flags.errors import FlagsError
-from singleton_flags.store import FlagStore
+from singleton_flags_service.errors import FlagsError
+from singleton_flags_service.writes.store import FlagStore
 
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
 # A dead endpoint must fail the start within seconds, not after botocore's default 60 s and retries.
@@ -116,7 +116,7 @@ def _describe(client: Any, table_name: str) -> dict[str, Any] | None:
 
 def _enable_stream(client: Any, table_name: str) -> None:
     """A table made before change events (no stream): its stream is turned on, as the stack's table has it."""
-    from infra.table import table_definition
+    from singleton_flags_infra.table import table_definition
 
     spec = table_definition().create_table_params(table_name)["StreamSpecification"]
     client.update_table(TableName=table_name, StreamSpecification=spec)

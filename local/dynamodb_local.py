@@ -121,12 +121,12 @@ def local_client(endpoint: str, *, region: str = REGION, timeout: float = 5.0, a
 
 
 def create_table(client: Any, name: str) -> None:
-    """Create the flags table as the stack does (``infra.table.table_definition``) and enable its TTL.
+    """Create the flags table as the stack does (``singleton_flags_infra.table.table_definition``) and enable its TTL.
 
     Point-in-time recovery and deletion protection are deployment safeguards with no effect on behaviour
     here, so they are left out.
     """
-    from infra.table import table_definition
+    from singleton_flags_infra.table import table_definition
 
     definition = table_definition()
     client.create_table(**definition.create_table_params(name))

@@ -1,5 +1,5 @@
 """The runner's change events (``GET /_events``): the table's own stream, read as Lambda's event source mapping
-reads it, through the deployed publisher (``singleton_flags.events.ChangePublisher``) into an in-memory bus.
+reads it, through the deployed publisher (``singleton_flags_service.events.ChangePublisher``) into an in-memory bus.
 
 The write function never publishes, here as deployed: an event exists because its audit record reached the
 stream. Each ``GET /_events`` reads what the stream holds beyond what was already read (every shard, from the
@@ -22,8 +22,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from infra.constants import event_bus_name
-from singleton_flags.events import ChangePublisher, is_change_record
+from singleton_flags_infra.constants import event_bus_name
+from singleton_flags_service.events import ChangePublisher, is_change_record
 
 NEW_IMAGE_VIEWS = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 # botocore sends a call naming a stream ARN to the account's own endpoint (<account>.streams-ddb.<region>...),

@@ -1,4 +1,5 @@
-"""The three Lambda functions, loaded from the handler strings the stack deploys (``singleton_flags.routes.HANDLERS``).
+"""The Lambda functions, loaded from the handler strings the stack deploys
+(``singleton_flags_service.contract.HANDLERS``).
 
 Each handler module is imported once (its cold start) and keeps its module-scope state, so every function
 has its own provider cache, as separate execution environments would. Lambda runs one request at a time
@@ -17,24 +18,18 @@ from types import ModuleType
 from typing import Any
 
 from local.gateway import LambdaContext
-from local.paths import FUNCTIONS_DIR
 
 Handler = Callable[[Any, Any], Any]
 
 
 def load_module(module_name: str, *, fresh: bool = False) -> ModuleType:
-    """A handler module (``read_api.handler``) from the functions' asset root, as Lambda loads it from
-    ``/var/task``; once per process (``fresh``: run its module scope again, a new cold start).
-
-    Handlers are not installed packages (the distribution holds ``singleton_flags`` only): each is loaded from
-    its file, under its Lambda module name, and imports nothing but ``singleton_flags`` and libraries.
-    """
+    """A handler module (``singleton_flags_service.handlers.read_api``), imported as Lambda imports it from the
+    asset: once per process (``fresh``: run its module scope again, a new cold start)."""
     if not fresh and module_name in sys.modules:
         return sys.modules[module_name]
-    path = FUNCTIONS_DIR.joinpath(*module_name.split(".")).with_suffix(".py")
-    spec = importlib.util.spec_from_file_location(module_name, path)
+    spec = importlib.util.find_spec(module_name)
     if spec is None or spec.loader is None:
-        raise ImportError(f"no handler module {module_name!r} at {path}")
+        raise ImportError(f"no handler module {module_name!r}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
@@ -46,7 +41,8 @@ def load_module(module_name: str, *, fresh: bool = False) -> ModuleType:
 
 
 def load_handler(handler_string: str) -> Handler:
-    """``read_api.handler.handler`` -> the function object (loading its module: a cold start)."""
+    """``singleton_flags_service.handlers.read_api.handler`` -> the function object (loading its module: a cold
+    start)."""
     module_name, _, attribute = handler_string.rpartition(".")
     handler: Handler = getattr(load_module(module_name), attribute)
     return handler

@@ -1,8 +1,8 @@
 """The local stand-in for API Gateway (REST API, Lambda proxy integration): HTTP request <-> proxy event.
 
 Pure functions, no sockets: ``proxy_event`` builds the event Lambda would receive for the route that
-``singleton_flags.routes.match_route`` picked (the one the deployed API picks), and ``http_response`` turns a proxy
-result back into status, headers and body. The server (``flagctl.http_server``, whose ``Request`` and
+``singleton_flags_service.api.routes.match_route`` picked (the one the deployed API picks), and ``http_response`` turns
+a proxy result back into status, headers and body. The server (``flagctl.http_server``, whose ``Request`` and
 ``HttpResponse`` these are) only moves bytes.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from flagctl.http_server import HttpResponse, Request
-from singleton_flags.routes import RouteMatch
+from singleton_flags_service.api.routes import RouteMatch
 
 __all__ = [
     "LOCAL_ACCOUNT",

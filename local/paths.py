@@ -1,6 +1,5 @@
-"""Where things are: the repository, and ``functions/`` (the functions' asset root, Lambda's ``/var/task``)."""
+"""Where things are: the repository the local runner runs from."""
 
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FUNCTIONS_DIR = REPO_ROOT / "functions"

@@ -1,8 +1,8 @@
 """``python -m local``: the whole API on http://127.0.0.1:3000 over an embedded (or the named) DynamoDB.
 
 Start-up, in order, each failure one line on stderr and exit status 1 (no traceback):
-cdk.json and the declarations -> the functions' environment -> the port (bound before anything slow) ->
-DynamoDB (table created if absent, then seeded) -> the three functions' cold starts -> the banner.
+cdk.json and the declarations -> the functions' environment and deployment document -> the port (bound before
+anything slow) -> DynamoDB (table created if absent, then seeded) -> the functions' cold starts -> the banner.
 Ctrl-C (or SIGTERM) stops it and exits 0.
 """
 
@@ -12,18 +12,18 @@ import os
 import re
 import signal
 import sys
+import tempfile
 from collections.abc import Mapping
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from flagctl.http_server import LOOPBACK, LocalServer
-from infra.config import ConfigError, FlagsConfig, function_environment as deployed_environment, load_config
 from local.alarms import LocalAlarms
 from local.api import LocalApi
 from local.backend import ENDPOINT_ENV, BackendError, choose_backend, prepare_table
 from local.events import StreamEvents
 from local.functions import Functions, load_handler
-from local.openapi import build_document
 from local.scheduler import (
     Deliveries,
     LocalScheduler,
@@ -31,11 +31,26 @@ from local.scheduler import (
     target_function,
     use_local_scheduler,
 )
-from singleton_flags import vocabulary
-from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.errors import DeclarationError
-from singleton_flags.routes import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, WRITE_FUNCTION
-from singleton_flags.settings import Settings, SettingsError
+from singleton_flags.declarations import Declarations
+from singleton_flags_infra.config import (
+    ConfigError,
+    FlagsConfig,
+    deployment_document,
+    function_environment as deployed_environment,
+    load_config,
+)
+from singleton_flags_service import contract, vocabulary
+from singleton_flags_service.api.openapi import build_document
+from singleton_flags_service.contract import (
+    GUARD_FUNCTION,
+    HANDLERS,
+    MAINTENANCE_FUNCTION,
+    WRITE_FUNCTION,
+    SettingsError,
+    WriteConfiguration,
+    load_service_declarations,
+)
+from singleton_flags_service.errors import DeclarationError
 
 DEFAULT_PORT = 3000
 DEFAULT_TABLE = "singleton-flags-local"
@@ -55,29 +70,35 @@ def parse_port(raw: str | None) -> int:
     return int(value)
 
 
-def function_environment(config: FlagsConfig, env: Mapping[str, str]) -> dict[str, str]:
-    """What the stack puts in the functions' environment (infra/functions.py), with local values.
+def write_deployment_document(config: FlagsConfig, directory: Path) -> Path:
+    """The deployment document the stack would ship for cdk.json (infra/assets.py), written into ``directory``:
+    the functions run from the checkout, whose package holds none."""
+    path = directory / contract.DEPLOYMENT_FILE.name
+    path.write_text(deployment_document(config), encoding="utf-8")
+    return path
+
+
+def function_environment(config: FlagsConfig, env: Mapping[str, str], document: Path) -> dict[str, str]:
+    """What the stack puts in the functions' environment (infra/functions.py), with local values, and the
+    deployment document they read (``document``, from ``write_deployment_document``).
 
     The user's own TABLE_NAME, cache age, region... win; the windows always come from cdk.json, as deployed.
     """
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
-    deployed = {  # one process: the widest env (the windows of both writers, the write function's schedules)
+    deployed = {  # one process: the widest env (every writer's settings, the write function's guard prefix)
         **deployed_environment(config, DEFAULT_TABLE, MAINTENANCE_FUNCTION),
         **deployed_environment(config, DEFAULT_TABLE, WRITE_FUNCTION),
     }
-    windows = deployed.pop("MAINTENANCE_WINDOWS")
-    schedules = deployed.pop("MAINTENANCE_SCHEDULES")
     defaults = {
         **deployed,
         **local_one_time_environment(region),
-        "FLAGS_LOCAL_ACTOR": LOCAL_ACTOR,
+        contract.LOCAL_ACTOR: LOCAL_ACTOR,
         "POWERTOOLS_METRICS_DISABLED": "1",  # no EMF blobs in a terminal
         "AWS_REGION": region,
         "AWS_DEFAULT_REGION": region,
     }
     resolved = {key: env.get(key) or value for key, value in defaults.items()}
-    resolved["MAINTENANCE_WINDOWS"] = windows
-    resolved["MAINTENANCE_SCHEDULES"] = schedules
+    resolved[contract.DEPLOYMENT_FILE_VARIABLE] = str(document)
     resolved["POWERTOOLS_TRACE_DISABLED"] = "1"  # no X-Ray daemon here
     return resolved
 
@@ -88,7 +109,7 @@ def _load() -> tuple[FlagsConfig, Declarations]:
     except ConfigError as exc:
         raise StartupError(f"broken configuration in cdk.json: {exc}") from exc
     try:
-        declarations = load_declarations()
+        declarations = load_service_declarations()
     except DeclarationError as exc:
         raise StartupError(f"broken flag declarations: {exc}") from exc
     return config, declarations
@@ -160,12 +181,13 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 def run() -> None:
     port = parse_port(os.environ.get("PORT"))
     config, declarations = _load()
-    os.environ.update(function_environment(config, os.environ))
-    try:
-        settings = Settings.from_env(os.environ)
-    except SettingsError as exc:
-        raise StartupError(f"bad function environment: {exc}") from exc
     with ExitStack() as stack:
+        directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="singleton-flags-local-")))
+        os.environ.update(function_environment(config, os.environ, write_deployment_document(config, directory)))
+        try:
+            settings = WriteConfiguration.from_env(os.environ).settings  # the widest reader: every function's
+        except SettingsError as exc:
+            raise StartupError(f"bad function environment: {exc}") from exc
         server = _bind(port)
         stack.callback(server.server_close)
         backend = choose_backend(os.environ)

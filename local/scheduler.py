@@ -25,10 +25,16 @@ from zoneinfo import ZoneInfo
 
 from botocore.exceptions import ClientError
 
-from infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS, SCHEDULE_RETRY_ATTEMPTS
-from singleton_flags import guard_writes, one_time
-from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
-from singleton_flags.vocabulary import DEFAULT_SERVICE
+from singleton_flags_infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS, SCHEDULE_RETRY_ATTEMPTS
+from singleton_flags_service.contract import (
+    GUARD_CLOSE_TARGET,
+    GUARD_FUNCTION,
+    MAINTENANCE_FUNCTION,
+    SCHEDULED_CHANGE_TARGET,
+    OneTimeTarget,
+)
+from singleton_flags_service.guards import writes as guard_writes
+from singleton_flags_service.vocabulary import DEFAULT_SERVICE
 
 _AT = re.compile(r"at\(([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\)")
 TICK_SECONDS = 1.0
@@ -133,23 +139,24 @@ class Deliveries:
 def local_one_time_environment(region: str) -> dict[str, str]:
     """What the stack tells the write function about its one-time schedules (infra/scheduled_changes.py: the
     scheduled changes', to the maintenance function; infra/guards.py: the guards' closes, in their own group, to
-    the guard function), with local names: the runner's own scheduler holds them and delivers them
-    (``target_function``), so these only name things; nothing reaches AWS."""
+    the guard function), with local names, written by the contract's writers as the stack writes them: the
+    runner's own scheduler holds them and delivers them (``target_function``), so these only name things; nothing
+    reaches AWS."""
     prefix = f"{DEFAULT_SERVICE}-local"
     environment: dict[str, str] = {}
-    for names, group, function in (
-        (one_time.ENV_NAMES, prefix, MAINTENANCE_FUNCTION),
-        (guard_writes.ENV_NAMES, f"{prefix}-guards", GUARD_FUNCTION),
+    for variables, group, function in (
+        (SCHEDULED_CHANGE_TARGET, prefix, MAINTENANCE_FUNCTION),
+        (GUARD_CLOSE_TARGET, f"{prefix}-guards", GUARD_FUNCTION),
     ):
-        group_env, target_env, role_env, dead_letter_env, retry_env, max_age_env = names
-        environment |= {
-            group_env: group,
-            target_env: f"arn:aws:lambda:{region}:000000000000:function:{prefix}-{function}",
-            role_env: f"arn:aws:iam::000000000000:role/{group}-scheduler",
-            dead_letter_env: f"arn:aws:sqs:{region}:000000000000:{group}-dead-letters",
-            retry_env: str(SCHEDULE_RETRY_ATTEMPTS),
-            max_age_env: str(SCHEDULE_MAX_EVENT_AGE_SECONDS),
-        }
+        target = OneTimeTarget(
+            group=group,
+            target_arn=f"arn:aws:lambda:{region}:000000000000:function:{prefix}-{function}",
+            role_arn=f"arn:aws:iam::000000000000:role/{group}-scheduler",
+            dead_letter_arn=f"arn:aws:sqs:{region}:000000000000:{group}-dead-letters",
+            retry_attempts=SCHEDULE_RETRY_ATTEMPTS,
+            max_event_age_seconds=SCHEDULE_MAX_EVENT_AGE_SECONDS,
+        )
+        environment |= variables.environment(target)
     return environment
 
 
@@ -160,14 +167,14 @@ def target_function(payload: dict[str, Any]) -> str:
 
 def use_local_scheduler(write_module: Any, scheduler: LocalScheduler) -> None:
     """Give the loaded write function this scheduler in place of EventBridge Scheduler (its store unchanged)."""
-    from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
-    from singleton_flags.scheduled import ScheduledChanges, ScheduleItems
+    from singleton_flags_service.schedules.changes import ScheduledChanges, ScheduleItems
+    from singleton_flags_service.schedules.one_time import OneTimeSchedules
 
-    settings = write_module.SETTINGS
+    configuration = write_module.CONFIG  # what the function read at its cold start
+    settings = configuration.settings
     items = ScheduleItems(
         write_module.CLIENT, settings.table_name, retention_seconds=settings.audit_retention_days * 86400
     )
-    target = OneTimeTarget.from_env(write_module.os.environ)
-    write_module.SCHEDULED = ScheduledChanges(items, OneTimeSchedules(scheduler, target))
-    close_target = guard_writes.close_target_from_env(write_module.os.environ)
+    write_module.SCHEDULED = ScheduledChanges(items, OneTimeSchedules(scheduler, configuration.scheduled_changes))
+    close_target = configuration.guard_closes
     write_module.GUARDS.schedules = OneTimeSchedules(scheduler, close_target) if close_target is not None else None

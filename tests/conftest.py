@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from local.gateway import LambdaContext
-from singleton_flags.declarations import Declarations, load_declarations
+from singleton_flags.declarations import Declarations
+from singleton_flags_service.contract import load_service_declarations
 from tests.support.events import invocation_context, rest_event
 
 TABLE_NAME = "singleton-flags-test"
@@ -69,7 +70,7 @@ def _session() -> Any:
 
 @pytest.fixture(scope="session")
 def declarations() -> Declarations:
-    return load_declarations()
+    return load_service_declarations()
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""`npx cdk synth` here (with `pip install 'singleton-flags[cdk]'`): the consumer stack, bound to the flags of
-the stage named by `-c flags_stage=<stage>` (default prod)."""
+"""`npx cdk synth` here (with `singleton-flags[cdk]` installed: docs/install.md): the consumer stack, bound to the
+flags of the stage named by `-c flags_stage=<stage>` (default prod)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Any
 from aws_cdk import Duration, Stack, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct
 
-from singleton_flags.cdk import SingletonFlags
+from singleton_flags_cdk import SingletonFlags
 
 HERE = Path(__file__).resolve().parent
 DECLARATIONS = HERE / "flags.json"

@@ -1,4 +1,4 @@
-"""e2e tier: the local runner driven over HTTP. Every test here is marked ``e2e``; helpers are in e2e_support."""
+"""e2e tier: the local runner driven over HTTP. Every test here is marked ``e2e``; helpers: ``tests.support.runner``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import Runner, running
+
+from tests.support.runner import Runner, running
 
 _HERE = Path(__file__).parent
 

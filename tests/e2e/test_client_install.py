@@ -1,5 +1,6 @@
 """An application's path: `AWS_ENDPOINT_URL_DYNAMODB=<DynamoDB Local> make run` creates and seeds the table;
-`pip install '.[openfeature]'` into an empty virtual environment, then the docs' client and OpenFeature examples
+the client's wheel with its `[openfeature]` extra installed into an empty virtual environment, then the docs' client and
+OpenFeature examples
 read the flags from that table.
 
 Selected with ``-m install`` (also part of the e2e tier): it builds the package and installs it with its
@@ -15,11 +16,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from e2e_support import MAKE_RUN, start_runner
 
-from singleton_flags.declarations import DECLARATIONS_FILE
+from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
 from tests.support.packaging import install_into_empty_venv
+from tests.support.runner import MAKE_RUN, start_runner
 
 pytestmark = pytest.mark.install
 
@@ -53,7 +54,7 @@ def test_an_empty_venv_with_the_openfeature_extra_reads_the_flags_from_the_table
     assert "created and seeded" in runner.output() and "local runner stopped" in runner.output()
     assert seeded.body["version"] == 0
     # And an empty virtual environment and the package installed into it with its [openfeature] extra
-    python = install_into_empty_venv(tmp_path, "openfeature")
+    python = install_into_empty_venv(tmp_path, "singleton-flags[openfeature]")
     venv = python.parents[1]
     # And an application: its declarations and the docs' client example as its function
     app = tmp_path / "app"

@@ -15,7 +15,10 @@ from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from console_support import (
+from playwright.sync_api import Browser, Error as PlaywrightError, Page, Route, expect, sync_playwright
+
+from singleton_flags_service.api.routes import ROUTES
+from tests.support.console import (
     VIEWS,
     Session,
     apply_with_reason,
@@ -26,7 +29,7 @@ from console_support import (
     session,
     show_view,
 )
-from e2e_support import (
+from tests.support.runner import (
     Runner,
     eventually,
     flagctl_console as console_process,
@@ -34,9 +37,6 @@ from e2e_support import (
     runner_env,
     running,
 )
-from playwright.sync_api import Browser, Error as PlaywrightError, Page, Route, expect, sync_playwright
-
-from singleton_flags.routes import ROUTES
 
 WINDOW = "weekly-patching"  # cdk.json's window
 PHONE_WIDTH = 375

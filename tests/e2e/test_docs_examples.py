@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from e2e_support import REPO_ROOT, Runner, runner_env, start_runner
+
+from tests.support.runner import REPO_ROOT, Runner, runner_env, start_runner
 
 PAGES = ("docs/api.md", "docs/local-runner.md", "docs/flagctl.md", "docs/change-workflows.md")
 DOCUMENTED_URL = "http://127.0.0.1:3000"

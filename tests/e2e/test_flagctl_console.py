@@ -27,12 +27,12 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from e2e_support import REPO_ROOT, Runner, flagctl_console as console_process
 
 from flagctl.console import TOKEN_HEADER, ConsoleProxy, send_upstream, signer_for
 from flagctl.http_server import LocalServer
 from local.web import CONSOLE_DIR
 from tests.support.hostile_answers import ANSWER, REDIRECT, hostile_answers
+from tests.support.runner import REPO_ROOT, Runner, flagctl_console as console_process
 from tests.support.scripted_server import Script, ScriptedServer, scripted_server
 
 ACCESS_KEY, SECRET_KEY, SESSION_TOKEN = "AKIAFAKECONSOLE", "fake-secret-for-the-console-tests", "fake-session"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from e2e_support import Runner, run_module
+from tests.support.runner import Runner, run_module
 
 
 def flagctl(runner: Runner, *args: str) -> subprocess.CompletedProcess[str]:

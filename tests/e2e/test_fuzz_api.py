@@ -16,7 +16,6 @@ from collections.abc import Iterator
 
 import pytest
 import schemathesis
-from e2e_support import Runner, run_module, start_runner
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -25,6 +24,8 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+
+from tests.support.runner import Runner, run_module, start_runner
 
 MAX_EXAMPLES = 50  # per operation
 CHECKS = [

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from e2e_support import Answer, Runner, eventually, run_module
 
-from infra.config import load_config
+from singleton_flags_infra.config import load_config
+from tests.support.runner import Answer, Runner, eventually, run_module
 
 PREFIX = load_config().guard_prefix
 

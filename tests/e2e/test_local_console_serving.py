@@ -11,9 +11,9 @@ import re
 from urllib.parse import urlsplit
 
 import pytest
-from e2e_support import Runner
 
 from local.web import CONSOLE_DIR, CONTENT_SECURITY_POLICY, SWAGGER_UI_DIR
+from tests.support.runner import Runner
 
 
 def raw(

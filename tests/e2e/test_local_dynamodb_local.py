@@ -4,10 +4,9 @@ second start seeds again without touching live values. Never skipped when ``CI``
 
 from __future__ import annotations
 
-from e2e_support import start_runner
-
 from local.dynamodb_local import local_client
 from singleton_flags.keys import SINGLETON_SK, singleton_key
+from tests.support.runner import start_runner
 
 TABLE = "singleton-flags-e2e"
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from e2e_support import Answer, Runner, eventually
 
-from infra.config import load_config
-from singleton_flags.declarations import load_declarations
+from singleton_flags_infra.config import load_config
+from singleton_flags_service.contract import load_service_declarations
+from tests.support.runner import Answer, Runner, eventually
 
-DECLARED = list(load_declarations())
+DECLARED = list(load_service_declarations())
 WINDOW = load_config().maintenance_windows[0].name
 
 

@@ -10,7 +10,8 @@ import uuid
 from urllib.parse import urlsplit
 
 import pytest
-from e2e_support import Runner
+
+from tests.support.runner import Runner
 
 
 def raw_exchange(runner: Runner, request: bytes) -> tuple[int, dict[str, str], bytes]:

@@ -7,9 +7,8 @@ import socket
 import subprocess
 import time
 
-from e2e_support import REPO_ROOT, run_module, runner_env, start_runner
-
 from local.dynamodb_local import free_port
+from tests.support.runner import REPO_ROOT, run_module, runner_env, start_runner
 
 FAILURE_TIMEOUT_SECONDS = 30
 

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import REPO_ROOT, Runner, eventually, running
 from openfeature import api
 from openfeature.client import OpenFeatureClient
 from openfeature.contrib.provider.ofrep import OFREPProvider
 from openfeature.evaluation_context import EvaluationContext
 from openfeature.exception import ErrorCode
 from openfeature.flag_evaluation import Reason
+
+from tests.support.runner import REPO_ROOT, Runner, eventually, running
 
 NODE_CLIENT = Path(__file__).with_name("ofrep_node_client.cjs")
 DOMAIN = "ofrep-e2e"

@@ -7,7 +7,7 @@ import json
 import subprocess
 import time
 
-from e2e_support import Runner, eventually, run_module
+from tests.support.runner import Runner, eventually, run_module
 
 
 def flagctl(runner: Runner, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,6 +1,6 @@
-"""The whole service from the installed distribution: `pip install '.[cdk]'` into an empty virtual environment,
-then an application's CDK app outside any checkout builds it with ``SingletonFlags(config=...)`` and binds a
-function; nothing of the repository is on the path.
+"""The whole service from the installed distributions: the service's wheel with its ``[cdk]`` extra (and the
+client's) in an empty virtual environment, then an application's CDK app outside any checkout builds it with
+``FlagsService(config=...)`` and binds a function; nothing of the repository is on the path.
 
 Selected with ``-m install`` (also part of the e2e tier): it installs aws-cdk-lib, from pip's cache or PyPI.
 """
@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from singleton_flags.routes import HANDLERS
+from singleton_flags_service.contract import DECLARATIONS_FILE, HANDLERS
 from tests.support.packaging import ROOT, install_into_empty_venv
 
 pytestmark = pytest.mark.install
@@ -24,11 +23,11 @@ pytestmark = pytest.mark.install
 APP = """
 import importlib.util, json, pathlib, sys
 from aws_cdk import App, Stack, aws_lambda as lambda_
-from singleton_flags.cdk import SingletonFlags
+from singleton_flags_infra import FlagsService
 
 app = App(outdir="cdk.out", context={"aws:cdk:enable-asset-metadata": True})
 stack = Stack(app, "Application", env={"account": "123456789012", "region": "eu-west-1"})
-flags = SingletonFlags(stack, "Flags", config=CONFIG, declarations="flags.json")
+flags = FlagsService(stack, "Flags", config=CONFIG, declarations="flags.json")
 function = lambda_.Function(stack, "Checkout", runtime=lambda_.Runtime.PYTHON_3_13, handler="index.handler",
                             code=lambda_.Code.from_inline("def handler(event, context):\\n    return None\\n"))
 flags.bind(function)
@@ -44,20 +43,20 @@ for resource in template["Resources"].values():
                 p.relative_to(root).as_posix() for p in root.rglob("*.py"))
 print(json.dumps({
     "assets": assets,
-    "checkout_importable": importlib.util.find_spec("infra") is not None,
-    "service": importlib.util.find_spec("singleton_flags.service").origin,
+    "checkout_importable": any(importlib.util.find_spec(name) is not None for name in ("local", "tests", "flagctl")),
+    "service": importlib.util.find_spec("singleton_flags_infra").origin,
 }))
 """
 
 
 def test_the_installed_distribution_builds_the_whole_service(tmp_path: Path) -> None:
     # Given an empty virtual environment with the package and its [cdk] extra, from a wheel-like install
-    python = install_into_empty_venv(tmp_path, "cdk")
+    python = install_into_empty_venv(tmp_path, "singleton-flags-service[cdk]")
     venv = python.parents[1]
     # And an application's CDK app, in a directory of its own, with its declarations and cdk.json's settings
     app = tmp_path / "app"
     app.mkdir()
-    (app / "flags.json").write_text((ROOT / "functions" / "singleton_flags" / "declarations.json").read_text())
+    (app / "flags.json").write_text(DECLARATIONS_FILE.read_text())
     config = json.loads((ROOT / "cdk.json").read_text())["context"]["singleton-flags"]
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -79,18 +78,11 @@ def test_the_installed_distribution_builds_the_whole_service(tmp_path: Path) -> 
     # Then the service came from the installed distribution, with no checkout on the path
     assert not result["checkout_importable"]
     assert result["service"].startswith(str(venv))
-    # And each function's asset holds its handler beside the runtime package, never the CDK app
+    # And each function's asset holds its handler beside the runtime packages, never the CDK app or its helpers
     for handler in HANDLERS.values():
         files = result["assets"][handler]
         assert f"{handler.rsplit('.', 1)[0].replace('.', '/')}.py" in files, handler
         assert "singleton_flags/reader.py" in files
-        assert not [f for f in files if f.startswith("singleton_flags/service/")]
+        assert not [f for f in files if f.startswith(("singleton_flags_infra/", "singleton_flags_cdk/"))]
     # And the build stayed in the application's directory
     assert (app / ".build").is_dir()
-
-
-def test_every_handler_of_functions_is_in_the_distribution() -> None:
-    # The CDK app stages the functions' asset from the distribution's handlers: none may be left out.
-    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    handlers = {path.parent.name for path in (ROOT / "functions").glob("*/handler.py")}
-    assert {f"singleton_flags.service.handlers.{name}" for name in handlers} <= set(packages)

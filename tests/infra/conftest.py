@@ -13,7 +13,9 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from infra_support import (
+
+from tests.support.packaging import ROOT as REPO_ROOT
+from tests.support.synth import (
     JSII_QUIET,
     CliSynth,
     Synth,
@@ -24,8 +26,6 @@ from infra_support import (
     variant_context,
     variant_declarations,
 )
-
-from tests.support.packaging import ROOT as REPO_ROOT
 
 for _name, _value in JSII_QUIET.items():
     os.environ.setdefault(_name, _value)

@@ -7,10 +7,11 @@ import re
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import Synth
 
-from singleton_flags.routes import HANDLERS, ROUTES
+from singleton_flags_service.api.routes import ROUTES
+from singleton_flags_service.contract import HANDLERS
+from tests.support import templates as tt
+from tests.support.synth import Synth
 
 pytestmark = pytest.mark.infra
 
@@ -304,8 +305,9 @@ def test_reader_policy_as_iam_evaluates_it(synth: Synth, request_path: str, read
 
 
 def test_a_new_static_route_under_flags_is_denied_to_readers_by_construction() -> None:
-    from infra.api import reader_deny_paths
-    from singleton_flags.routes import WRITE_FUNCTION, Route
+    from singleton_flags_infra.api import reader_deny_paths
+    from singleton_flags_service.api.routes import Route
+    from singleton_flags_service.contract import WRITE_FUNCTION
 
     routes = (*ROUTES, Route("GET", "/flags/schedules", WRITE_FUNCTION), Route("PUT", "/flags/guards", WRITE_FUNCTION))
     denied = reader_deny_paths(routes)

@@ -7,8 +7,9 @@ import re
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import CliSynth, Synth
+
+from tests.support import templates as tt
+from tests.support.synth import CliSynth, Synth
 
 pytestmark = pytest.mark.infra
 

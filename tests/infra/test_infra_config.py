@@ -1,4 +1,5 @@
-"""infra/config.py: cdk.json's `singleton-flags` context validated at synth, each bad value named by its key.
+"""singleton_flags_infra.config: cdk.json's `singleton-flags` context validated at synth, each bad value named by its
+key.
 
 No synth here: the config is pure Python.
 """
@@ -12,15 +13,17 @@ from typing import Any
 
 import pytest
 
-from infra.config import (
+from singleton_flags_infra.config import (
+    CACHE_MAX_AGE_SECONDS,
     ConfigError,
     MaintenanceWindow,
+    deployment_document,
     function_environment,
     load_config,
     parse_config,
     schedule_payload,
-    windows_env,
 )
+from singleton_flags_service import contract
 from tests.support.packaging import ROOT as REPO_ROOT
 
 pytestmark = pytest.mark.infra
@@ -100,10 +103,13 @@ def test_config_is_frozen() -> None:
 
 
 def test_config_module_does_not_import_cdk() -> None:
-    # The local runner imports infra.config: it must not drag in aws_cdk (jsii starts a Node process)
+    # The local runner imports singleton_flags_infra.config: it must not drag in aws_cdk (jsii starts a Node process)
     import subprocess
 
-    code = "import sys, infra.config; sys.exit(1 if any(m.startswith('aws_cdk') for m in sys.modules) else 0)"
+    code = (
+        "import sys, singleton_flags_infra.config; "
+        "sys.exit(1 if any(m.startswith('aws_cdk') for m in sys.modules) else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, check=False).returncode == 0
 
 
@@ -139,18 +145,72 @@ def test_schedule_payload_is_action_window_and_scheduled_time() -> None:
         schedule_payload("weekly-patching", "stop")
 
 
-def test_windows_env_maps_each_window_to_its_duration() -> None:
+def test_the_deployment_document_gives_each_window_its_crons_and_its_duration() -> None:
     raw = settings(
         maintenance_windows=[
             {"name": "a", "start": "cron(0 3 ? * SUN *)", "duration_minutes": 90, "timezone": "UTC"},
             {"name": "b", "start": "cron(0 22 * * ? *)", "end": "cron(30 0 * * ? *)", "timezone": "Asia/Tokyo"},
         ]
     )
-    assert json.loads(windows_env(parse_config(raw))) == {
-        "a": {"duration_seconds": 5400},
-        "b": {"duration_seconds": 9000},
+    assert json.loads(deployment_document(parse_config(raw))) == {
+        "maintenance_windows": [
+            {
+                "name": "a",
+                "start": "cron(0 3 ? * SUN *)",
+                "end": "cron(30 4 ? * SUN *)",
+                "timezone": "UTC",
+                "duration_seconds": 5400,
+            },
+            {
+                "name": "b",
+                "start": "cron(0 22 * * ? *)",
+                "end": "cron(30 0 * * ? *)",
+                "timezone": "Asia/Tokyo",
+                "duration_seconds": 9000,
+            },
+        ]
     }
-    assert windows_env(parse_config(settings(maintenance_windows=[]))) == "{}"
+    assert json.loads(deployment_document(parse_config(settings(maintenance_windows=[])))) == {
+        "maintenance_windows": []
+    }
+
+
+def test_at_most_max_windows_windows() -> None:
+    # Given as many windows as a deployment may declare / Then accepted; one more / Then refused, saying why
+    daily = [
+        {"name": f"w{index}", "start": f"cron({index} 3 * * ? *)", "duration_minutes": 1, "timezone": "UTC"}
+        for index in range(contract.MAX_WINDOWS + 1)
+    ]
+    assert len(parse_config(settings(maintenance_windows=daily[:-1])).maintenance_windows) == contract.MAX_WINDOWS
+    assert_refused(
+        settings(maintenance_windows=daily),
+        f"{KEY}.maintenance_windows",
+        f"at most {contract.MAX_WINDOWS} windows, got {contract.MAX_WINDOWS + 1}",
+        "500 resources",
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "variable"),
+    [("max_stale_seconds", contract.MAX_STALE), ("audit_retention_days", contract.AUDIT_RETENTION_DAYS)],
+)
+def test_cdk_json_takes_exactly_what_the_functions_accept(key: str, variable: contract.Integer) -> None:
+    # Given a setting the functions read from a variable / Then cdk.json takes the variable's limits, no more
+    assert getattr(parse_config(settings(**{key: variable.low})), key) == variable.low
+    assert getattr(parse_config(settings(**{key: variable.high})), key) == variable.high
+    for outside in (variable.low - 1, variable.high + 1):
+        assert_refused(settings(**{key: outside}), f"{KEY}.{key}", f"between {variable.low} and {variable.high}")
+
+
+def test_cdk_json_cache_age_is_within_what_the_functions_accept() -> None:
+    # Given the cache age a deployment settles for (narrower on purpose: infra/config.py says why)
+    low, high = CACHE_MAX_AGE_SECONDS
+    # Then every value it takes is one the read function takes at cold start, and written as it reads it
+    assert contract.MAX_AGE.low <= low <= high <= contract.MAX_AGE.high
+    for seconds in (low, high):
+        config = parse_config(settings(cache_max_age_seconds=seconds))
+        environment = function_environment(config, "t", "read")
+        assert contract.Settings.from_env(environment).max_age_seconds == seconds
 
 
 # ---------------------------------------------------------------------------------------------- windows: good

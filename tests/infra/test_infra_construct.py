@@ -1,5 +1,6 @@
-"""The reusable construct: SingletonFlags binds an application's function to the flags with a read grant that
-reaches the flags item and never an audit record."""
+"""The reusable constructs: SingletonFlags binds an application's function to a deployed service, FlagsService
+builds the whole service in another stack and binds through it; either way the read grant reaches the flags item
+and never an audit record."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import pytest
 from aws_cdk import App, Stack, aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from infra.config import load_config
-from singleton_flags.cdk import SingletonFlags
-from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
+from singleton_flags.declarations import parse_declarations
 from singleton_flags.keys import AUDIT_PK, SINGLETON_PK
-from singleton_flags.routes import ROUTES
+from singleton_flags_cdk import SingletonFlags
+from singleton_flags_infra.config import load_config
+from singleton_flags_infra.service import FlagsService
+from singleton_flags_service.api.routes import ROUTES
+from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
 from tests.support.packaging import wheel_package_files
 
@@ -28,12 +31,13 @@ MODES = ["deployed-table", "stage", "whole-service"]
 
 def application(
     mode: str, *, layer: bool = True, architecture: lambda_.Architecture = lambda_.Architecture.ARM_64
-) -> tuple[Stack, SingletonFlags, lambda_.Function]:
+) -> tuple[Stack, SingletonFlags | FlagsService, lambda_.Function]:
     """An application's stack: the flags (a deployed table, a stage found in SSM, or the whole service) and one
     function bound to them."""
     stack = Stack(App(), "Application", env={"account": "123456789012", "region": "eu-west-1"})
+    flags: SingletonFlags | FlagsService
     if mode == "whole-service":
-        flags = SingletonFlags(stack, "Flags", config=load_config())
+        flags = FlagsService(stack, "Flags", config=load_config())
     elif mode == "stage":
         flags = SingletonFlags(stack, "Flags", stage="prod", declarations=DECLARATIONS_FILE)
     else:
@@ -98,11 +102,12 @@ def test_the_read_grant_reaches_the_flags_and_never_an_audit_record(mode: str) -
 def test_the_pages_cdk_example_synthesizes_with_the_grant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given an application's stack, its function and another role, and its flags.json
     shutil.copy(DECLARATIONS_FILE, tmp_path / "flags.json")
+    config = load_config()
     monkeypatch.chdir(tmp_path)
     stack = Stack(App(), "Application", env={"account": "123456789012", "region": "eu-west-1"})
     page: dict[str, Any] = {
         "self": stack,
-        "config": load_config(),
+        "config": config,
         "my_function": lambda_.Function(
             stack,
             "MyFunction",
@@ -163,9 +168,7 @@ def test_the_client_layer_carries_the_wheels_files_powertools_and_the_applicatio
     tmp_path: Path,
 ) -> None:
     # Given the package's wheel, built as `make dist` builds it
-    in_wheel = {
-        name for name in wheel_package_files(tmp_path / "wheel") if not name.startswith("singleton_flags/service/")
-    }
+    in_wheel = set(wheel_package_files(tmp_path / "wheel"))
     # And an application's own declarations (one flag only)
     declarations = parse_declarations(
         {"flags": [{"name": "checkout_enabled", "type": "bool", "initial": True, "fallback": False}]}
@@ -246,6 +249,7 @@ def test_grant_admin_allows_every_route_of_the_services_api() -> None:
     stack, flags, _ = application("whole-service", layer=False)
     operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())
     # When it is granted the admin routes
+    assert isinstance(flags, FlagsService)
     flags.grant_admin(operator)
     template = Template.from_stack(stack).to_json()
     [role_id] = [

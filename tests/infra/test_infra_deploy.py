@@ -7,15 +7,15 @@ import json
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import VARIANT_LOGGING_ROLE, Synth, cdk_json_context
 
-from infra.config import CONTEXT_KEY, ConfigError, parse_config
+from singleton_flags_infra.config import CONTEXT_KEY, ConfigError, parse_config
+from tests.support import templates as tt
+from tests.support.synth import VARIANT_LOGGING_ROLE, Synth, cdk_json_context
 
 pytestmark = pytest.mark.infra
 
 ACCOUNT_SETTING = "Custom::ApiGatewayAccountLoggingRole"
-ACCOUNT_HANDLER = "apigw_account.handler.handler"
+ACCOUNT_HANDLER = "singleton_flags_service.handlers.apigw_account.handler"
 PUSH_TO_LOGS = "arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"
 
 
@@ -168,7 +168,7 @@ def test_the_stage_can_be_picked_on_the_command_line() -> None:
 
 
 def test_build_app_reads_the_stage_from_the_context() -> None:
-    from infra.application import build_app
+    from singleton_flags_infra.application import build_app
 
     _, stack = build_app({**cdk_json_context(), "stage": "dev"})
     assert stack.stack_name == "singleton-flags-dev"

@@ -9,12 +9,13 @@ import json
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import Synth
+
+from tests.support import templates as tt
+from tests.support.synth import Synth
 
 pytestmark = pytest.mark.infra
 
-HANDLER = "change_events.handler.handler"
+HANDLER = "singleton_flags_service.handlers.change_events.handler"
 # Stated here on purpose (not imported from infra): what the stream function may do is what these tests pin down.
 STREAM_ACTIONS = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
 QUEUE_ACTIONS = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}

@@ -1,4 +1,4 @@
-"""The three functions as synthesized: runtime, layer, logging, environment, and each role's exact rights."""
+"""The functions as synthesized: runtime, layer, logging, environment, and each role's exact rights."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import Synth
 
-from infra.constants import POWERTOOLS_VERSION
-from singleton_flags.routes import HANDLERS
+from singleton_flags_infra.constants import POWERTOOLS_VERSION
+from singleton_flags_service.contract import HANDLERS
+from tests.support import templates as tt
 from tests.support.packaging import ROOT as REPO_ROOT
+from tests.support.synth import Synth
 
 pytestmark = pytest.mark.infra
 
@@ -102,7 +102,8 @@ def test_bundled_powertools_is_a_layer_asset_built_for_the_runtime_and_architect
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     for resource in variant.resources("AWS::Lambda::Function").values():
-        if resource["Properties"]["Handler"] != "apigw_account.handler.handler":  # standard library + boto3 only
+        # standard library + boto3 only
+        if resource["Properties"]["Handler"] != "singleton_flags_service.handlers.apigw_account.handler":
             assert {"Ref": layer_id} in resource["Properties"]["Layers"]
     # And the asset holds the pinned release, with the native wheels of Lambda's arm64 Python 3.13
     asset = variant.outdir / layer["Metadata"]["aws:asset:path"]
@@ -171,10 +172,6 @@ def test_function_environment(synth: Synth, name: str) -> None:
         "POWERTOOLS_SERVICE_NAME": "singleton-flags",
         "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags/prod",
     }
-    if name != "read":  # every writer of the item knows the windows
-        expected["MAINTENANCE_WINDOWS"] = json.dumps(
-            {"weekly-patching": {"duration_seconds": 3600}}, separators=(",", ":")
-        )
     if name == "write":  # a guard's alarm names are checked against the prefix; its close is scheduled
         expected["FLAGS_GUARD_ALARM_PREFIX"] = "singleton-flags-prod-guard-"
         guard_id, _ = function(synth, "guard")
@@ -191,12 +188,6 @@ def test_function_environment(synth: Synth, name: str) -> None:
             "GUARD_SCHEDULE_RETRY_ATTEMPTS": "3",
             "GUARD_SCHEDULE_MAX_EVENT_AGE_SECONDS": "3600",
         }
-    if name == "write":  # GET /flags/windows evaluates the schedules as deployed
-        window = synth.config.maintenance_windows[0]
-        expected["MAINTENANCE_SCHEDULES"] = json.dumps(
-            [{"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}],
-            separators=(",", ":"),
-        )
     if name == "write":  # where its one-time schedules go (test_infra_scheduled_changes.py checks the values)
         one_time = {key: environment.pop(key) for key in list(environment) if key.startswith("ONE_TIME_SCHEDULE_")}
         assert set(one_time) == {
@@ -210,10 +201,39 @@ def test_function_environment(synth: Synth, name: str) -> None:
     assert environment == expected
 
 
-def test_maintenance_windows_env_follows_the_config(variant: Synth) -> None:
-    _, resource = function(variant, "maintenance")
-    windows = json.loads(resource["Properties"]["Environment"]["Variables"]["MAINTENANCE_WINDOWS"])
-    assert windows == {"weekly-patching": {"duration_seconds": 3600}, "nightly-reindex": {"duration_seconds": 6300}}
+def deployment_document(synth: Synth) -> dict[str, Any]:
+    """The deployment document in the functions' asset (one asset for every function)."""
+    (key,) = {function(synth, name)[1]["Properties"]["Code"]["S3Key"] for name in HANDLERS}
+    asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
+    document: dict[str, Any] = json.loads((asset / "singleton_flags_service" / "deployment.json").read_text())
+    return document
+
+
+def test_the_windows_travel_in_the_deployment_document_and_follow_the_config(variant: Synth) -> None:
+    # Given two windows in cdk.json (one by its duration, one by an explicit end cron)
+    # Then the document in the functions' asset has both, in order, with their crons as deployed and their lengths
+    assert deployment_document(variant) == {
+        "maintenance_windows": [
+            {
+                "name": "weekly-patching",
+                "start": "cron(0 3 ? * SUN *)",
+                "end": "cron(0 4 ? * SUN *)",
+                "timezone": "Europe/Paris",
+                "duration_seconds": 3600,
+            },
+            {
+                "name": "nightly-reindex",
+                "start": "cron(30 23 * * ? *)",
+                "end": "cron(15 1 * * ? *)",
+                "timezone": "America/New_York",
+                "duration_seconds": 6300,
+            },
+        ]
+    }
+    # And no function's environment carries them
+    for name in HANDLERS:
+        variables = function(variant, name)[1]["Properties"]["Environment"]["Variables"]
+        assert not {"MAINTENANCE_WINDOWS", "MAINTENANCE_SCHEDULES"} & set(variables)
 
 
 def test_system_log_level_follows_the_config(variant: Synth) -> None:
@@ -223,23 +243,32 @@ def test_system_log_level_follows_the_config(variant: Synth) -> None:
         assert resource["Properties"]["LoggingConfig"]["SystemLogLevel"] == "INFO"
 
 
-def test_code_asset_is_exactly_the_tracked_runtime_files_of_functions(synth: Synth) -> None:
-    # The functions share one asset: functions/ as the repository holds it (the handlers and the singleton_flags
-    # package, declarations.json included), nothing generated, no tests, infra, bench or local code
+def test_code_asset_is_exactly_the_tracked_runtime_files_of_the_service_and_the_client(synth: Synth) -> None:
+    # The functions share one asset: the service's package as the repository holds it (its handlers, its runtime,
+    # declarations.json) beside the client's package, and the stage's deployment document; nothing else generated,
+    # no CDK app, no tests, bench or tools
     keys = {function(synth, name)[1]["Properties"]["Code"]["S3Key"] for name in HANDLERS}
     (key,) = keys
     asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
     files = {path.relative_to(asset).as_posix() for path in asset.rglob("*") if path.is_file()}
     tracked = subprocess.run(
-        ["git", "ls-files", "functions"],  # noqa: S607 - the developer's git, from PATH
+        ["git", "ls-files", "functions/singleton_flags_service", "client/src/singleton_flags"],  # noqa: S607
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    assert files == {path.removeprefix("functions/") for path in tracked if not path.endswith(".md")}
-    assert {"singleton_flags/declarations.json", "singleton_flags/routes.py", "read_api/handler.py"} <= files
-    assert not {Path(f).parts[0] for f in files} & {"tests", "infra", "bench", "local", "flagctl"}
+    expected = {path.removeprefix("functions/").removeprefix("client/src/") for path in tracked}
+    assert files == {path for path in expected if not path.endswith(".md")} | {
+        "singleton_flags_service/deployment.json"
+    }
+    assert {
+        "singleton_flags_service/declarations.json",
+        "singleton_flags_service/api/routes.py",
+        "singleton_flags_service/handlers/read_api.py",
+        "singleton_flags/reader.py",
+    } <= files
+    assert {Path(f).parts[0] for f in files} == {"singleton_flags_service", "singleton_flags"}
 
 
 # ---------------------------------------------------------------------------------------------- roles
@@ -320,14 +349,14 @@ def test_the_write_role_allows_every_dynamodb_action_the_write_path_sends(synth:
     # Given the write path on moto: a keyed change, a keyed no-op, history, and a write that restores the item
     from moto import mock_aws
 
+    from bench.workload import seed_table
     from local.dynamodb_local import create_table
-    from singleton_flags.declarations import load_declarations
-    from singleton_flags.idempotency import Idempotency
     from singleton_flags.keys import singleton_key
-    from singleton_flags.store import FlagStore
-    from tests.support.write_workload import seed_table
+    from singleton_flags_service.contract import load_service_declarations
+    from singleton_flags_service.writes.idempotency import Idempotency
+    from singleton_flags_service.writes.store import FlagStore
 
-    declarations = load_declarations()
+    declarations = load_service_declarations()
     with mock_aws():
         real = boto3_dynamodb_client()
         create_table(real, "flags")

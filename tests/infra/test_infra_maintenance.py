@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import Synth
 
-from infra.config import schedule_payload
-from singleton_flags.routes import HANDLERS
+from singleton_flags_infra.config import schedule_payload
+from singleton_flags_service.contract import HANDLERS
+from tests.support import templates as tt
+from tests.support.synth import Synth
 
 pytestmark = pytest.mark.infra
 

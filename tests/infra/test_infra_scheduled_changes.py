@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import Synth, cdk_json_context, synthesize
 
-from singleton_flags.routes import HANDLERS
+from singleton_flags_service.contract import HANDLERS
+from tests.support import templates as tt
+from tests.support.synth import Synth, cdk_json_context, synthesize
 
 pytestmark = pytest.mark.infra
 

@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import pytest
-import template_tools as tt
-from infra_support import EXTRA_FLAG, Synth
 
-from infra.storage import declarations_fingerprint
+from singleton_flags_infra.storage import declarations_fingerprint
+from tests.support import templates as tt
+from tests.support.synth import EXTRA_FLAG, Synth
 
 pytestmark = pytest.mark.infra
 
@@ -73,7 +73,7 @@ def test_nothing_that_would_replace_the_table_has_moved(synth: Synth) -> None:
 
 
 SEED_TYPE = "Custom::FlagsSeed"
-SEED_HANDLER = "seed.handler.handler"
+SEED_HANDLER = "singleton_flags_service.handlers.seed.handler"
 # Stated here on purpose: the seed's store does what the maintenance function's store does (read, transact, query)
 SEED_TABLE_ACTIONS = {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"}
 

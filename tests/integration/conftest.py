@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
+from bench.workload import seed_table
 from local.dynamodb_local import create_table, local_client
 from local.functions import load_module
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import Declarations
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
-from singleton_flags.store import FlagStore
-from tests.support.write_workload import seed_table
+from singleton_flags_service.writes.store import FlagStore
 
 _HERE = Path(__file__).parent
 _TABLES = itertools.count(1)
@@ -68,7 +68,7 @@ def flags_table(ddb_local: Any, declarations: Declarations) -> Iterator[str]:
 def write_function(local_endpoint: str, flags_table: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The write handler module over the seeded table, its store (retrying without sleeping) and reader on a
     client resolved from the environment, as the deployed function builds it."""
-    module = load_module("write_api.handler")
+    module = load_module("singleton_flags_service.handlers.write_api")
 
     client = dynamodb_client(WRITE_CLIENT_CONFIG)
     assert client.meta.endpoint_url == local_endpoint

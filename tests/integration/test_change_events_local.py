@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from infra.config import load_config
 from local.api import LocalApi, Request
 from local.events import StreamEvents
 from local.functions import Functions
 from singleton_flags.declarations import Declarations
-from singleton_flags.store import FlagStore
-from singleton_flags.windows import MaintenanceWindows, Window
+from singleton_flags_infra.config import load_config
+from singleton_flags_service.maintenance.windows import MaintenanceWindows, Window
+from singleton_flags_service.writes.store import FlagStore
 from tests.support.events import invocation_context, rest_event
 from tests.support.tables import read_trail
 

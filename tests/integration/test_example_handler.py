@@ -15,7 +15,7 @@ import pytest
 
 from local.dynamodb_local import free_port
 from singleton_flags.declarations import Declarations
-from singleton_flags.store import FlagStore
+from singleton_flags_service.writes.store import FlagStore
 from tests.support.example import EXAMPLE, lambda_runtime, synthesize
 
 INVOKE = """

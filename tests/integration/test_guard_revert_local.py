@@ -13,13 +13,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from singleton_flags.alarms import ALARM, OK
-from singleton_flags.audit import audit_record
 from singleton_flags.declarations import Declarations
-from singleton_flags.guard_writes import NewGuard, store_options
-from singleton_flags.guarding import AlarmEvent, GuardService, Outcome
-from singleton_flags.guards import CLOSED, GuardBook, GuardSpec, guard_transition
-from singleton_flags.store import FlagStore
+from singleton_flags_service.guards.alarms import ALARM, OK
+from singleton_flags_service.guards.guarding import AlarmEvent, GuardService, Outcome
+from singleton_flags_service.guards.items import CLOSED, GuardBook, GuardSpec, guard_transition
+from singleton_flags_service.guards.writes import NewGuard, store_options
+from singleton_flags_service.writes.audit import audit_record
+from singleton_flags_service.writes.store import FlagStore
 from tests.support.tables import read_trail
 
 ALARM_NAME = "singleton-flags-test-guard-errors"

@@ -21,7 +21,7 @@ def test_a_hostile_request_gets_a_4xx_in_the_contract_and_changes_nothing(
     case: Case, write_function: ModuleType, flags_table: str, ddb_local: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the seeded flags at version 0 on DynamoDB Local, behind the write and the read function
-    read_module = load_module("read_api.handler")
+    read_module = load_module("singleton_flags_service.handlers.read_api")
     write_module, store = write_function, write_function.STORE
 
     client = dynamodb_client(WRITE_CLIENT_CONFIG)

@@ -14,11 +14,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from singleton_flags.declarations import Declarations
-from singleton_flags.idempotency import Idempotency
-from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
-from singleton_flags.schedule_time import parse_schedule_time
-from singleton_flags.scheduled import PENDING, ScheduledChanges, ScheduleItems
-from singleton_flags.store import ChangeResult, FlagStore
+from singleton_flags_service.schedules.changes import PENDING, ScheduledChanges, ScheduleItems
+from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
+from singleton_flags_service.schedules.timing import parse_schedule_time
+from singleton_flags_service.writes.idempotency import Idempotency
+from singleton_flags_service.writes.store import ChangeResult, FlagStore
 from tests.support.events import invocation_context, rest_event
 from tests.support.tables import read_singleton, read_trail
 

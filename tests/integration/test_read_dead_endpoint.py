@@ -84,7 +84,7 @@ def dead_endpoint(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
 def read_function(dead_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The read handler, its provider and reader rebuilt on a client made now (so it resolves the dead
     endpoint), with a short back-off so that one test can see several network attempts."""
-    module = load_module("read_api.handler")
+    module = load_module("singleton_flags_service.handlers.read_api")
 
     provider = SingletonProvider(
         client=dynamodb_client(), table_name=module.SETTINGS.table_name, declarations=module.DECLARATIONS

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from singleton_flags.audit import audit_record
 from singleton_flags.declarations import Declarations
-from singleton_flags.schedule_time import parse_schedule_time
-from singleton_flags.scheduled import ScheduleItems
-from singleton_flags.scheduled_apply import ScheduledChangeRunner
-from singleton_flags.store import FlagStore
+from singleton_flags_service.schedules.apply import ScheduledChangeRunner
+from singleton_flags_service.schedules.changes import ScheduleItems
+from singleton_flags_service.schedules.timing import parse_schedule_time
+from singleton_flags_service.writes.audit import audit_record
+from singleton_flags_service.writes.store import FlagStore
 from tests.support.tables import read_singleton, read_trail
 
 DELIVERIES = 8

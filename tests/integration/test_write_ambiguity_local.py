@@ -20,8 +20,8 @@ import pytest
 from botocore.config import Config
 
 from singleton_flags.declarations import Declarations
-from singleton_flags.store import FlagStore
-from singleton_flags.transaction import MAX_RESENDS
+from singleton_flags_service.writes.store import FlagStore
+from singleton_flags_service.writes.transaction import MAX_RESENDS
 from tests.support.tables import read_singleton, read_trail
 
 TRANSACT_TARGET = b"DynamoDB_20120810.TransactWriteItems"

@@ -15,7 +15,7 @@ import pytest
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_OWNER_ATTR, VERSION_ATTR, singleton_key
-from singleton_flags.store import FlagStore, Ownership
+from singleton_flags_service.writes.store import FlagStore, Ownership
 from tests.support.events import invocation_context, rest_event
 from tests.support.tables import read_singleton, read_trail
 

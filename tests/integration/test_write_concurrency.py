@@ -1,7 +1,7 @@
 """Nothing is lost under contention: 16 writers x 25 changes on DynamoDB Local, with and without If-Match.
 
 moto's conditional writes are not atomic under concurrency (it loses updates), so this proof runs only on
-AWS's own engine. The workload is ``tests.support.write_workload.run_writers`` (the write-path bench measures
+AWS's own engine. The workload is ``bench.workload.run_writers`` (the write-path bench measures
 the same run).
 
 What "nothing lost" means here, checked after every run:
@@ -22,17 +22,17 @@ from typing import Any
 
 import pytest
 
+from bench.workload import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
 from local.functions import load_module
-from singleton_flags.audit import audit_record
 from singleton_flags.codec import decode_plain, encode
 from singleton_flags.declarations import Declarations
-from singleton_flags.errors import WriteConflict
 from singleton_flags.keys import VERSION_ATTR, audit_key
 from singleton_flags.snapshot import Snapshot
-from singleton_flags.store import FlagStore
+from singleton_flags_service.errors import WriteConflict
+from singleton_flags_service.writes.audit import audit_record
+from singleton_flags_service.writes.store import FlagStore
 from tests.support.events import invocation_context, rest_event
 from tests.support.tables import read_singleton, read_trail
-from tests.support.write_workload import CHANGES_PER_WRITER, WRITERS, Ack, RunResult, run_writers
 
 
 def initial_state(client: Any, table: str, declarations: Declarations) -> tuple[int, dict[str, Any]]:
@@ -201,7 +201,8 @@ def test_conflict_that_exhausts_retries_is_409_with_retry_after(
     ddb_local: Any, flags_table: str, declarations: Declarations, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the write function on DynamoDB Local, and the next version's audit key taken
-    write_api = load_module("write_api.handler")  # its module scope needs the test's TABLE_NAME and region
+    # its module scope needs the test's TABLE_NAME and region
+    write_api = load_module("singleton_flags_service.handlers.write_api")
 
     monkeypatch.setattr(
         write_api, "STORE", FlagStore(ddb_local, flags_table, declarations, max_attempts=4, sleep=lambda _: None)

@@ -1,7 +1,8 @@
 """API Gateway REST (v1) proxy events and the Lambda context, as ``local.gateway`` builds them for the runner.
 
 Tests call the handlers with the very event shape the local runner sends, for an AWS_IAM-authorised method:
-the route (resource and path parameters) is the one ``singleton_flags.routes`` picks, as the deployed API does.
+the route (resource and path parameters) is the one ``singleton_flags_service.api.routes`` picks, as the deployed API
+does.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from local.gateway import Caller, LambdaContext, proxy_event
-from singleton_flags.routes import ROUTES, Route, RouteMatch, match_route
+from singleton_flags_service.api.routes import ROUTES, Route, RouteMatch, match_route
 
 CALLER_ARN = "arn:aws:iam::123456789012:user/tester"
 REQUEST_ID = "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"

@@ -10,7 +10,7 @@ from typing import Any
 
 import boto3
 
-from singleton_flags.layer import RUNTIME_PROVIDED
+from singleton_flags_cdk.layer import RUNTIME_PROVIDED
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "consumer"
 ASSET_METADATA = {"aws:cdk:enable-asset-metadata": True}

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from singleton_flags.keys import VERSION_ATTR
-from singleton_flags.routes import READ_FUNCTION, ROUTES, RouteMatch, match_route
-from singleton_flags.store import FlagStore
+from singleton_flags_service.api.routes import ROUTES, RouteMatch, match_route
+from singleton_flags_service.contract import READ_FUNCTION
+from singleton_flags_service.writes.store import FlagStore
 from tests.support.events import rest_event
 from tests.support.tables import read_singleton
 

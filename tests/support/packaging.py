@@ -1,65 +1,155 @@
-"""The package as pip sees it: a minimal source tree of a checkout, and its wheel."""
+"""The project's distributions as pip sees them: each built as `make dist` builds it (an sdist, then the wheel from
+that sdist, in an isolated build environment), and installed by path into an empty virtual environment (never by
+name from an index: the names are not registered on PyPI, and whoever registers them there would be installed)."""
 
 from __future__ import annotations
 
+import ast
+import json
 import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT_SECONDS = 600
+# Each distribution's project directory, by its name.
+PROJECTS = {
+    "singleton-flags": ROOT / "client",
+    "singleton-flags-service": ROOT,
+    "singleton-flags-cli": ROOT / "flagctl",
+}
+# The project's distributions each distribution needs (its dependencies on them, by name).
+NEEDS = {
+    "singleton-flags": [],
+    "singleton-flags-service": ["singleton-flags"],
+    "singleton-flags-cli": ["singleton-flags", "singleton-flags-service"],
+}
 
 
-def source_tree(target: Path) -> Path:
-    """What `pip install .` reads from a checkout: the project file, the readme, the package, and the CDK app and
-    the handlers it carries for the ``[cdk]`` extra; nothing else (no tests, no local runner, no node_modules)."""
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "pyproject.toml", target / "pyproject.toml")
-    shutil.copy(ROOT / "README.md", target / "README.md")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "infra", target / "infra", ignore=ignore)
-    for folder in (ROOT / "functions").iterdir():
-        if (folder / "__init__.py").is_file():
-            shutil.copytree(folder, target / "functions" / folder.name, ignore=ignore)
+def export_project(name: str, dest: Path) -> Path:
+    """The files of the distribution ``name``'s project that git tracks or would track (committed or not, never
+    ignored: no build/, no stale *.egg-info whose file list would leak into the sdist), copied under ``dest``."""
+    project = PROJECTS[name]
+    listed = subprocess.run(
+        [  # noqa: S607 - git from PATH, as every checkout has it
+            "git",
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "-z",
+            "--",
+            project.relative_to(ROOT).as_posix(),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    others = [directory for directory in PROJECTS.values() if directory != project and project in directory.parents]
+    target = dest / name
+    for relative in filter(None, listed.split("\0")):
+        source = ROOT / relative
+        if not source.is_file() or any(directory in source.parents for directory in others):
+            continue
+        copy = target / source.relative_to(project)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, copy)
     return target
 
 
-def wheel_package_files(tmp_path: Path) -> set[str]:
-    """The paths under ``singleton_flags/`` in the wheel that `make dist` builds (pip wheel, build isolation)."""
-    source = source_tree(tmp_path / "source")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "-w",
-            str(tmp_path / "dist"),
-            str(source),
-        ],
-        check=True,
+def build_wheel(name: str, out: Path) -> Path:
+    """The wheel `make dist` builds for the distribution ``name`` (from its project's files as a clean checkout
+    holds them), built into ``out`` beside its sdist."""
+    wheel_name = f"{name.replace('-', '_')}-*.whl"
+    existing = sorted(out.glob(wheel_name))
+    if existing:
+        return existing[0]
+    source = export_project(name, out.parent / "sources")
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(source)],
+        capture_output=True,
+        text=True,
         timeout=BUILD_TIMEOUT_SECONDS,
+        check=False,
     )
-    [wheel] = (tmp_path / "dist").glob("singleton_flags-*.whl")
+    assert built.returncode == 0, f"building {name} failed:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
+    [wheel] = out.glob(wheel_name)
+    return wheel
+
+
+def wheel_files(wheel: Path) -> set[str]:
     with zipfile.ZipFile(wheel) as archive:
-        return {name for name in archive.namelist() if name.startswith("singleton_flags/")}
+        return {name for name in archive.namelist() if ".dist-info/" not in name}
 
 
-def install_into_empty_venv(tmp_path: Path, extra: str) -> Path:
-    """A new virtual environment holding the package with ``extra``, installed from a checkout's source tree;
-    returns its python."""
+def wheel_package_files(tmp_path: Path) -> set[str]:
+    """The paths under ``singleton_flags/`` in the client's wheel."""
+    files = wheel_files(build_wheel("singleton-flags", tmp_path / "dist"))
+    return {name for name in files if name.startswith("singleton_flags/")}
+
+
+def install_into_empty_venv(tmp_path: Path, *requirements: str) -> Path:
+    """A new virtual environment holding the wheels of ``requirements`` (``singleton-flags[openfeature]``,
+    ``singleton-flags-service[cdk]``, ...) and of the project's distributions they need, each installed by its
+    path; their other dependencies from pip's cache or PyPI. Fails unless pip installed every one of the
+    project's distributions from its wheel's path. Returns its python."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    source = source_tree(tmp_path / "checkout")
+    wanted = {requirement.split("[")[0]: requirement for requirement in requirements}
+    for name in list(wanted):
+        for dependency in NEEDS[name]:
+            wanted.setdefault(dependency, dependency)
+    dist = tmp_path / "dist"
+    wheels = {name: build_wheel(name, dist) for name in wanted}
+    arguments = [f"{wheels[name]}{requirement[len(name) :]}" for name, requirement in wanted.items()]
+    report = tmp_path / "pip-report.json"
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{source}[{extra}]"],
+        [
+            str(python),
+            *("-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--report", str(report)),
+            *arguments,
+        ],
         check=True,
         timeout=BUILD_TIMEOUT_SECONDS * 2,
     )
+    installed = {
+        item["metadata"]["name"]: item["download_info"]["url"] for item in json.loads(report.read_text())["install"]
+    }
+    from_paths = {name: installed.get(name) for name in wanted}
+    assert from_paths == {name: wheel.as_uri() for name, wheel in wheels.items()}, from_paths
     return python
+
+
+def imported_modules(source: str, module: str) -> set[str]:
+    """Every module the code ``source`` of the module ``module`` imports (at any depth of its body, relative
+    imports resolved), as written: ``import a.b`` gives ``a.b``, ``from a import b`` gives ``a`` and ``a.b``."""
+    package = module.rsplit(".", 1)[0] if "." in module else module
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parent = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{parent}.{base}" if base else parent
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return found
+
+
+def python_modules(files: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """(path relative to a site directory, source) of ``.py`` files -> {dotted module name: source}."""
+    modules = {}
+    for path, source in files:
+        if not path.endswith(".py"):
+            continue
+        name = path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        modules[name] = source
+    return modules

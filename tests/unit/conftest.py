@@ -6,24 +6,34 @@ opening one fail (and fails the test even when the code under test swallowed the
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities import parameters
-from maintenance_support import DURATIONS, MaintenanceFunction, fresh_module
-from unit_support import CallCount, Clock, Output, ReadApi, WriteApi, build_reader, count_calls, flags_item, install
 
 from local.functions import load_module
 from singleton_flags.declarations import Declarations
-from singleton_flags.observability import logger
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
-from singleton_flags.store import FlagStore
+from singleton_flags_service.observability import logger
+from singleton_flags_service.writes.store import FlagStore
+from tests.support.maintenance import DURATIONS, MaintenanceFunction, deploy_windows, fresh_module
+from tests.support.unit import (
+    CallCount,
+    Clock,
+    Output,
+    ReadApi,
+    WriteApi,
+    build_reader,
+    count_calls,
+    flags_item,
+    install,
+)
 
 
 class SocketBlocked(RuntimeError):
@@ -66,7 +76,7 @@ def clear_provider_caches() -> Iterator[None]:
     parameters.clear_caches()
     yield
     parameters.clear_caches()
-    handler_module = sys.modules.get("read_api.handler")
+    handler_module = sys.modules.get("singleton_flags_service.handlers.read_api")
     if handler_module is not None:
         handler_module.PROVIDER.clear_cache()
 
@@ -78,7 +88,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def put_flags(ddb: Any, table_name: str, declarations: Declarations) -> Callable[..., dict[str, Any]]:
-    """Write the singleton (see ``unit_support.flags_item``) to the moto table and return it."""
+    """Write the singleton (see ``tests.support.unit.flags_item``) to the moto table and return it."""
 
     def put(version: int = 1, **values: Any) -> dict[str, Any]:
         item = flags_item(declarations, version, **values)
@@ -131,7 +141,7 @@ def read_api(
 ) -> ReadApi:
     """The read handler module (its module scope needs TABLE_NAME and a region, set by ``aws_env``), given a
     fresh provider and reader per test so that no cache or back-off state leaks between tests."""
-    module = load_module("read_api.handler")
+    module = load_module("singleton_flags_service.handlers.read_api")
 
     provider = SingletonProvider(client=ddb, table_name=table_name, declarations=module.DECLARATIONS, clock=clock)
     reader = build_reader(provider, module.DECLARATIONS, clock, max_stale=module.SETTINGS.max_stale_seconds)
@@ -146,7 +156,7 @@ def unseeded_api(
 ) -> WriteApi:
     """The write function over the empty moto table (neither the item nor any audit record), its store and
     reader on the fake clock, retrying without sleeping (retries still counted by the module's metric hook)."""
-    module = load_module("write_api.handler")
+    module = load_module("singleton_flags_service.handlers.write_api")
 
     install(module, ddb, table_name, clock, monkeypatch)
     return WriteApi(module, ddb, table_name, make_event, lambda_context)
@@ -183,11 +193,11 @@ def maintenance(
     lambda_context: Any,
     put_flags: Any,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> Iterator[MaintenanceFunction]:
-    """The maintenance function (module imported fresh with MAINTENANCE_WINDOWS set) over the seeded moto table,
-    its service on the fake clock."""
-    windows = {name: {"duration_seconds": duration} for name, duration in DURATIONS.items()}
-    monkeypatch.setenv("MAINTENANCE_WINDOWS", json.dumps(windows))
+    """The maintenance function (module imported fresh, its deployment document declaring the windows) over the
+    seeded moto table, its service on the fake clock."""
+    deploy_windows(monkeypatch, tmp_path, DURATIONS)
     with fresh_module() as module:
         put_flags(version=1)  # the seeded singleton: maintenance off, no owner
         function = MaintenanceFunction(

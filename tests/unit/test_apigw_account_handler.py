@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 
 from local.functions import load_module
 
-MODULE = "apigw_account.handler"
+MODULE = "singleton_flags_service.handlers.apigw_account"
 OURS = "arn:aws:iam::123456789012:role/singleton-flags-prod-ApiGatewayLogsRole"
 THEIRS = "arn:aws:iam::123456789012:role/platform-team-apigateway-logs"
 

@@ -10,16 +10,23 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from unit_support import Output, emf_metrics
 
 from local.functions import load_module
 from singleton_flags.declarations import Declarations
-from singleton_flags.events import DETAIL_TYPE, SOURCE, STREAM_FILTER, ChangePublisher, change_event, is_change_record
 from singleton_flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY, singleton_key
-from singleton_flags.store import FlagStore
-from singleton_flags.vocabulary import CHANGE_EVENTS_PUBLISHED, CHANGE_EVENTS_REFUSED
+from singleton_flags_service.events import (
+    DETAIL_TYPE,
+    SOURCE,
+    STREAM_FILTER,
+    ChangePublisher,
+    change_event,
+    is_change_record,
+)
+from singleton_flags_service.vocabulary import CHANGE_EVENTS_PUBLISHED, CHANGE_EVENTS_REFUSED
+from singleton_flags_service.writes.store import FlagStore
 from tests.support.events import invocation_context
 from tests.support.tables import read_trail
+from tests.support.unit import Output, emf_metrics
 
 BUS = "singleton-flags-prod"
 
@@ -246,7 +253,7 @@ def test_a_record_that_is_no_audit_record_is_reported_not_skipped(trail: list[di
 def change_events_function(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("EVENT_BUS_NAME", BUS)
     monkeypatch.setenv("FLAGS_STAGE", "prod")
-    return load_module("change_events.handler", fresh=True)
+    return load_module("singleton_flags_service.handlers.change_events", fresh=True)
 
 
 def test_the_function_answers_a_partial_batch_response_and_counts_refusals(
@@ -269,9 +276,9 @@ def test_the_function_answers_a_partial_batch_response_and_counts_refusals(
 
 
 def test_the_function_refuses_to_start_without_its_bus(monkeypatch: pytest.MonkeyPatch) -> None:
-    from singleton_flags.settings import SettingsError
+    from singleton_flags_service.contract import SettingsError
 
     monkeypatch.delenv("EVENT_BUS_NAME", raising=False)
     monkeypatch.setenv("FLAGS_STAGE", "prod")
     with pytest.raises(SettingsError, match="EVENT_BUS_NAME"):
-        load_module("change_events.handler", fresh=True)
+        load_module("singleton_flags_service.handlers.change_events", fresh=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +13,13 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from unit_support import START, CallCount, Clock, expire, flags_item
 
 from singleton_flags import Flags, FlagsConfigError, FlagTypeMismatch, UndeclaredFlag
 from singleton_flags.aws import READ_CLIENT_CONFIG, worst_call_seconds
 from singleton_flags.client import ENV_MAX_AGE, ENV_MAX_STALE, ENV_REGION, ENV_SORT_KEY, ENV_TABLE
 from singleton_flags.declarations import Declarations, load_declarations
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from tests.support.unit import START, CallCount, Clock, expire, flags_item
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_DECLARATIONS = {
@@ -35,7 +37,7 @@ def flags(ddb: Any, table_name: str, declarations: Declarations, clock: Clock) -
 
 
 def expire_cache(flags: Flags) -> None:
-    expire(flags.source.provider)
+    expire(flags._reader.provider)
 
 
 class TestTypedReads:
@@ -140,7 +142,7 @@ class TestLikeTheReadFunction:
     def test_a_dead_dynamodb_costs_at_most_two_seconds_per_read(self, table_name: str, declarations: Any) -> None:
         # Given a client built by the application (no client of its own)
         flags = Flags(table_name=table_name, declarations=declarations, region="us-east-1")
-        config = flags.source.provider._client.meta.config
+        config = flags._reader.provider._client.meta.config
         # Then it uses the read function's fail-fast configuration: one attempt, 0.5 s + 1 s
         assert (config.connect_timeout, config.read_timeout) == (0.5, 1.0)
         assert config.retries["total_max_attempts"] == 1
@@ -198,7 +200,7 @@ class TestFromEnv:
         # When read
         # Then the V2 item is what it reads, with those ages
         assert flags.details("signup_enabled").version == 3
-        reader = flags.source
+        reader = flags._reader
         assert (reader._sort_key, reader._max_age, reader._max_stale) == ("FLAGS#V2", 30, 120)
 
     @pytest.mark.parametrize(
@@ -256,22 +258,19 @@ class TestQuiet:
         assert capsys.readouterr().out == ""
 
 
-def test_importing_the_client_creates_no_powertools_logger_and_loads_no_function_code() -> None:
-    """An application importing the package gets boto3 and Powertools' parameters utility, nothing else of ours:
-    no Powertools Logger, Metrics or Tracer instance, no handler added to any logger, no write path, no CDK."""
+def test_importing_the_client_creates_no_powertools_logger() -> None:
+    """An application importing the package gets no Powertools Logger, Metrics or Tracer instance and no handler
+    added to any logger (which modules it loads: test_import_closures.py)."""
     script = (
         "import json, logging, sys; import singleton_flags; from singleton_flags import Flags; "
         "import singleton_flags.testing; "
-        "print(json.dumps({'modules': sorted(sys.modules), "
+        "print(json.dumps({"
         "'loggers': sorted(n for n, l in logging.Logger.manager.loggerDict.items() "
         "if isinstance(l, logging.Logger) and any(type(h) is not logging.NullHandler for h in l.handlers)), "
         "'root_handlers': len(logging.getLogger().handlers)}))"
     )
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT / "tests", capture_output=True, text=True, check=True)
     found = json.loads(out.stdout)
-    ours = {name for name in found["modules"] if name.startswith("singleton_flags.")}
-    assert not ours & {"singleton_flags.observability", "singleton_flags.store", "singleton_flags.cdk"}
-    assert not {name.split(".")[0] for name in found["modules"]} & {"aws_cdk", "pydantic", "aws_xray_sdk", "moto"}
     assert found["loggers"] == [] and found["root_handlers"] == 0
 
 
@@ -281,3 +280,67 @@ def test_the_package_names_its_public_api() -> None:
     assert set(singleton_flags.__all__) >= {"Flags", "FlagDetails", "UndeclaredFlag", "FlagTypeMismatch"}
     assert all(getattr(singleton_flags, name) is not None for name in singleton_flags.__all__)
     assert load_declarations is singleton_flags.load_declarations
+
+
+class TestPublicSurface:
+    """What an application imports is the root's ``__all__`` (and the extras' modules): every other module is
+    internal, and says what it shares in its own ``__all__``."""
+
+    def test_the_root_names_exactly_the_public_api_and_resolves_each_name(self) -> None:
+        import singleton_flags
+
+        assert sorted(singleton_flags.__all__) == [
+            "Declarations",
+            "FlagDetails",
+            "FlagState",
+            "FlagTypeMismatch",
+            "Flags",
+            "FlagsConfigError",
+            "Reason",
+            "UndeclaredFlag",
+            "load_declarations",
+        ]
+        for name in singleton_flags.__all__:
+            assert getattr(singleton_flags, name).__name__ == name
+
+    def test_every_module_of_the_client_declares_what_it_shares(self) -> None:
+        import singleton_flags
+
+        for module_info in pkgutil.iter_modules(singleton_flags.__path__):
+            module = importlib.import_module(f"singleton_flags.{module_info.name}")
+            names = getattr(module, "__all__", None)
+            assert names is not None, f"singleton_flags.{module_info.name} has no __all__"
+            missing = [name for name in names if not hasattr(module, name)]
+            assert missing == [], f"singleton_flags.{module_info.name}.__all__ names {missing}, which it lacks"
+
+    def test_reason_and_flag_state_come_from_the_root_and_a_reason_reads_as_its_name(
+        self, flags: Flags, put_flags: Any
+    ) -> None:
+        from singleton_flags import FlagState, Reason
+
+        # Given the four reasons, each its own name as a string
+        assert [reason.value for reason in Reason] == ["STATIC", "CACHED", "STALE", "DEFAULT"]
+        assert Reason("CACHED") is Reason.CACHED and Reason.CACHED == "CACHED"
+        assert (str(Reason.STALE), f"{Reason.DEFAULT}") == ("STALE", "DEFAULT")
+        assert json.dumps({"reason": Reason.STATIC}) == '{"reason": "STATIC"}'
+        # When the application reads
+        put_flags(version=2)
+        state, details = flags.state(), flags.details("signup_enabled")
+        # Then the state is a FlagState, and each reason a Reason
+        assert isinstance(state, FlagState)
+        assert state.reason is Reason.STATIC and details.reason is Reason.CACHED
+
+    def test_the_reader_behind_the_client_is_private(self, flags: Flags) -> None:
+        assert not hasattr(flags, "source")
+        assert [name for name in vars(flags) if not name.startswith("_")] == ["declarations"]
+
+    def test_importing_the_root_loads_nothing_until_a_name_is_used(self) -> None:
+        script = (
+            "import json, sys; import singleton_flags; before = sorted(sys.modules); singleton_flags.Reason; "
+            "print(json.dumps([sorted(n for n in before if n.startswith('singleton_flags')), "
+            "sorted(n for n in sys.modules if n.startswith('singleton_flags'))]))"
+        )
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        before, after = json.loads(out.stdout)
+        assert before == ["singleton_flags"]
+        assert after == ["singleton_flags", "singleton_flags.vocabulary"]

@@ -16,14 +16,19 @@ import pytest
 
 from local.functions import load_module
 
-HANDLER_MODULES = ("read_api.handler", "write_api.handler", "maintenance.handler", "guard.handler")
+HANDLER_MODULES = (
+    "singleton_flags_service.handlers.read_api",
+    "singleton_flags_service.handlers.write_api",
+    "singleton_flags_service.handlers.maintenance",
+    "singleton_flags_service.handlers.guard",
+)
 
 
 @pytest.fixture
 def cold_start(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[int], Any]]:
     """Load a handler module anew and record every collection that starts while it loads; put back what was there
     (a module loaded for the first time stays, as if the test had imported it)."""
-    monkeypatch.setenv("MAINTENANCE_WINDOWS", "{}")
+    monkeypatch.delenv("FLAGS_DEPLOYMENT_FILE", raising=False)  # no deployment document: no window
     collections: list[int] = []
     replaced: dict[str, ModuleType | None] = {}
 
@@ -70,6 +75,6 @@ def test_the_collector_would_run_during_a_load_if_it_were_not_paused(
     collections, load = cold_start
     # When the read function's module loads with the pause taken out of it
     monkeypatch.setattr(gc, "disable", lambda: None)
-    load("read_api.handler")
+    load("singleton_flags_service.handlers.read_api")
     # Then collections ran
     assert collections != []

@@ -12,17 +12,24 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from unit_support import WriteApi, body_of, headers_of
 
-from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
-from singleton_flags.settings import SettingsError
-from singleton_flags.windows import SCHEDULES_ENV, schedules_from_env
+from singleton_flags.declarations import parse_declarations
+from singleton_flags_service.contract import (
+    DECLARATIONS_FILE,
+    DEPLOYMENT_FILE_VARIABLE,
+    SettingsError,
+    WindowDefinition,
+    deployment_document,
+)
+from singleton_flags_service.maintenance.windows import window_schedules
+from tests.support.unit import WriteApi, body_of, headers_of
 
 CONSTRAINT_KEYS = {"min", "max", "enum", "max_length"}
 
 
 def schedules(*windows: dict[str, str]) -> Any:
-    return schedules_from_env({SCHEDULES_ENV: json.dumps(list(windows))})
+    """The write function's schedules of these windows, as its cold start parses them from the deployment document."""
+    return window_schedules(WindowDefinition(**window, duration_seconds=3600) for window in windows)
 
 
 class TestDeclarations:
@@ -149,44 +156,55 @@ class TestWindows:
 
 
 @pytest.mark.parametrize(
-    ("raw", "names"),
+    ("start", "names"),
     [
-        ("{}", "JSON list"),
-        ("[1]", "[0]"),
-        ('[{"name": "w", "start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)"}]', "[0]"),
-        ('[{"name": "w", "start": "0 3 * * 0", "end": "cron(0 4 ? * SUN *)", "timezone": "UTC"}]', "'w'"),
-        ('[{"name": "w", "start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)", "timezone": "Mars/X"}]', "'w'"),
-        ("not json", "not valid JSON"),
+        ("cron(0 3 * * 0)", "'w'"),  # five fields
+        ("cron(0 3 * * SUN *)", "'w'"),  # day-of-month and day-of-week both set
+        ("cron(61 3 ? * SUN *)", "minutes"),
     ],
 )
-def test_a_broken_schedules_variable_fails_the_cold_start_naming_it(raw: str, names: str) -> None:
-    with pytest.raises(SettingsError, match=SCHEDULES_ENV) as raised:
-        schedules_from_env({SCHEDULES_ENV: raw})
-    assert names in str(raised.value)
+def test_a_window_whose_crons_do_not_parse_fails_the_cold_start_naming_the_document_and_the_window(
+    start: str, names: str
+) -> None:
+    with pytest.raises(SettingsError, match=r"deployment\.json") as raised:
+        schedules({"name": "w", "start": start, "end": "cron(0 4 ? * SUN *)", "timezone": "UTC"})
+    assert "maintenance_windows[0]" in str(raised.value) and names in str(raised.value)
 
 
-def test_only_the_write_function_imports_croniter_which_only_it_has_as_a_layer() -> None:
-    # Given a fresh interpreter in the functions' asset root, each function's module loaded with a window set
+def test_only_the_write_function_imports_croniter_which_only_it_has_as_a_layer(tmp_path: Path) -> None:
+    # Given a fresh interpreter in the functions' asset root, each function's module loaded with a window deployed
     script = (
         "import sys, json, importlib; importlib.import_module(sys.argv[1]); "
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'croniter' or m.endswith('.cron'))))"
+    )
+    document = tmp_path / "deployment.json"
+    document.write_text(
+        deployment_document([WindowDefinition("w", "cron(0 3 ? * SUN *)", "cron(0 4 ? * SUN *)", "UTC", 3600)])
     )
     env = {
         **os.environ,
         "TABLE_NAME": "t",
         "AWS_DEFAULT_REGION": "us-east-1",
-        "MAINTENANCE_WINDOWS": '{"w": {"duration_seconds": 3600}}',
-        SCHEDULES_ENV: json.dumps(
-            [{"name": "w", "start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)", "timezone": "UTC"}]
-        ),
+        DEPLOYMENT_FILE_VARIABLE: str(document),
     }
     functions = Path(__file__).resolve().parents[2] / "functions"
     loaded = {}
-    for module in ("read_api.handler", "maintenance.handler", "write_api.handler"):
+    for module in (
+        "singleton_flags_service.handlers.read_api",
+        "singleton_flags_service.handlers.maintenance",
+        "singleton_flags_service.handlers.write_api",
+    ):
         out = subprocess.run(
             [sys.executable, "-c", script, module], env=env, cwd=functions, capture_output=True, text=True, check=True
         )
         loaded[module] = json.loads(out.stdout)
     # Then the maintenance and read functions cold-start without it (they have no croniter layer); the write one uses it
-    assert loaded["read_api.handler"] == loaded["maintenance.handler"] == []
-    assert "croniter" in loaded["write_api.handler"] and "singleton_flags.cron" in loaded["write_api.handler"]
+    assert (
+        loaded["singleton_flags_service.handlers.read_api"]
+        == loaded["singleton_flags_service.handlers.maintenance"]
+        == []
+    )
+    assert (
+        "croniter" in loaded["singleton_flags_service.handlers.write_api"]
+        and "singleton_flags_service.maintenance.cron" in loaded["singleton_flags_service.handlers.write_api"]
+    )

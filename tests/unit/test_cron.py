@@ -1,4 +1,5 @@
-"""EventBridge crons evaluated in a time zone, as Scheduler fires them (singleton_flags.cron.next_occurrence)."""
+"""EventBridge crons evaluated in a time zone, as Scheduler fires them
+(singleton_flags_service.maintenance.cron.next_occurrence)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from singleton_flags.cron import CronError, next_occurrence, parse_cron
+from singleton_flags_service.maintenance.cron import CronError, next_occurrence, parse_cron
 
 
 def utc(text: str) -> datetime:

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from singleton_flags.declarations import FlagSpec, UnstorableNumber, load_declarations, parse_declarations
-from singleton_flags.errors import DeclarationError, InvalidValue
+from singleton_flags_service.contract import load_service_declarations
+from singleton_flags_service.errors import DeclarationError, InvalidValue
 
 SEED_FLAGS = ("signup_enabled", "maintenance_mode", "ai_search_enabled")
 
@@ -28,21 +29,21 @@ class TestShippedFile:
     def test_declares_the_seed_flags_and_a_tunable_of_each_other_type(self) -> None:
         # Given the declarations file bundled into every function
         # When it is loaded
-        declarations = load_declarations()
+        declarations = load_service_declarations()
         # Then it holds the three seed flags and exercises int, float and string
         assert set(SEED_FLAGS) <= set(declarations)
         assert {spec.type for spec in declarations.values()} == {"bool", "int", "float", "string"}
 
     def test_fallbacks_fail_closed(self) -> None:
         # Given the shipped declarations
-        fallbacks = load_declarations().fallbacks()
+        fallbacks = load_service_declarations().fallbacks()
         # Then a missing item means features off and maintenance ON
         assert fallbacks["maintenance_mode"] is True
         assert fallbacks["signup_enabled"] is False
         assert fallbacks["ai_search_enabled"] is False
 
     def test_every_initial_and_fallback_is_a_valid_value_of_its_flag(self) -> None:
-        for spec in load_declarations().values():
+        for spec in load_service_declarations().values():
             assert spec.violation(spec.initial) is None, spec.name
             assert spec.violation(spec.fallback) is None, spec.name
 

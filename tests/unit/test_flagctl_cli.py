@@ -385,7 +385,7 @@ def test_stack_outputs_without_exactly_one_api_url_are_bad_input(tmp_path, docum
 
 
 def test_the_output_name_is_the_stacks():
-    from infra.constants import OUTPUT_API_URL
+    from singleton_flags_infra.constants import OUTPUT_API_URL
 
     assert STACK_OUTPUT_API_URL == OUTPUT_API_URL
 

@@ -14,19 +14,18 @@ from typing import Any
 
 import boto3
 import pytest
-from test_write_exactly_once import LossyClient
-from unit_support import CALLER, REASON, Clock, FailingClient, WriteApi, body_of, emf_metrics
 
 from local.functions import load_module
-from singleton_flags.alarms import ALARM, INSUFFICIENT_DATA, OK, CloudWatchAlarms
 from singleton_flags.codec import iso_time
-from singleton_flags.guard_writes import close_payload
-from singleton_flags.guarding import AlarmEvent, GuardService
-from singleton_flags.guards import GuardBook
 from singleton_flags.keys import GUARD_PK, audit_key, guard_key
-from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
-from singleton_flags.store import FlagStore
+from singleton_flags_service.guards.alarms import ALARM, INSUFFICIENT_DATA, OK, CloudWatchAlarms
+from singleton_flags_service.guards.guarding import AlarmEvent, GuardService
+from singleton_flags_service.guards.items import GuardBook
+from singleton_flags_service.guards.writes import close_payload
+from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
+from singleton_flags_service.writes.store import FlagStore
 from tests.conftest import GUARD_ALARM_PREFIX, REGION
+from tests.support.unit import CALLER, REASON, Clock, FailingClient, LossyClient, WriteApi, body_of, emf_metrics
 
 ERRORS = f"{GUARD_ALARM_PREFIX}errors"
 LATENCY = f"{GUARD_ALARM_PREFIX}latency"
@@ -124,7 +123,7 @@ def guarded(api: WriteApi, clock: Clock, lambda_context: Any, monkeypatch: pytes
     monkeypatch.setattr(writes, "schedules", OneTimeSchedules(scheduler, TARGET))
     monkeypatch.setattr(writes, "clock", clock)
     monkeypatch.setattr(writes, "book", GuardBook(api.client, api.table))
-    guard_module = load_module("guard.handler")
+    guard_module = load_module("singleton_flags_service.handlers.guard")
     store = FlagStore(api.client, api.table, api.module.DECLARATIONS, clock=clock, sleep=lambda _: None)
     service = GuardService(store, GuardBook(api.client, api.table), CloudWatchAlarms(lambda: cloudwatch), clock=clock)
     monkeypatch.setattr(guard_module, "GUARDS", service)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from singleton_flags.codec import encode
-from singleton_flags.declarations import load_declarations
-from singleton_flags.itemsize import READ_BLOCK_BYTES, item_size, number_size, value_size
 from singleton_flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
+from singleton_flags_service.contract import load_service_declarations
+from singleton_flags_service.writes.itemsize import READ_BLOCK_BYTES, item_size, number_size, value_size
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_unknown_attribute_type_is_refused() -> None:
 
 def test_the_shipped_singleton_fits_one_read_block_with_room_to_grow() -> None:
     # Given the seeded singleton with every declared flag at its initial value
-    declarations = load_declarations()
+    declarations = load_service_declarations()
     item = {**singleton_key(SINGLETON_SK), VERSION_ATTR: {"N": "123456"}}
     item.update({name: encode(spec, spec.initial) for name, spec in declarations.items()})
     # Then it is far below the 4 KB block the guard protects

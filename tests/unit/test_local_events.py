@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from infra.config import load_config
-from infra.table import table_definition
 from local.api import LocalApi, Request
 from local.backend import prepare_table
 from local.events import StreamEvents
 from local.functions import Functions
 from singleton_flags.declarations import Declarations
-from singleton_flags.store import FlagStore
+from singleton_flags_infra.config import load_config
+from singleton_flags_infra.table import table_definition
+from singleton_flags_service.writes.store import FlagStore
 
 
 def api_over(stream: StreamEvents | None) -> LocalApi:

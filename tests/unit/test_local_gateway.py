@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from infra.config import load_config, schedule_payload
 from local.api import LocalApi
 from local.gateway import (
     Caller,
@@ -21,9 +20,17 @@ from local.gateway import (
     http_response,
     proxy_event,
 )
-from local.runner import StartupError, banner, function_environment, parse_port
-from singleton_flags.http import allowed_methods
-from singleton_flags.routes import MAINTENANCE_FUNCTION, READ_FUNCTION, ROUTES, WRITE_FUNCTION, RouteMatch, match_route
+from local.runner import StartupError, banner, function_environment, parse_port, write_deployment_document
+from singleton_flags_infra.config import load_config, schedule_payload
+from singleton_flags_service.api.http import allowed_methods
+from singleton_flags_service.api.routes import ROUTES, RouteMatch, match_route
+from singleton_flags_service.contract import (
+    DEPLOYMENT_FILE_VARIABLE,
+    MAINTENANCE_FUNCTION,
+    READ_FUNCTION,
+    WRITE_FUNCTION,
+    read_deployment_document,
+)
 
 
 class RecordingFunctions:
@@ -273,24 +280,22 @@ def test_the_documents_are_served_without_invoking_a_function(config):
 # -- start-up pieces ----------------------------------------------------------------------------------
 
 
-def test_the_functions_environment_comes_from_cdk_json_and_the_users_values_win(config):
-    # When
-    env = function_environment(config, {"TABLE_NAME": "mine", "MAINTENANCE_WINDOWS": "{}"})
+def test_the_functions_environment_comes_from_cdk_json_and_the_users_values_win(config, tmp_path):
+    # Given the deployment document the stack would ship, written by the runner
+    document = write_deployment_document(config, tmp_path)
+    # When the functions' environment is built, with the user's own table and a document of their own
+    env = function_environment(config, {"TABLE_NAME": "mine", DEPLOYMENT_FILE_VARIABLE: "/elsewhere.json"}, document)
     # Then
     assert env["TABLE_NAME"] == "mine"
     assert env["FLAGS_LOCAL_ACTOR"] == "local-admin"
     assert env["POWERTOOLS_PARAMETERS_MAX_AGE"] == str(config.cache_max_age_seconds)
     assert env["FLAGS_MAX_STALE_SECONDS"] == str(config.max_stale_seconds)
-    assert json.loads(env["MAINTENANCE_WINDOWS"]) == {
-        window.name: {"duration_seconds": window.duration_seconds} for window in config.maintenance_windows
-    }
-    assert json.loads(env["MAINTENANCE_SCHEDULES"]) == [
-        {"name": window.name, "start": window.start, "end": window.end, "timezone": window.timezone}
-        for window in config.maintenance_windows
-    ]
+    # the windows always come from cdk.json, through the document the functions read as deployed
+    assert env[DEPLOYMENT_FILE_VARIABLE] == str(document)
+    assert read_deployment_document(env) == tuple(window.definition for window in config.maintenance_windows)
     assert env["POWERTOOLS_TRACE_DISABLED"] == "1"
     assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"]
-    assert function_environment(config, {})["TABLE_NAME"] == "singleton-flags-local"
+    assert function_environment(config, {}, document)["TABLE_NAME"] == "singleton-flags-local"
 
 
 @pytest.mark.parametrize(("raw", "port"), [(None, 3000), ("", 3000), ("8080", 8080), ("0", 0)])

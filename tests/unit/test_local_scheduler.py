@@ -6,20 +6,32 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from unit_support import Clock
 
 from local.scheduler import Deliveries, LocalScheduler, due_at, local_one_time_environment, target_function
-from singleton_flags.errors import SchedulerFault
-from singleton_flags.guard_writes import close_payload, close_target_from_env
-from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
-from singleton_flags.routes import GUARD_FUNCTION, MAINTENANCE_FUNCTION
+from singleton_flags_service.contract import (
+    GUARD_CLOSE_TARGET,
+    GUARD_FUNCTION,
+    MAINTENANCE_FUNCTION,
+    SCHEDULED_CHANGE_TARGET,
+    OneTimeTarget,
+)
+from singleton_flags_service.errors import SchedulerFault
+from singleton_flags_service.guards.writes import close_payload
+from singleton_flags_service.schedules.one_time import OneTimeSchedules
 from tests.conftest import ONE_TIME_ENV
+from tests.support.unit import Clock
 
 NINE_UTC = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
 
 
+def target() -> OneTimeTarget:
+    configured = SCHEDULED_CHANGE_TARGET.read(ONE_TIME_ENV)
+    assert configured is not None
+    return configured
+
+
 def schedules(scheduler: LocalScheduler) -> OneTimeSchedules:
-    return OneTimeSchedules(scheduler, OneTimeTarget.from_env(ONE_TIME_ENV))
+    return OneTimeSchedules(scheduler, target())
 
 
 def test_a_schedule_is_delivered_once_when_due_and_then_gone() -> None:
@@ -48,7 +60,7 @@ def test_it_refuses_what_scheduler_refuses() -> None:
     assert one_time.create("change-a", NINE_UTC, "UTC", {}).endswith("/change-a")  # an existing name: that schedule
     assert one_time.delete("change-a") is True
     assert one_time.delete("change-a") is False
-    broken = OneTimeSchedules(_Broken(), OneTimeTarget.from_env(ONE_TIME_ENV))
+    broken = OneTimeSchedules(_Broken(), target())
     with pytest.raises(SchedulerFault):
         broken.create("change-b", NINE_UTC, "UTC", {})
 
@@ -80,9 +92,10 @@ def test_a_failed_delivery_does_not_stop_the_others(capsys: pytest.CaptureFixtur
 def test_a_guards_close_and_a_scheduled_change_each_reach_their_function_from_their_own_group() -> None:
     # Given the runner's one-time environment: the scheduled changes' and the guards' own targets and groups
     environment = local_one_time_environment("eu-west-1")
-    change_target = OneTimeTarget.from_env(environment)
-    close_target = close_target_from_env(environment)
-    assert close_target is not None and close_target.group != change_target.group
+    change_target = SCHEDULED_CHANGE_TARGET.read(environment)
+    close_target = GUARD_CLOSE_TARGET.read(environment)
+    assert change_target is not None and close_target is not None
+    assert close_target.group != change_target.group
     assert close_target.target_arn.endswith(f"-{GUARD_FUNCTION}")
     assert change_target.target_arn.endswith(f"-{MAINTENANCE_FUNCTION}")
     # When a guard's close and a scheduled change are both due

@@ -1,72 +1,121 @@
-"""The maintenance function's edges: MAINTENANCE_WINDOWS parsed at cold start, the schedule payload parsed per call.
+"""The maintenance function's edges: its windows read from the deployment document at cold start, the schedule
+payload parsed per call.
 
-Also the contract with the infra side: what infra/config.py puts in the environment and in each schedule's
-payload is exactly what the function accepts.
+Also the contract with the infra side: the document the stack writes and each schedule's payload are exactly what
+the function accepts.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from singleton_flags.settings import SettingsError
-from singleton_flags.windows import (
-    WINDOWS_ENV,
+from singleton_flags_service.contract import (
+    DEPLOYMENT_FILE_VARIABLE,
+    MAX_WINDOWS,
+    SettingsError,
+    WindowDefinition,
+    deployment_document,
+    read_deployment_document,
+)
+from singleton_flags_service.maintenance.windows import (
     Command,
     InvalidSchedulePayload,
     Window,
     parse_payload,
-    windows_from_env,
+    windows_by_name,
 )
 
 WINDOWS = {"weekly-patching": Window("weekly-patching", 3600), "db-migration": Window("db-migration", 7200)}
+SUNDAY = {"start": "cron(0 3 ? * SUN *)", "end": "cron(0 4 ? * SUN *)", "timezone": "UTC"}
 
 
-# ---------------------------------------------------------------------------------------------- MAINTENANCE_WINDOWS
+def read(tmp_path: Path, text: str) -> tuple[WindowDefinition, ...]:
+    """What a function reads at cold start from a deployment document of this text."""
+    path = tmp_path / "deployment.json"
+    path.write_text(text, encoding="utf-8")
+    return read_deployment_document({DEPLOYMENT_FILE_VARIABLE: str(path)})
 
 
-@pytest.mark.parametrize("env", [{}, {WINDOWS_ENV: ""}, {WINDOWS_ENV: "  "}, {WINDOWS_ENV: "{}"}])
-def test_no_windows_configured_means_none(env: dict[str, str]) -> None:
-    # Given MAINTENANCE_WINDOWS absent or empty / When parsed / Then there is no window
-    assert windows_from_env(env) == {}
+def window(**changes: Any) -> dict[str, Any]:
+    return {"name": "w", **SUNDAY, "duration_seconds": 3600, **changes}
 
 
-def test_windows_are_parsed_into_typed_config() -> None:
-    # Given the infra's JSON for two windows
-    raw = {"weekly-patching": {"duration_seconds": 3600}, "db-migration": {"duration_seconds": 7200}}
-    env = {WINDOWS_ENV: json.dumps(raw)}
-    # When parsed at cold start
-    windows = windows_from_env(env)
-    # Then each window is typed, with its scheduler actor
-    assert windows == WINDOWS
-    assert windows["weekly-patching"].actor == "scheduler:weekly-patching"
+# ---------------------------------------------------------------------------------------------- the document
+
+
+def test_no_deployment_document_means_no_window() -> None:
+    # Given a function outside a stack's asset (no document in its package, none named) / Then there is no window
+    assert read_deployment_document({}) == ()
+
+
+def test_an_empty_list_of_windows_means_none(tmp_path: Path) -> None:
+    assert read(tmp_path, '{"maintenance_windows": []}') == ()
+
+
+def test_windows_are_read_into_typed_config_in_their_order(tmp_path: Path) -> None:
+    # Given the stack's document for two windows
+    raw = [window(name="weekly-patching"), window(name="db-migration", duration_seconds=7200)]
+    # When read at cold start
+    definitions = read(tmp_path, json.dumps({"maintenance_windows": raw}))
+    # Then each window is typed, in cdk.json's order, and the maintenance function knows each by name
+    assert [definition.name for definition in definitions] == ["weekly-patching", "db-migration"]
+    assert windows_by_name(definitions) == WINDOWS
+    assert windows_by_name(definitions)["weekly-patching"].actor == "scheduler:weekly-patching"
 
 
 @pytest.mark.parametrize(
-    ("raw", "names"),
+    ("document", "names"),
     [
         ("{not json", "not valid JSON"),
-        ("[]", "must be a JSON object"),
-        ('{"w": 3600}', "['w']"),
-        ('{"w": {}}', "['w']"),
-        ('{"w": {"duration_seconds": 60, "timezone": "UTC"}}', "['w']"),
-        ('{"w": {"duration_seconds": 0}}', "['w'].duration_seconds"),
-        ('{"w": {"duration_seconds": -5}}', "['w'].duration_seconds"),
-        ('{"w": {"duration_seconds": 86401}}', "['w'].duration_seconds"),
-        ('{"w": {"duration_seconds": "60"}}', "['w'].duration_seconds"),
-        ('{"w": {"duration_seconds": 60.5}}', "['w'].duration_seconds"),
-        ('{"w": {"duration_seconds": true}}', "['w'].duration_seconds"),
-        ('{"": {"duration_seconds": 60}}', "empty name"),
+        ("[]", "exactly ['maintenance_windows']"),
+        ('{"maintenance_windows": [], "extra": 1}', "exactly ['maintenance_windows']"),
+        ('{"maintenance_windows": {}}', "must be a list"),
+        ({"maintenance_windows": [3600]}, "maintenance_windows[0] must be exactly"),
+        ({"maintenance_windows": [{"name": "w", "duration_seconds": 60}]}, "maintenance_windows[0] must be exactly"),
+        ({"maintenance_windows": [window(extra=1)]}, "maintenance_windows[0] must be exactly"),
+        ({"maintenance_windows": [window(duration_seconds=0)]}, "('w'): duration_seconds"),
+        ({"maintenance_windows": [window(duration_seconds=86401)]}, "('w'): duration_seconds"),
+        ({"maintenance_windows": [window(duration_seconds="60")]}, "maintenance_windows[0] must be exactly"),
+        ({"maintenance_windows": [window(duration_seconds=60.5)]}, "maintenance_windows[0] must be exactly"),
+        ({"maintenance_windows": [window(duration_seconds=True)]}, "maintenance_windows[0] must be exactly"),
+        ({"maintenance_windows": [window(name="")]}, "(''): name must match"),
+        ({"maintenance_windows": [window(name="Nightly")]}, "('Nightly'): name must match"),
+        ({"maintenance_windows": [window(start="0 3 * * 0")]}, "('w'): start must be an EventBridge cron"),
+        ({"maintenance_windows": [window(timezone="Mars/Olympus")]}, "unknown IANA time zone 'Mars/Olympus'"),
+        ({"maintenance_windows": [window(), window()]}, "maintenance_windows[1]: duplicate window name 'w'"),
+        (
+            {"maintenance_windows": [window(name=f"w{index}") for index in range(MAX_WINDOWS + 1)]},
+            f"at most {MAX_WINDOWS} windows",
+        ),
     ],
 )
-def test_a_broken_windows_variable_fails_the_cold_start_naming_it(raw: str, names: str) -> None:
-    # Given a MAINTENANCE_WINDOWS the function cannot use / When parsed / Then SettingsError names the variable
+def test_a_broken_deployment_document_fails_the_cold_start_naming_it(tmp_path: Path, document: Any, names: str) -> None:
+    # Given a document the function cannot use / When read / Then SettingsError names the document and the window
+    text = document if isinstance(document, str) else json.dumps(document)
     with pytest.raises(SettingsError) as caught:
-        windows_from_env({WINDOWS_ENV: raw})
-    assert WINDOWS_ENV in str(caught.value)
+        read(tmp_path, text)
+    assert "deployment.json" in str(caught.value)
     assert names in str(caught.value)
+
+
+def test_a_named_document_that_does_not_exist_fails_the_cold_start(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.json"
+    with pytest.raises(SettingsError, match=DEPLOYMENT_FILE_VARIABLE):
+        read_deployment_document({DEPLOYMENT_FILE_VARIABLE: str(missing)})
+
+
+def test_the_writer_refuses_at_synth_what_the_reader_would_refuse() -> None:
+    # Given windows no function would accept / When the stack writes the document / Then it refuses, saying why
+    with pytest.raises(ValueError, match="duplicate window name 'w'"):
+        deployment_document([WindowDefinition(**window()), WindowDefinition(**window())])
+    with pytest.raises(ValueError, match="duration_seconds"):
+        deployment_document([WindowDefinition(**window(duration_seconds=0))])
+    with pytest.raises(ValueError, match=f"at most {MAX_WINDOWS} windows"):
+        deployment_document([WindowDefinition(**window(name=f"w{i}")) for i in range(MAX_WINDOWS + 1)])
 
 
 # ---------------------------------------------------------------------------------------------- payload
@@ -129,13 +178,13 @@ def test_a_payload_that_is_not_a_schedule_delivery_is_refused_with_a_clear_messa
 # ---------------------------------------------------------------------------------------------- contract with infra
 
 
-def test_what_the_stack_deploys_is_what_the_function_accepts() -> None:
-    """Given cdk.json's windows, when the stack builds MAINTENANCE_WINDOWS and each schedule's payload,
-    then the function parses every window with its duration and accepts both of its payloads."""
-    from infra.config import load_config, schedule_payload, windows_env
+def test_what_the_stack_deploys_is_what_the_function_accepts(tmp_path: Path) -> None:
+    """Given cdk.json's windows, when the stack writes the deployment document and each schedule's payload,
+    then the function reads every window with its duration and accepts both of its payloads."""
+    from singleton_flags_infra.config import deployment_document as stack_document, load_config, schedule_payload
 
     config = load_config()
-    windows = windows_from_env({WINDOWS_ENV: windows_env(config)})
+    windows = windows_by_name(read(tmp_path, stack_document(config)))
     assert {name: window.duration_seconds for name, window in windows.items()} == {
         window.name: window.duration_seconds for window in config.maintenance_windows
     }

@@ -2,30 +2,32 @@
 start (the rules of a window's start and end: test_maintenance_windows.py).
 
 Each delivery is the exact payload a schedule sends. The function module is imported fresh per test with
-MAINTENANCE_WINDOWS set (its module scope is what runs at cold start); its service is then rebuilt on the
+its windows in a deployment document (its module scope is what runs at cold start); its service is then rebuilt on the
 moto client and the fake clock.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from maintenance_support import (
+
+from singleton_flags.keys import MAINTENANCE_OWNER_ATTR, singleton_key
+from singleton_flags_service.contract import SettingsError
+from singleton_flags_service.errors import StoreUnavailable, WriteConflict
+from tests.support.maintenance import (
     AT,
     DURATIONS,
     PATCHING,
     SERVICE_DIMENSION,
     MaintenanceFunction,
+    deploy_windows,
     fresh_module,
     logged,
     window_metrics,
 )
-from unit_support import FailingClient, emf_metrics
-
-from singleton_flags.errors import StoreUnavailable, WriteConflict
-from singleton_flags.keys import MAINTENANCE_OWNER_ATTR, singleton_key
-from singleton_flags.settings import SettingsError
+from tests.support.unit import FailingClient, emf_metrics
 
 # ---------------------------------------------------------------------------------------------- bad payloads, failures
 
@@ -136,15 +138,21 @@ def test_each_invocation_counts_its_outcome(
 # ---------------------------------------------------------------------------------------------- cold start
 
 
-def test_the_function_reads_its_windows_from_the_environment_at_cold_start(maintenance: MaintenanceFunction) -> None:
-    # Given MAINTENANCE_WINDOWS set by the stack / When the module loaded / Then every window is known with its length
+def test_the_function_reads_its_windows_from_the_deployment_document_at_cold_start(
+    maintenance: MaintenanceFunction,
+) -> None:
+    # Given the windows in the deployment document / When the module loaded / Then each is known with its length
     assert {name: window.duration_seconds for name, window in maintenance.configured.items()} == DURATIONS
 
 
-def test_a_broken_windows_variable_fails_the_cold_start(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given a MAINTENANCE_WINDOWS the function cannot use / When the module loads / Then it fails, naming it
-    monkeypatch.setenv("MAINTENANCE_WINDOWS", '{"weekly-patching": {"duration_seconds": "an hour"}}')
-    with pytest.raises(SettingsError, match="MAINTENANCE_WINDOWS"), fresh_module():
+def test_a_broken_deployment_document_fails_the_cold_start(
+    ddb: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Given a deployment document the function cannot use / When the module loads / Then it fails, naming it
+    deploy_windows(monkeypatch, tmp_path, {"weekly-patching": 3600})
+    path = tmp_path / "deployment.json"
+    path.write_text(path.read_text().replace('"duration_seconds": 3600', '"duration_seconds": "an hour"'))
+    with pytest.raises(SettingsError, match=r"deployment\.json.*maintenance_windows\[0\]"), fresh_module():
         pass
 
 

@@ -2,7 +2,7 @@
 payloads, failures, metrics and cold start: test_maintenance_handler.py).
 
 Each delivery is the exact payload a schedule sends. The function module is imported fresh per test with
-MAINTENANCE_WINDOWS set (its module scope is what runs at cold start); its service is then rebuilt on the
+its windows in a deployment document (its module scope is what runs at cold start); its service is then rebuilt on the
 moto client and the fake clock.
 """
 
@@ -12,7 +12,10 @@ import json
 from typing import Any
 
 import pytest
-from maintenance_support import (
+
+from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR
+from singleton_flags_service.errors import ItemTooLarge
+from tests.support.maintenance import (
     ADMIN,
     DURATIONS,
     MIGRATION,
@@ -25,10 +28,7 @@ from maintenance_support import (
     scheduled_time,
     window_metrics,
 )
-from unit_support import build_reader, emf_metrics
-
-from singleton_flags.errors import ItemTooLarge
-from singleton_flags.keys import MAINTENANCE_DEADLINE_ATTR, MAINTENANCE_FLAG, MAINTENANCE_OWNER_ATTR, VERSION_ATTR
+from tests.support.unit import build_reader, emf_metrics
 
 # ---------------------------------------------------------------------------------------------- start
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from unit_support import FailingClient, emf_metrics
 
-from singleton_flags.store import FlagStore
+from singleton_flags_service.writes.store import FlagStore
+from tests.support.unit import FailingClient, emf_metrics
 
 PATCH = {"flags": {"signup_enabled": False}, "reason": "metrics test"}
 

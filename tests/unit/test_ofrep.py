@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from unit_support import START, CallCount, Output, ReadApi, body_of, expire, headers_of
 
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from tests.support.unit import START, CallCount, Output, ReadApi, body_of, expire, headers_of
 
 ONE = "/ofrep/v1/evaluate/flags/{key}"
 BULK = "/ofrep/v1/evaluate/flags"

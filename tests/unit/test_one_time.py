@@ -1,4 +1,4 @@
-"""One-time Scheduler schedules (singleton_flags.one_time) on moto's EventBridge Scheduler."""
+"""One-time Scheduler schedules (singleton_flags_service.schedules.one_time) on moto's EventBridge Scheduler."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
-from singleton_flags.errors import SchedulerFault, SchedulerUnavailable
-from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget, at_expression
-from singleton_flags.settings import SettingsError
+from singleton_flags_service.contract import GUARD_CLOSE_TARGET, SCHEDULED_CHANGE_TARGET, SettingsError
+from singleton_flags_service.errors import SchedulerFault, SchedulerUnavailable
+from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget, at_expression
 
 GROUP = "flags-test-group"
 TARGET = OneTimeTarget(
@@ -105,11 +105,31 @@ def test_a_name_scheduler_would_refuse_is_a_programming_error(name: str) -> None
 
 
 def test_target_from_env_and_its_refusals() -> None:
-    assert OneTimeTarget.from_env(ENV) == TARGET
+    assert SCHEDULED_CHANGE_TARGET.read(ENV) == TARGET
+    assert SCHEDULED_CHANGE_TARGET.read({}) is None  # not configured
     with pytest.raises(SettingsError, match="ONE_TIME_SCHEDULE_ROLE_ARN"):
-        OneTimeTarget.from_env({**ENV, "ONE_TIME_SCHEDULE_ROLE_ARN": ""})
+        SCHEDULED_CHANGE_TARGET.read({**ENV, "ONE_TIME_SCHEDULE_ROLE_ARN": ""})
     with pytest.raises(SettingsError, match="ONE_TIME_SCHEDULE_MAX_EVENT_AGE_SECONDS"):
-        OneTimeTarget.from_env({**ENV, "ONE_TIME_SCHEDULE_MAX_EVENT_AGE_SECONDS": "30"})
+        SCHEDULED_CHANGE_TARGET.read({**ENV, "ONE_TIME_SCHEDULE_MAX_EVENT_AGE_SECONDS": "30"})
+
+
+def test_a_target_round_trips_through_its_writer_and_reader_under_each_prefix() -> None:
+    # Given a target / When the stack's writer names it under a prefix / Then the reader of that prefix reads it back
+    for variables in (SCHEDULED_CHANGE_TARGET, GUARD_CLOSE_TARGET):
+        environment = variables.environment(TARGET)
+        assert set(environment) == set(variables.names)
+        assert all(name.startswith(variables.prefix) for name in environment)
+        assert variables.read(environment) == TARGET
+    assert GUARD_CLOSE_TARGET.read(ENV) is None  # one kind's variables are not the other's
+
+
+@pytest.mark.parametrize(("retry_attempts", "max_event_age"), [(-1, 3600), (186, 3600), (3, 59), (3, 86401)])
+def test_the_writer_refuses_at_synth_a_retry_policy_the_reader_would_refuse(retry_attempts: int, max_event_age: int):
+    target = OneTimeTarget(
+        GROUP, TARGET.target_arn, TARGET.role_arn, TARGET.dead_letter_arn, retry_attempts, max_event_age
+    )
+    with pytest.raises(ValueError, match="ONE_TIME_SCHEDULE_"):
+        SCHEDULED_CHANGE_TARGET.environment(target)
 
 
 def test_an_unreachable_scheduler_is_retryable(scheduler: Any) -> None:

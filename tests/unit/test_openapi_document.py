@@ -1,27 +1,37 @@
-"""The one OpenAPI document (local/openapi.py) and the route table must agree, and the document must be valid.
+"""The one OpenAPI document (singleton_flags_service.api.openapi) and the route table must agree, and the document
+must be valid.
 
 The fuzz tier (tests/e2e/test_fuzz_api.py) then holds every real answer to this document.
 """
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import pytest
 import schemathesis
 
 from local.functions import load_module
-from local.openapi import RESPONSE_NAMES, build_document, error_codes, operations
+from local.paths import REPO_ROOT
 from singleton_flags.declarations import Declarations
-from singleton_flags.errors import FlagsError
-from singleton_flags.routes import OFREP_FLAG, OFREP_FLAGS, READ_FUNCTION, ROUTES, WRITE_FUNCTION
+from singleton_flags_service.api.http import FlagRead, FlagsRead
+from singleton_flags_service.api.ofrep import OfrepEvaluation
+from singleton_flags_service.api.openapi import RESPONSE_NAMES, build_document, error_codes, operations
+from singleton_flags_service.api.routes import OFREP_FLAG, OFREP_FLAGS, ROUTES
+from singleton_flags_service.contract import READ_FUNCTION, WRITE_FUNCTION
+from singleton_flags_service.errors import FlagsError, WriteConflict
 
 
 @pytest.fixture
-def document(declarations: Declarations) -> dict[str, Any]:
-    app = load_module("write_api.handler").app  # module scope needs TABLE_NAME and a region: set by aws_env
+def write_app() -> Any:
+    # module scope needs TABLE_NAME and a region: set by aws_env
+    return load_module("singleton_flags_service.handlers.write_api").app
 
-    return build_document(app, list(declarations), server_url="http://127.0.0.1:3000")
+
+@pytest.fixture
+def document(write_app: Any, declarations: Declarations) -> dict[str, Any]:
+    return build_document(write_app, list(declarations), server_url="http://127.0.0.1:3000")
 
 
 def _operation(document: dict[str, Any], method: str, path: str) -> dict[str, Any]:
@@ -33,6 +43,11 @@ def _resolve(document: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
         *_, section, name = node["$ref"].split("/")
         node = document["components"][section][name]
     return node
+
+
+def _values(schema: dict[str, Any]) -> list[Any]:
+    """The values a schema allows: its enum, or its one const."""
+    return list(schema["enum"]) if "enum" in schema else [schema["const"]]
 
 
 def test_the_document_has_exactly_the_operations_of_the_route_table(document):
@@ -98,13 +113,13 @@ def test_read_routes_are_described_without_the_read_function(document, declarati
     flags = _operation(document, "GET", "/flags")
     one = _operation(document, "GET", "/flags/{name}")
     assert flags["tags"] == one["tags"] == [READ_FUNCTION]
-    assert _resolve(document, flags["responses"]["200"]["content"]["application/json"]["schema"])["required"] == [
+    assert set(_resolve(document, flags["responses"]["200"]["content"]["application/json"]["schema"])["required"]) == {
         "flags",
         "version",
         "reason",
         "fetched_at",
         "maintenance",
-    ]
+    }
     name = _resolve(document, one["parameters"][0])
     assert name["in"] == "path" and name["schema"]["examples"] == list(declarations)
     for operation in (flags, one):
@@ -136,8 +151,8 @@ def test_the_ofrep_operations_answer_in_ofreps_shapes(document):
 
     # Then evaluations and failures are OFREP's objects, not the {"error"} contract
     assert set(schema(one["200"])["required"]) == {"key", "value", "reason", "variant", "metadata"}
-    assert schema(one["404"])["properties"]["errorCode"]["enum"] == ["FLAG_NOT_FOUND"]
-    assert set(schema(one["400"])["properties"]["errorCode"]["enum"]) == {"PARSE_ERROR", "INVALID_CONTEXT"}
+    assert _values(schema(one["404"])["properties"]["errorCode"]) == ["FLAG_NOT_FOUND"]
+    assert set(_values(schema(one["400"])["properties"]["errorCode"])) == {"PARSE_ERROR", "INVALID_CONTEXT"}
     assert schema(bulk["200"])["properties"]["flags"]["items"] == {"$ref": "#/components/schemas/OfrepEvaluation"}
     assert "key" not in schema(bulk["400"])["required"]
     # and API Gateway's throttling keeps our shape, with Retry-After in delta-seconds
@@ -172,6 +187,65 @@ def test_the_console_routes_are_write_operations_with_their_answers(document):
 def test_get_flags_documents_the_maintenance_holder(document):
     flags = _operation(document, "GET", "/flags")
     schema = _resolve(document, flags["responses"]["200"]["content"]["application/json"]["schema"])
-    maintenance = schema["properties"]["maintenance"]
+    maintenance = _resolve(document, schema["properties"]["maintenance"])
     assert maintenance["required"] == ["on", "held_by", "window", "deadline"]
     assert maintenance["properties"]["held_by"]["enum"] == ["window", "manual", None]
+
+
+def test_a_new_detail_on_an_error_class_shows_up_in_the_document_by_itself(
+    write_app: Any, declarations: Declarations, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a 409 error class that now carries one more detail
+    monkeypatch.setattr(WriteConflict, "detail_types", {**WriteConflict.detail_types, "holder": str})
+    # When the document is generated
+    document = build_document(write_app, list(declarations))
+    # Then the 409 answer's error lists it, with its type, beside the details it had
+    error = document["components"]["responses"]["Conflict"]["content"]["application/json"]["schema"]
+    details = error["properties"]["error"]["properties"]
+    assert details["holder"] == {"type": "string"}
+    assert details["attempts"] == details["retry_after"] == {"type": "integer"}
+
+
+def _error_classes() -> dict[str, type[FlagsError]]:
+    found: dict[str, type[FlagsError]] = {}
+    pending = [FlagsError]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        found[cls.__name__] = cls
+    return found
+
+
+def test_every_detail_an_error_is_raised_with_is_declared_on_its_class() -> None:
+    # Given every call of an error class in the client's and the service's sources
+    classes = _error_classes()
+    undeclared = []
+    for root in (REPO_ROOT / "client" / "src", REPO_ROOT / "functions"):
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.Call):
+                    continue
+                name = getattr(node.func, "id", getattr(node.func, "attr", None))
+                if name not in classes:
+                    continue
+                # Then each detail it passes is one its class declares (the document lists no other)
+                undeclared += [
+                    f"{path.relative_to(REPO_ROOT)}:{node.lineno} {name}({keyword.arg}=)"
+                    for keyword in node.keywords
+                    if keyword.arg is not None and keyword.arg not in classes[name].detail_types
+                ]
+    assert undeclared == []
+
+
+def test_the_read_answers_are_their_typed_dicts(document: dict[str, Any]) -> None:
+    # Given the typed dicts the read function builds its answers as
+    for typed in (FlagsRead, FlagRead, OfrepEvaluation):
+        schema = document["components"]["schemas"][typed.__name__]
+        # Then each answer's schema has exactly their fields, closed, the optional ones not required
+        assert set(schema["properties"]) == set(typed.__annotations__)
+        assert set(schema["required"]) == set(typed.__required_keys__)
+        assert schema["additionalProperties"] is False
+    # and a field's docstring is its description, an inherited field's included
+    flags = document["components"]["schemas"]["FlagsRead"]["properties"]
+    assert flags["version"]["description"] == "The stored version; null for fallbacks."
+    assert "maintenance_ended_by" not in document["components"]["schemas"]["FlagsRead"]["required"]

@@ -14,11 +14,11 @@ from openfeature.client import OpenFeatureClient
 from openfeature.event import EventDetails, ProviderEvent
 from openfeature.exception import ErrorCode
 from openfeature.provider import ProviderStatus
-from unit_support import START, Clock, expire, flags_item
 
 from singleton_flags import Flags
 from singleton_flags.declarations import Declarations
 from singleton_flags.openfeature import SingletonFlagsProvider, register
+from tests.support.unit import START, Clock, expire, flags_item
 
 WATCHED = (
     ProviderEvent.PROVIDER_STALE,
@@ -81,7 +81,7 @@ def of_client(flags: Flags) -> tuple[OpenFeatureClient, SingletonFlagsProvider]:
 
 
 def refresh(flags: Flags) -> None:
-    expire(flags.source.provider)
+    expire(flags._reader.provider)
 
 
 class TestResolution:

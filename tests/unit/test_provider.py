@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from botocore.stub import Stubber
-from unit_support import CallCount, Clock, Output, expire, flags_item, warnings_in
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import SINGLETON_SK, singleton_key
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.snapshot import Snapshot
+from tests.support.unit import CallCount, Clock, Output, expire, flags_item, warnings_in
 
 
 class TestOneGetItemPerWindow:
@@ -101,28 +101,40 @@ class TestOneGetItemPerWindow:
         written = Snapshot(found=True, values=declarations.initials(), version=9, fetched_at=clock())
         # When primed, then reads get it from the cache
         provider.prime(SINGLETON_SK, written)
-        assert provider.is_fresh(SINGLETON_SK)
+        assert provider.cached(SINGLETON_SK) is written
         assert provider.get(SINGLETON_SK) is written
         assert get_item_calls.calls == 0
 
-    def test_the_cached_entry_of_a_snapshot_expires_on_the_monotonic_clock_with_the_cache_age(
-        self, put_flags: Any, provider: SingletonProvider, declarations: Declarations, clock: Clock
+    def test_a_lookup_serves_the_cached_snapshot_until_its_age_ends_on_the_monotonic_clock(
+        self,
+        put_flags: Any,
+        provider: SingletonProvider,
+        declarations: Declarations,
+        clock: Clock,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        # Given a snapshot fetched with a 30 s cache age
+        # Given a snapshot fetched with a 30 s cache age, and a lookup of its name on a monotonic clock at 1000 s
         put_flags()
         snapshot = provider.get(SINGLETON_SK, max_age=30)
-        # When its entry is asked for
-        cached = provider.cached_entry(SINGLETON_SK, snapshot)
-        # Then it is the store's entry, expiring about 30 s from now on the monotonic clock
-        assert cached is not None
-        key, entry, expires = cached
-        assert provider.store[key] is entry
-        assert time.monotonic() + 29 < expires <= time.monotonic() + 30
-        # And none is given for another snapshot (a refresh replaced it), nor once the entry has expired
+        monotonic = Clock(now=1000.0)
+        monkeypatch.setattr(time, "monotonic", monotonic)
+        lookup = provider.cache_lookup(SINGLETON_SK)
+        # When asked, then it is Powertools' cached snapshot, until about 30 s later on the monotonic clock
+        assert lookup() is snapshot is provider.cached(SINGLETON_SK)
+        monotonic.advance(29)
+        assert lookup() is snapshot
+        monotonic.advance(2)
+        assert lookup() is None
+        # And an entry replaced (a write primed) is served at once, one expired or cleared is not
         other = Snapshot(found=True, values=declarations.initials(), version=9, fetched_at=clock())
-        assert provider.cached_entry(SINGLETON_SK, other) is None
+        provider.prime(SINGLETON_SK, other, max_age=30)
+        assert lookup() is other
         expire(provider)
-        assert provider.cached_entry(SINGLETON_SK, snapshot) is None
+        assert lookup() is None
+        provider.prime(SINGLETON_SK, snapshot, max_age=30)
+        assert lookup() is snapshot
+        provider.clear_cache()
+        assert lookup() is None
 
 
 class TestDecoding:
@@ -245,9 +257,8 @@ def test_a_dynamodb_error_surfaces_as_get_parameter_error(ddb: Any, provider: Si
 
 def test_a_malformed_attribute_or_deadline_is_a_fallback_not_a_failed_fetch(declarations) -> None:
     # Given an item (as GetItem could return it) with an int flag holding a null number and a garbled deadline
-    from unit_support import flags_item
-
     from singleton_flags.snapshot import Snapshot
+    from tests.support.unit import flags_item
 
     item = flags_item(declarations, 3, api_rate_limit_per_minute={"N": None}, maintenance_deadline={"N": "soon"})
     # When it is decoded

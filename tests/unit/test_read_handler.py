@@ -2,41 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from datetime import datetime
 from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from unit_support import START, ReadApi, body_of, expire, headers_of, warnings_in
 
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from tests.support.unit import START, ReadApi, body_of, expire, headers_of, warnings_in
 
 FLAG_BODY_KEYS = {"flags", "version", "reason", "fetched_at", "maintenance"}
-READ_PATH_MODULES = {
-    f"singleton_flags.{name}"
-    for name in (
-        "aws",
-        "codec",
-        "declarations",
-        "errors",
-        "http",
-        "keys",
-        "observability",
-        "provider",
-        "reader",
-        "snapshot",
-    )
-} | {
-    "singleton_flags.ofrep",  # OFREP's answers: pure, over modules GET loads; the JSON rules come on demand
-    "singleton_flags.routes",
-    "singleton_flags.settings",
-    "singleton_flags.vocabulary",
-    "singleton_flags.emf",
-}  # vocabulary: pure names, no imports; emf: the read counter, standard library only
 
 
 class TestGetFlags:
@@ -372,22 +347,3 @@ def test_a_degraded_read_logs_with_the_api_gateway_correlation_id(
     (warning,) = warnings_in(stdout.records())
     assert warning["correlation_id"] == make_event("GET", "/flags")["requestContext"]["requestId"]
     assert warning["function_request_id"] == read_api.context.aws_request_id
-
-
-def test_the_read_function_imports_nothing_the_get_path_does_not_use(tmp_path: Any) -> None:
-    """Cold start budget: no pydantic, no X-Ray SDK, no write path, only the flags modules GET uses."""
-    script = (
-        "import sys, json; import read_api.handler; "
-        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} | "
-        "{m for m in sys.modules if m.startswith('singleton_flags.')})))"
-    )
-    env = {**os.environ, "TABLE_NAME": "t", "AWS_DEFAULT_REGION": "us-east-1"}
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    functions = os.path.join(root, "functions")  # the asset root, Lambda's /var/task (python -c puts it first)
-    out = subprocess.run(
-        [sys.executable, "-c", script], env=env, cwd=functions, capture_output=True, text=True, check=True
-    )
-    loaded = set(json.loads(out.stdout))
-    assert not loaded & {"pydantic", "aws_xray_sdk", "write_api", "maintenance", "moto", "unicodedata"}
-    assert "singleton_flags.requests" not in loaded  # an OFREP body with a context imports it, on first use
-    assert not {module for module in loaded if module.startswith("singleton_flags.")} - READ_PATH_MODULES

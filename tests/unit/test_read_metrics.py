@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from unit_support import Clock, Output, ReadApi, build_reader, emf_metrics, expire
 
-from singleton_flags.observability import NAMESPACE, SERVICE, ReadCounter
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.vocabulary import CACHE_REFRESH_FAILURES, CACHE_REFRESHES, READS
+from singleton_flags_service.observability import NAMESPACE, SERVICE, ReadCounter
+from singleton_flags_service.vocabulary import CACHE_REFRESH_FAILURES, CACHE_REFRESHES, READS
+from tests.support.unit import Clock, Output, ReadApi, build_reader, emf_metrics, expire
 
 SERVICE_ONLY = {"service": SERVICE}
 

@@ -4,19 +4,33 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from types import FunctionType, MethodType, ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.utilities.parameters.base import BaseProvider
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
-from unit_support import START, CallCount, Clock, Output, build_reader, count_calls, expire, flags_item, warnings_in
 
+from singleton_flags import Flags, FlagState
 from singleton_flags.aws import dynamodb_client
 from singleton_flags.declarations import Declarations
+from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.snapshot import Snapshot
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags_service.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from tests.support.unit import (
+    START,
+    CallCount,
+    Clock,
+    Output,
+    build_reader,
+    count_calls,
+    expire,
+    flags_item,
+    warnings_in,
+)
 
 MAX_STALE = 60.0
 DYNAMODB_ERRORS = [
@@ -271,9 +285,9 @@ class TestBackOff:
         assert stale_reader.provider.fetches == 1
 
 
-class TestRepeatedCachedReads:
-    """Cached reads after the first repeat the previous state (no call into the provider's cache): they must
-    still end with the cache age, a refresh, or a window's deadline, exactly as an uncached lookup would."""
+class TestCachedReads:
+    """Every cached read asks Powertools' cache, the only one, and answers with the snapshot it holds now: cached
+    reads end with the cache age, a refresh, or a window's deadline, exactly as ``BaseProvider.get`` would."""
 
     def test_repeated_cached_reads_see_a_refresh_at_once(
         self, put_flags: Any, reader: FlagReader, get_item_calls: CallCount
@@ -319,6 +333,115 @@ class TestRepeatedCachedReads:
         # Then the cached read serves it off
         assert state.reason == CACHED
         assert state.values["maintenance_mode"] is False and state.maintenance_deadline_passed
+
+    def test_a_warm_read_after_clear_cache_is_a_fresh_get_item(
+        self, put_flags: Any, reader: FlagReader, get_item_calls: CallCount
+    ) -> None:
+        # Given a warm reader serving version 1 from the cache, and the table now at version 2
+        put_flags(version=1)
+        assert [reader.read().reason for _ in range(3)] == [STATIC, CACHED, CACHED]
+        put_flags(version=2)
+        # When the provider's cache is cleared (Powertools' public clear_cache)
+        reader.provider.clear_cache()
+        # Then the next read is a GetItem, and serves version 2
+        state = reader.read()
+        assert (state.reason, state.version) == (STATIC, 2)
+        assert get_item_calls.calls == 2
+
+    def test_a_cached_read_serves_what_powertools_cache_holds_now(
+        self, put_flags: Any, reader: FlagReader, get_item_calls: CallCount
+    ) -> None:
+        # Given a warm reader serving version 1 from the cache
+        put_flags(version=1)
+        assert [reader.read().version for _ in range(3)] == [1, 1, 1]
+        # When another user of the provider refreshes its cache through Powertools' public get (version 2)
+        put_flags(version=2, signup_enabled=False)
+        reader.provider.get(SINGLETON_SK, force_fetch=True)
+        # Then the reader's next read is that entry, from the cache: no GetItem of its own
+        state = reader.read()
+        assert (state.reason, state.version, state.values["signup_enabled"]) == (CACHED, 2, False)
+        assert get_item_calls.calls == 2
+
+    def test_the_reader_and_the_client_hold_no_item_but_the_last_good_one(
+        self, ddb: Any, table_name: str, declarations: Declarations, put_flags: Any, clock: Clock
+    ) -> None:
+        # Given a client that read the item, then served it from the cache
+        put_flags(version=3)
+        flags = Flags(table_name=table_name, declarations=declarations, client=ddb, clock=clock)
+        for _ in range(3):
+            flags.get("signup_enabled")
+        # When everything the client and its reader hold is searched for a snapshot or a served state
+        # (Powertools' provider, whose cache is the one allowed, excepted)
+        found = items_held(flags, "flags")
+        # Then the only one is the last good snapshot, kept to be served as STALE after a failed fetch
+        assert found == ["flags._reader._last_good"]
+
+    def test_a_cache_shaped_otherwise_is_read_through_get_still_once_per_cache_age(
+        self,
+        ddb: Any,
+        table_name: str,
+        declarations: Declarations,
+        clock: Clock,
+        put_flags: Any,
+        get_item_calls: CallCount,
+    ) -> None:
+        # Given a Powertools whose cache entries keep their expiry as epoch seconds (not as pinned)
+        provider = EpochTtlProvider(client=ddb, table_name=table_name, declarations=declarations, clock=clock)
+        reader = build_reader(provider, declarations, clock)
+        put_flags(version=5)
+        # When read several times in one cache age
+        states = [reader.read() for _ in range(4)]
+        # Then nothing raises: the reads go through Powertools' get, one GetItem, then cached values
+        assert [(state.reason, state.version) for state in states] == [(STATIC, 5)] + [(CACHED, 5)] * 3
+        assert get_item_calls.calls == 1
+        assert provider.cached(SINGLETON_SK) is None
+
+
+class EpochTtlProvider(SingletonProvider):
+    """A provider whose cache entries hold their expiry as epoch seconds: a Powertools cache not shaped as pinned."""
+
+    def add_to_cache(self, key: tuple[Any, ...], value: Any, max_age: int) -> None:
+        if max_age > 0:
+            self.store[key] = SimpleNamespace(value=value, ttl=time.time() + max_age)  # type: ignore[assignment]
+
+    def has_not_expired_in_cache(self, key: tuple[Any, ...]) -> bool:
+        return key in self.store and self.store[key].ttl >= time.time()  # type: ignore[operator]
+
+
+def items_held(root: object, path: str) -> list[str]:
+    """Where, under ``root``, a ``Snapshot`` or a ``FlagState`` is held: attributes, containers and closures,
+    not entering Powertools' providers (whose cache is the one allowed), classes or modules."""
+    found: list[str] = []
+    seen: set[int] = set()
+
+    def visit(value: object, where: str) -> None:
+        if id(value) in seen or isinstance(value, (BaseProvider, type, ModuleType, str, bytes, int, float)):
+            return
+        seen.add(id(value))
+        if isinstance(value, (Snapshot, FlagState)):
+            found.append(where)
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                visit(item, f"{where}[{key!r}]")
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            for index, item in enumerate(value):
+                visit(item, f"{where}[{index}]")
+        elif isinstance(value, FunctionType):
+            for name, cell in zip(value.__code__.co_freevars, value.__closure__ or (), strict=True):
+                visit(cell.cell_contents, f"{where}<{name}>")
+        elif isinstance(value, MethodType):
+            visit(value.__self__, f"{where}.__self__")
+        else:
+            attributes = getattr(value, "__dict__", {})
+            for slot in getattr(type(value), "__slots__", ()):
+                if hasattr(value, slot):
+                    attributes = {**attributes, slot: getattr(value, slot)}
+            for name, item in attributes.items():
+                visit(item, f"{where}.{name}")
+
+    visit(root, path)
+    return sorted(found)
 
 
 class TestMaintenanceDeadline:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from openfeature import api
 
-from singleton_flags.declarations import DECLARATIONS_FILE
 from singleton_flags.testing import InMemoryFlags
+from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
 
 

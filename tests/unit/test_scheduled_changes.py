@@ -11,16 +11,16 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from unit_support import CALLER, Clock, WriteApi, emf_metrics
 
-from singleton_flags.audit import audit_record
 from singleton_flags.keys import schedule_key
-from singleton_flags.one_time import OneTimeSchedules, OneTimeTarget
-from singleton_flags.scheduled import ScheduledChanges, ScheduleItems
-from singleton_flags.scheduled_apply import ScheduledChangeRunner
-from singleton_flags.store import FlagStore
+from singleton_flags_service.schedules.apply import ScheduledChangeRunner
+from singleton_flags_service.schedules.changes import ScheduledChanges, ScheduleItems
+from singleton_flags_service.schedules.one_time import OneTimeSchedules
+from singleton_flags_service.writes.audit import audit_record
+from singleton_flags_service.writes.store import FlagStore
 from tests.conftest import REGION, SCHEDULE_GROUP
 from tests.support.tables import table_state
+from tests.support.unit import CALLER, Clock, WriteApi, emf_metrics
 
 NOW = datetime(2027, 3, 1, 8, 0, tzinfo=UTC).timestamp()  # a whole minute
 FLAG = "ai_search_enabled"
@@ -59,13 +59,11 @@ class Scheduling:
 @pytest.fixture
 def scheduling(seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch, lambda_context: Any) -> Scheduling:
     """The write API's scheduled changes and their runner on moto, the clock at NOW (2027-03-01T08:00:00Z)."""
-    import os
-
     clock = Clock(NOW)
     scheduler = boto3.client("scheduler", region_name=REGION)
     scheduler.create_schedule_group(Name=SCHEDULE_GROUP)
     items = ScheduleItems(seeded_api.client, seeded_api.table, retention_seconds=RETENTION)
-    schedules = OneTimeSchedules(scheduler, OneTimeTarget.from_env(os.environ))
+    schedules = OneTimeSchedules(scheduler, seeded_api.module.CONFIG.scheduled_changes)  # read at its cold start
     monkeypatch.setattr(seeded_api.module, "SCHEDULED", ScheduledChanges(items, schedules, clock=clock))
     store = FlagStore(seeded_api.client, seeded_api.table, seeded_api.module.DECLARATIONS, clock=clock)
     runner = ScheduledChangeRunner(store, items, seeded_api.module.DECLARATIONS, clock=clock)
@@ -421,7 +419,7 @@ class ThrottledWrites:
 def test_a_dynamodb_failure_when_due_raises_for_lambda_to_retry_and_the_retry_applies_once(
     scheduling: Scheduling,
 ) -> None:
-    from singleton_flags.errors import StoreUnavailable
+    from singleton_flags_service.errors import StoreUnavailable
 
     created = body_of(scheduling.create(change()))
     client = ThrottledWrites(scheduling.api.client)

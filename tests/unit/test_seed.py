@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from unit_support import Output, warnings_in
-
 from singleton_flags.codec import decode
-from singleton_flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
+from singleton_flags.declarations import Declarations, parse_declarations
 from singleton_flags.keys import VERSION_ATTR, singleton_key
-from singleton_flags.store import FlagStore
+from singleton_flags_service.contract import DECLARATIONS_FILE
+from singleton_flags_service.writes.store import FlagStore
+from tests.support.unit import Output, warnings_in
 
 
 def stored(ddb: Any, table_name: str) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ import pytest
 
 from local.functions import load_module
 
-MODULE = "seed.handler"
+MODULE = "singleton_flags_service.handlers.seed"
 STACK_ID = (
     "arn:aws:cloudformation:eu-west-1:123456789012:stack/singleton-flags-prod/5b8f1e30-0000-0000-0000-000000000000"
 )
@@ -20,7 +20,7 @@ STACK_ID = (
 
 @dataclass
 class FakeStore:
-    """Stands in for singleton_flags.store.FlagStore: records each seed(actor=, reason=) call."""
+    """Stands in for singleton_flags_service.writes.store.FlagStore: records each seed(actor=, reason=) call."""
 
     version: int = 0
     applied: bool = True
@@ -93,7 +93,7 @@ def test_delete_leaves_the_retained_table_alone(seed: Any) -> None:
 
 
 def test_a_failing_seed_answers_failed_with_the_reason_instead_of_hanging_the_deploy(seed: Any) -> None:
-    from singleton_flags.errors import StoreUnavailable
+    from singleton_flags_service.errors import StoreUnavailable
 
     seed.store.error = StoreUnavailable("DynamoDB is unreachable")
     seed.module.handler(event("Create"), seed.context)
@@ -104,7 +104,7 @@ def test_a_failing_seed_answers_failed_with_the_reason_instead_of_hanging_the_de
 
 
 def test_the_response_is_a_put_of_json_without_a_content_type(monkeypatch: pytest.MonkeyPatch) -> None:
-    from singleton_flags import custom_resource as cfn
+    from singleton_flags_service import custom_resource as cfn
 
     seen: list[Any] = []
 

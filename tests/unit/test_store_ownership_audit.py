@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from singleton_flags.declarations import Declarations
-from singleton_flags.store import FlagStore, Ownership
+from singleton_flags_service.writes.store import FlagStore, Ownership
 
 
 def _store(ddb: Any, table_name: str, declarations: Declarations) -> FlagStore:

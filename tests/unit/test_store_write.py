@@ -14,12 +14,14 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from unit_support import START, Clock, flags_item
 
-from singleton_flags.audit import decode_cursor, encode_cursor
 from singleton_flags.codec import encode_plain
-from singleton_flags.declarations import DECLARATIONS_FILE, Declarations, parse_declarations
-from singleton_flags.errors import (
+from singleton_flags.declarations import Declarations, parse_declarations
+from singleton_flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY, TTL_ATTR, audit_key, audit_sort_key, singleton_key
+from singleton_flags_service.api.http import error_headers
+from singleton_flags_service.api.requests import MAX_REASON_LENGTH, validate_reason
+from singleton_flags_service.contract import DECLARATIONS_FILE
+from singleton_flags_service.errors import (
     InvalidRequest,
     InvalidValue,
     ItemTooLarge,
@@ -29,11 +31,10 @@ from singleton_flags.errors import (
     VersionNotFound,
     WriteConflict,
 )
-from singleton_flags.http import error_headers
-from singleton_flags.keys import AUDIT_PK, PARTITION_KEY, SORT_KEY, TTL_ATTR, audit_key, audit_sort_key, singleton_key
-from singleton_flags.requests import MAX_REASON_LENGTH, validate_reason
-from singleton_flags.store import MAX_HISTORY_LIMIT, FlagStore, Ownership
-from singleton_flags.transaction import MAX_RESENDS
+from singleton_flags_service.writes.audit import decode_cursor, encode_cursor
+from singleton_flags_service.writes.store import MAX_HISTORY_LIMIT, FlagStore, Ownership
+from singleton_flags_service.writes.transaction import MAX_RESENDS
+from tests.support.unit import START, Clock, flags_item
 
 TABLE = "flags"
 CONSISTENT_READ = {"TableName": TABLE, "Key": singleton_key(), "ConsistentRead": True}

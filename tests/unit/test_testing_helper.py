@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from unit_support import Clock
 
 from singleton_flags.declarations import Declarations
-from singleton_flags.errors import InvalidValue
 from singleton_flags.testing import InMemoryFlags
-from singleton_flags.vocabulary import DEFAULT, STALE, STATIC
+from singleton_flags_service.errors import InvalidValue
+from singleton_flags_service.vocabulary import DEFAULT, STALE, STATIC
+from tests.support.unit import Clock
 
 
 @pytest.fixture

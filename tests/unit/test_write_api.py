@@ -1,4 +1,5 @@
-"""The write function through ``write_api.handler.handler`` with API Gateway REST proxy events, on moto:
+"""The write function through ``singleton_flags_service.handlers.write_api.handler`` with API Gateway REST proxy events,
+on moto:
 what an accepted write, a history page and a revert store and answer (refusals: test_write_refusals.py,
 limits and failures: test_write_failures.py).
 """
@@ -9,17 +10,6 @@ import json
 from typing import Any
 
 import pytest
-from unit_support import (
-    CALLER,
-    REASON,
-    RETENTION_SECONDS,
-    START,
-    Clock,
-    WriteApi,
-    body_of,
-    count_calls,
-    headers_of,
-)
 
 from singleton_flags.keys import (
     MAINTENANCE_DEADLINE_ATTR,
@@ -30,8 +20,19 @@ from singleton_flags.keys import (
     VERSION_ATTR,
     singleton_key,
 )
-from singleton_flags.store import Ownership
-from singleton_flags.vocabulary import CACHED
+from singleton_flags_service.vocabulary import CACHED
+from singleton_flags_service.writes.store import Ownership
+from tests.support.unit import (
+    CALLER,
+    REASON,
+    RETENTION_SECONDS,
+    START,
+    Clock,
+    WriteApi,
+    body_of,
+    count_calls,
+    headers_of,
+)
 
 # -- happy paths ---------------------------------------------------------------------------------------
 

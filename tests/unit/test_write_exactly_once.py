@@ -10,45 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from botocore.exceptions import ReadTimeoutError
-from unit_support import WriteApi, assert_refused, body_of, headers_of
 
 from singleton_flags.keys import singleton_key
-from singleton_flags.transaction import MAX_RESENDS
-
-
-class LossyClient:
-    """A DynamoDB client whose TransactWriteItems answers are lost ``lose`` times (after committing, or before,
-    with ``commit=False``); every other call goes to the real client."""
-
-    def __init__(self, real: Any, *, lose: int, commit: bool = True, lose_reads_of: str | None = None) -> None:
-        self._real = real
-        self._lose = lose
-        self._commit = commit
-        self._lose_reads_of = lose_reads_of
-        self.tokens: list[str] = []
-        self._committed: set[str] = set()
-
-    def transact_write_items(self, **params: Any) -> Any:
-        token = params["ClientRequestToken"]
-        self.tokens.append(token)
-        if token in self._committed:
-            answer: Any = {}  # DynamoDB: the same token again succeeds and applies nothing
-        elif self._commit or self._lose == 0:
-            answer = self._real.transact_write_items(**params)
-            self._committed.add(token)
-        if self._lose > 0:
-            self._lose -= 1
-            raise ReadTimeoutError(endpoint_url="https://dynamodb.local")
-        return answer
-
-    def get_item(self, **params: Any) -> Any:
-        if self._lose_reads_of and params["Key"]["PK"]["S"].startswith(self._lose_reads_of):
-            raise ReadTimeoutError(endpoint_url="https://dynamodb.local")
-        return self._real.get_item(**params)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
+from singleton_flags_service.writes.transaction import MAX_RESENDS
+from tests.support.unit import LossyClient, WriteApi, assert_refused, body_of, headers_of
 
 
 def versions(api: WriteApi) -> list[int]:

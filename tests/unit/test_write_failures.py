@@ -15,19 +15,20 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
-from unit_support import (
+
+import singleton_flags_service.contract
+from local.functions import load_module
+from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
+from singleton_flags_service.contract import DECLARATIONS_FILE
+from singleton_flags_service.writes.store import FlagStore
+from singleton_flags_service.writes.transaction import MAX_RESENDS
+from tests.support.unit import (
     Clock,
     WriteApi,
     assert_refused,
     headers_of,
     install,
 )
-
-import singleton_flags.declarations
-from local.functions import load_module
-from singleton_flags.declarations import DECLARATIONS_FILE, DEFAULT_STRING_MAX_LENGTH, Declarations, parse_declarations
-from singleton_flags.store import FlagStore
-from singleton_flags.transaction import MAX_RESENDS
 
 # -- size, conflicts, store failures ---------------------------------------------------------------------
 
@@ -66,8 +67,8 @@ def long_text_api(
     and reloaded again afterwards (while the test's environment is still set) with the shipped file."""
     custom = declarations_with_long_text()
     with monkeypatch.context() as patch:
-        patch.setattr(singleton_flags.declarations, "load_declarations", lambda *_: custom)
-        module = load_module("write_api.handler", fresh=True)
+        patch.setattr(singleton_flags_service.contract, "load_service_declarations", lambda *_: custom)
+        module = load_module("singleton_flags_service.handlers.write_api", fresh=True)
     try:
         with monkeypatch.context() as patch:
             install(module, ddb, table_name, clock, patch)
@@ -75,7 +76,7 @@ def long_text_api(
             module.STORE.change({"banner_text": "hello"}, actor="setup", reason="version 1")
             yield WriteApi(module, ddb, table_name, make_event, lambda_context)
     finally:
-        load_module("write_api.handler", fresh=True)
+        load_module("singleton_flags_service.handlers.write_api", fresh=True)
 
 
 @pytest.mark.parametrize(("flag", "length"), [("banner_text", 5001), ("motd", DEFAULT_STRING_MAX_LENGTH + 1)])

@@ -10,15 +10,15 @@ import json
 from typing import Any
 
 import pytest
-from unit_support import (
+
+from singleton_flags_service.writes.audit import encode_cursor
+from tests.support.unit import (
     REASON,
     WriteApi,
     assert_refused,
     body_of,
     headers_of,
 )
-
-from singleton_flags.audit import encode_cursor
 
 # -- PATCH /flags refusals ----------------------------------------------------------------------------
 
@@ -219,3 +219,27 @@ def test_an_unsupported_route_is_405_or_404(api: WriteApi, method: str, path: st
     before = api.state()
     response = api(method, path, body={"flags": {"signup_enabled": False}, "reason": REASON})
     assert_refused(api, response, before, status, code)
+
+
+# -- the fields of a request -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "model"),
+    [
+        ("PATCH", "/flags", "PatchRequest"),
+        ("POST", "/flags/revert", "RevertRequest"),
+        ("POST", "/flags/restore", "RestoreRequest"),
+        ("POST", "/flags/schedules", "ScheduleRequest"),
+    ],
+)
+def test_an_unknown_field_is_refused_naming_the_fields_the_requests_model_declares(
+    api: WriteApi, method: str, path: str, model: str
+) -> None:
+    # Given a body with a field no request of that route has
+    before = api.state()
+    response = api(method, path, body={"reason": REASON, "force": True})
+    # Then it is refused by the fields rule, which lists the request model's own fields (their one statement)
+    error = assert_refused(api, response, before, 400, "INVALID_REQUEST", rule="fields")
+    expected = sorted(api.module.MODELS[model].model_fields)
+    assert error["message"] == f"unknown field(s) ['force']; expected {expected}"

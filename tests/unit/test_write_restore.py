@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from unit_support import WriteApi, assert_refused, body_of
-
 from singleton_flags.keys import VERSION_ATTR, singleton_key
+from tests.support.unit import WriteApi, assert_refused, body_of
 
 
 def restore(api: WriteApi, reason: str = "item deleted by mistake") -> dict:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from unit_support import START, Clock, WriteApi, assert_refused, body_of, headers_of
 
 from singleton_flags.keys import (
     AUDIT_PK,
@@ -20,7 +19,8 @@ from singleton_flags.keys import (
     VERSION_ATTR,
     singleton_key,
 )
-from singleton_flags.store import FlagStore, Ownership
+from singleton_flags_service.writes.store import FlagStore, Ownership
+from tests.support.unit import START, Clock, WriteApi, assert_refused, body_of, headers_of
 
 WINDOW = "nightly"
 
@@ -260,9 +260,10 @@ def test_a_write_that_would_leave_no_room_for_a_window_start_is_refused(
     # Given a string flag and the longest configured window name
     import json as _json
 
-    from singleton_flags.declarations import DECLARATIONS_FILE, parse_declarations
-    from singleton_flags.errors import ItemTooLarge
-    from singleton_flags.itemsize import READ_BLOCK_BYTES, item_size
+    from singleton_flags.declarations import parse_declarations
+    from singleton_flags_service.contract import DECLARATIONS_FILE
+    from singleton_flags_service.errors import ItemTooLarge
+    from singleton_flags_service.writes.itemsize import READ_BLOCK_BYTES, item_size
 
     document = _json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
     document["flags"].append(

@@ -1,0 +1,245 @@
+"""The embedded client: read the flags from any Lambda function, in-process, with the read function's own reader.
+
+Created once at module scope (``FLAGS = Flags.from_env(os.environ, declarations="flags.json")``), so its cache
+lives as long as the execution environment. Every read goes through ``FlagReader`` over ``SingletonProvider``,
+the code the read function runs: one GetItem per cache age, the last good values for at most ``max_stale``
+seconds while DynamoDB fails, back-off after a failure, the declared fallbacks after that (features off,
+maintenance ON), the maintenance deadline honoured. The DynamoDB client fails fast (``READ_CLIENT_CONFIG``: one
+attempt, 0.5 s to connect, 1 s to read), so a dead DynamoDB costs a read at most ~1.5 s, then nothing until the
+back-off ends.
+
+What this module never does: create a Powertools Logger, Metrics or Tracer, write to the application's logs on
+a cached read (warnings go to the standard library's ``singleton_flags`` logger, on a failed or degraded fetch
+only), or print metrics unless asked (``metrics=True``: EMF blobs on stdout, as the read function prints them).
+
+The declarations are the application's (a path to its declarations file or a ``Declarations``), never the
+sample flags bundled with the package. When the application's copy and the table differ: attributes of the
+item that the application does not declare are ignored; a declared flag missing from the item, or holding a
+value its declaration refuses, is served as its fallback with reason DEFAULT (the other flags keep theirs).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from singleton_flags.aws import READ_CLIENT_CONFIG
+from singleton_flags.declarations import Declarations, FlagValue, load_declarations
+from singleton_flags.emf import NO_COUNT, Counter, EmfPrinter, ReadCounter
+from singleton_flags.keys import SINGLETON_SK
+from singleton_flags.provider import SingletonProvider
+from singleton_flags.reader import FlagReader
+from singleton_flags.settings import (
+    DEFAULT_MAX_AGE_SECONDS,
+    DEFAULT_MAX_STALE_SECONDS,
+    MAX_AGE_LIMIT_SECONDS,
+    MAX_STALE_LIMIT_SECONDS,
+    SettingsError,
+    int_setting,
+)
+from singleton_flags.snapshot import FlagState, flag_reason
+from singleton_flags.vocabulary import DEFAULT_NAMESPACE, DEFAULT_SERVICE, Reason
+
+__all__ = [
+    "ENV_DECLARATIONS",
+    "ENV_MAX_AGE",
+    "ENV_MAX_STALE",
+    "ENV_REGION",
+    "ENV_SORT_KEY",
+    "ENV_TABLE",
+    "FlagDetails",
+    "FlagTypeMismatch",
+    "Flags",
+    "FlagsConfigError",
+    "UndeclaredFlag",
+]
+
+# The variables the CDK construct sets on a bound function (``SingletonFlags.bind``), read by ``from_env``.
+ENV_TABLE = "SINGLETON_FLAGS_TABLE"
+ENV_SORT_KEY = "SINGLETON_FLAGS_SORT_KEY"
+ENV_MAX_AGE = "SINGLETON_FLAGS_MAX_AGE"
+ENV_MAX_STALE = "SINGLETON_FLAGS_MAX_STALE"
+ENV_REGION = "SINGLETON_FLAGS_REGION"
+ENV_DECLARATIONS = "SINGLETON_FLAGS_DECLARATIONS"  # optional: the path of the declarations file
+
+
+_T = TypeVar("_T")
+
+
+class FlagsConfigError(SettingsError):
+    """The client was configured wrongly (a missing table name, a bad number); raised at creation, naming it."""
+
+
+class UndeclaredFlag(LookupError):
+    """The name is not a declared flag. Never answered with a fallback: a typo must not read as "off"."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no flag named {name!r} is declared")
+        self.name = name
+
+
+class FlagTypeMismatch(TypeError):
+    """A typed read (``get_bool``, ...) of a flag declared with another type."""
+
+    def __init__(self, name: str, declared: str, asked: str) -> None:
+        super().__init__(f"flag {name!r} is declared as {declared}, not {asked}")
+        self.name, self.declared, self.asked = name, declared, asked
+
+
+@dataclass(frozen=True, slots=True)
+class FlagDetails:
+    """One flag's value and where it came from: STATIC (fetched by this read), CACHED, STALE (DynamoDB failed,
+    the last good value) or DEFAULT (its declared fallback); ``version`` and ``fetched_at`` (epoch seconds) of
+    the item read, None when nothing was read."""
+
+    name: str
+    value: FlagValue
+    reason: Reason
+    version: int | None
+    fetched_at: float | None
+
+
+class Flags:
+    """Typed reads of the application's declared flags, through the read function's reader."""
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        declarations: Declarations | str | os.PathLike[str],
+        sort_key: str = SINGLETON_SK,
+        max_age: int = DEFAULT_MAX_AGE_SECONDS,
+        max_stale: float = DEFAULT_MAX_STALE_SECONDS,
+        region: str | None = None,
+        client: Any = None,
+        metrics: bool = False,
+        metrics_namespace: str = DEFAULT_NAMESPACE,
+        service: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not table_name:
+            raise FlagsConfigError("table_name is required")
+        if not sort_key.startswith("FLAGS#V"):
+            raise FlagsConfigError(f"sort_key must look like FLAGS#V<n>, got {sort_key!r}")
+        self.declarations = _declarations(declarations)
+        self._names = frozenset(self.declarations)  # a set lookup: ``in`` on the Mapping costs a __getitem__ call
+        if client is None:
+            import boto3  # deferred: a client given a DynamoDB client of its own never builds one
+
+            client = boto3.client("dynamodb", region_name=region, config=READ_CLIENT_CONFIG)
+        counter: Counter = NO_COUNT
+        if metrics:
+            printer = EmfPrinter(
+                metrics_namespace, service or os.environ.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
+            )
+            counter = ReadCounter(printer)
+        provider = SingletonProvider(client=client, table_name=table_name, declarations=self.declarations, clock=clock)
+        self._reader = FlagReader(
+            provider,
+            self.declarations,
+            sort_key=sort_key,
+            max_age=max_age,
+            max_stale=max_stale,
+            clock=clock,
+            counter=counter,
+        )
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str],
+        *,
+        declarations: Declarations | str | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> Flags:
+        """A client configured by the variables ``SingletonFlags.bind`` sets (``SINGLETON_FLAGS_*``).
+
+        ``declarations`` defaults to the file named by ``SINGLETON_FLAGS_DECLARATIONS``; one of them is required.
+        """
+        table_name = env.get(ENV_TABLE, "")
+        if not table_name:
+            raise FlagsConfigError(f"{ENV_TABLE} is required")
+        if declarations is None:
+            declarations = env.get(ENV_DECLARATIONS) or None
+        if declarations is None:
+            raise FlagsConfigError(f"declarations are required: pass them, or set {ENV_DECLARATIONS} to their path")
+        try:
+            max_age = int_setting(env, ENV_MAX_AGE, DEFAULT_MAX_AGE_SECONDS, 0, MAX_AGE_LIMIT_SECONDS)
+            max_stale = int_setting(env, ENV_MAX_STALE, DEFAULT_MAX_STALE_SECONDS, 0, MAX_STALE_LIMIT_SECONDS)
+        except SettingsError as exc:
+            raise FlagsConfigError(str(exc)) from exc
+        return cls(
+            table_name=table_name,
+            declarations=declarations,
+            sort_key=env.get(ENV_SORT_KEY) or SINGLETON_SK,
+            max_age=max_age,
+            max_stale=max_stale,
+            region=env.get(ENV_REGION) or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+            **options,
+        )
+
+    # -- reads ----------------------------------------------------------------------------------------------
+
+    def state(self) -> FlagState:
+        """One read of every flag (cached, fresh, stale or fallbacks), as the read function answers it."""
+        return self._reader.read()
+
+    def details(self, name: str) -> FlagDetails:
+        self._check(name)
+        return _details(self._reader.read(), name)
+
+    def all(self) -> dict[str, FlagValue]:
+        return dict(self._reader.read().values)
+
+    def all_details(self) -> dict[str, FlagDetails]:
+        state = self._reader.read()
+        return {name: _details(state, name) for name in self.declarations}
+
+    def get(self, name: str) -> FlagValue:
+        if name not in self._names:  # _check, inlined: this is the hot read
+            raise UndeclaredFlag(name)
+        return self._reader.read().values[name]
+
+    def get_bool(self, name: str) -> bool:
+        return self._typed(name, "bool", bool)
+
+    def get_int(self, name: str) -> int:
+        return self._typed(name, "int", int)
+
+    def get_float(self, name: str) -> float:
+        return self._typed(name, "float", float)
+
+    def get_str(self, name: str) -> str:
+        return self._typed(name, "string", str)
+
+    def _check(self, name: str) -> None:
+        if name not in self._names:
+            raise UndeclaredFlag(name)
+
+    def _typed(self, name: str, flag_type: str, python_type: type[_T]) -> _T:
+        self._check(name)
+        declared = self.declarations[name].type
+        if declared != flag_type:
+            raise FlagTypeMismatch(name, declared, flag_type)
+        # the snapshot holds only values of the declared type (a stored value of another type is its fallback)
+        return cast(_T, self._reader.read().values[name])
+
+
+def _details(state: FlagState, name: str) -> FlagDetails:
+    return FlagDetails(
+        name=name,
+        value=state.values[name],
+        reason=flag_reason(state, name),
+        version=state.version,
+        fetched_at=state.fetched_at,
+    )
+
+
+def _declarations(declarations: Declarations | str | os.PathLike[str]) -> Declarations:
+    if isinstance(declarations, Declarations):
+        return declarations
+    return load_declarations(Path(declarations))

@@ -1,0 +1,119 @@
+"""Names of the table's keys and of the singleton's bookkeeping attributes: one place, literals only."""
+
+__all__ = [
+    "AUDIT_PK",
+    "AUDIT_SK_PREFIX",
+    "AUDIT_VERSION_DIGITS",
+    "BOOKKEEPING_ATTRS",
+    "GUARD_PK",
+    "GUARD_SK_PREFIX",
+    "IDEMPOTENCY_PK_PREFIX",
+    "IDEMPOTENCY_SK",
+    "MAINTENANCE_DEADLINE_ATTR",
+    "MAINTENANCE_FLAG",
+    "MAINTENANCE_OWNER_ATTR",
+    "PARTITION_KEY",
+    "SCHEDULE_PK",
+    "SCHEDULE_SK_PREFIX",
+    "SINGLETON_PK",
+    "SINGLETON_SK",
+    "SORT_KEY",
+    "TTL_ATTR",
+    "UPDATED_AT_ATTR",
+    "UPDATED_BY_ATTR",
+    "VERSION_ATTR",
+    "audit_key",
+    "audit_sort_key",
+    "audit_version",
+    "guard_key",
+    "guard_sort_key",
+    "guard_version",
+    "idempotency_key",
+    "schedule_key",
+    "singleton_key",
+]
+
+PARTITION_KEY = "PK"
+SORT_KEY = "SK"
+
+SINGLETON_PK = "SETTINGS#APP"
+SINGLETON_SK = "FLAGS#V1"  # V1 is a migration seam: a new shape is written as FLAGS#V2, readers switch by config
+# Audit records live in a partition of their own: IAM's dynamodb:LeadingKeys condition names partition keys only,
+# so a read grant on SINGLETON_PK reaches the flags and never the trail (actors, reasons).
+AUDIT_PK = "AUDIT#APP"
+AUDIT_SK_PREFIX = "AUDIT#"
+AUDIT_VERSION_DIGITS = 12  # AUDIT#000000000042 sorts by version
+IDEMPOTENCY_PK_PREFIX = "IDEMPOTENCY#"  # + sha256 of (actor, Idempotency-Key): one partition per key
+IDEMPOTENCY_SK = "IDEMPOTENCY"
+# Guards of guarded changes: one item per guarded version, in a partition of their own (never on the read path).
+GUARD_PK = "GUARD#APP"
+GUARD_SK_PREFIX = "GUARD#"  # + the guarded version, AUDIT_VERSION_DIGITS digits: newest first in a Query
+# Scheduled changes: one item per schedule in a partition of its own (never on the read path).
+SCHEDULE_PK = "SCHEDULE#APP"
+SCHEDULE_SK_PREFIX = "SCHEDULE#"
+
+VERSION_ATTR = "schema_version"
+UPDATED_AT_ATTR = "updated_at"
+UPDATED_BY_ATTR = "updated_by"
+MAINTENANCE_OWNER_ATTR = "maintenance_owner"  # name of the window that switched maintenance on, if any
+MAINTENANCE_DEADLINE_ATTR = "maintenance_deadline"  # epoch seconds after which that window is over
+TTL_ATTR = "expires_at"
+
+MAINTENANCE_FLAG = "maintenance_mode"
+
+BOOKKEEPING_ATTRS = frozenset(
+    {
+        PARTITION_KEY,
+        SORT_KEY,
+        VERSION_ATTR,
+        UPDATED_AT_ATTR,
+        UPDATED_BY_ATTR,
+        MAINTENANCE_OWNER_ATTR,
+        MAINTENANCE_DEADLINE_ATTR,
+        TTL_ATTR,
+    }
+)
+
+
+def singleton_key(sort_key: str = SINGLETON_SK) -> dict[str, dict[str, str]]:
+    """The full primary key of an item of the singleton's partition (by default the singleton itself), in
+    DynamoDB's low-level attribute-value form."""
+    return {PARTITION_KEY: {"S": SINGLETON_PK}, SORT_KEY: {"S": sort_key}}
+
+
+def audit_key(version: int) -> dict[str, dict[str, str]]:
+    """The full primary key of ``version``'s audit record."""
+    return {PARTITION_KEY: {"S": AUDIT_PK}, SORT_KEY: {"S": audit_sort_key(version)}}
+
+
+def idempotency_key(digest: str) -> dict[str, dict[str, str]]:
+    """The full primary key of the item that remembers one Idempotency-Key's outcome."""
+    return {PARTITION_KEY: {"S": IDEMPOTENCY_PK_PREFIX + digest}, SORT_KEY: {"S": IDEMPOTENCY_SK}}
+
+
+def schedule_key(schedule_id: str) -> dict[str, dict[str, str]]:
+    """The full primary key of one scheduled change's item."""
+    return {PARTITION_KEY: {"S": SCHEDULE_PK}, SORT_KEY: {"S": SCHEDULE_SK_PREFIX + schedule_id}}
+
+
+def audit_sort_key(version: int) -> str:
+    return f"{AUDIT_SK_PREFIX}{version:0{AUDIT_VERSION_DIGITS}d}"
+
+
+def audit_version(sort_key: str) -> int:
+    """The version an ``AUDIT#...`` sort key records (the inverse of ``audit_sort_key``)."""
+    return int(sort_key.removeprefix(AUDIT_SK_PREFIX))
+
+
+def guard_sort_key(version: int) -> str:
+    return f"{GUARD_SK_PREFIX}{version:0{AUDIT_VERSION_DIGITS}d}"
+
+
+def guard_key(version: int) -> dict[str, dict[str, str]]:
+    """The full primary key of the guard of the change that wrote ``version``."""
+    return {PARTITION_KEY: {"S": GUARD_PK}, SORT_KEY: {"S": guard_sort_key(version)}}
+
+
+def guard_version(sort_key: str) -> int:
+    """The guarded version a ``GUARD#...`` sort key names (the inverse of ``guard_sort_key``)."""
+    return int(sort_key.removeprefix(GUARD_SK_PREFIX))

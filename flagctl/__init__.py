@@ -1,1 +1,0 @@
-"""flagctl: the admin CLI of singleton-flags (``python -m flagctl --help``). Standard library + botocore."""

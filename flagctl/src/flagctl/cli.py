@@ -1,0 +1,472 @@
+"""``flagctl`` (``python -m flagctl``): read and change the flags, for people (tables) and scripts (``--json``, exit
+codes).
+
+    flagctl [--url URL | --stack-output-file cdk-outputs.json] [--json] [--timeout SECONDS] COMMAND
+      get [NAME]                                   every flag, or one
+      set NAME=VALUE ... --reason TEXT [--if-match VERSION]
+      history [--limit N] [--cursor C]
+      revert VERSION --reason TEXT [--if-match VERSION]
+      restore --reason TEXT
+      console [--port N] [--open]                  the console on 127.0.0.1, its API calls signed and forwarded
+      schedule create NAME=VALUE ... --at TIME [--timezone ZONE] --reason TEXT [--if-version VERSION]
+      schedule list [--limit N] [--cursor C]
+      schedule cancel ID
+
+VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
+Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
+5 server or network (5xx, 429, a redirect, a malformed answer, no whole answer within --timeout).
+
+The server is not trusted: a redirect is never followed (its Location is shown, exit 5); everything printed
+(tables, messages, --json, stderr) goes through ``flagctl.text``, so no raw control or format character from an
+answer reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from flagctl.client import (
+    DEFAULT_URL,
+    Answer,
+    FlagsClient,
+    Transport,
+    http_transport,
+    new_idempotency_key,
+    url_from_stack_outputs,
+)
+from flagctl.errors import AUTH, BAD_INPUT, CONFLICT, OK, SERVER, FlagctlError
+from flagctl.http_client import DEADLINE_SECONDS
+from flagctl.text import excerpt, layout, safe, safe_json
+
+MAX_TIMEOUT_SECONDS = 600
+
+
+def exit_code(status: int) -> int:
+    """2xx ok; a 3xx is an answer flagctl never follows nor asks for (server); then by the API's error."""
+    if status < 300:
+        return OK
+    if status < 400:
+        return SERVER
+    if status in (401, 403):
+        return AUTH
+    if status in (409, 412):
+        return CONFLICT
+    if status == 429 or status >= 500:
+        return SERVER
+    return BAD_INPUT
+
+
+def parse_value(text: str) -> Any:
+    """JSON when the text is JSON (true, 12, 0.5, "x", null), else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for item in items:
+        name, sign, raw = item.partition("=")
+        name = name.strip()
+        if not sign or not name:
+            raise FlagctlError(f"expected NAME=VALUE, got {item!r}", BAD_INPUT, "USAGE")
+        if name in changes:
+            raise FlagctlError(f"flag {name!r} is given twice", BAD_INPUT, "USAGE")
+        changes[name] = parse_value(raw)
+    return changes
+
+
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+def parse_version(text: str) -> int:
+    """A version as the API writes it: 7, or the ETag form "7" (ASCII digits; 0 is the seeded state)."""
+    digits = text.strip().strip('"')
+    if not _DIGITS.fullmatch(digits):
+        raise argparse.ArgumentTypeError(f"a version is a non-negative integer, got {text!r}")
+    return int(digits)
+
+
+def parse_timeout(text: str) -> float:
+    """Seconds, more than 0 and at most MAX_TIMEOUT_SECONDS: 10, 2.5."""
+    if not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,3})?", text) or not 0 < float(text) <= MAX_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(f"a timeout is a number of seconds, above 0 and at most 600, got {text!r}")
+    return float(text)
+
+
+def parse_limit(text: str) -> int:
+    """Records per page as the API takes them: ASCII digits, 1-100."""
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= 100:
+        raise argparse.ArgumentTypeError(f"a limit is an integer from 1 to 100, got {text!r}")
+    return int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flagctl",
+        description="Read and change singleton-flags through its API (the local runner, or a deployed stack).",
+        epilog="Exit codes: 0 ok, 2 bad input, 3 conflict (409/412), 4 auth (401/403), 5 server or network.",
+    )
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--url", help=f"the API's base URL (default {DEFAULT_URL}; non-loopback URLs are SigV4-signed)")
+    target.add_argument("--stack-output-file", type=Path, metavar="FILE", help="cdk deploy --outputs-file JSON")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
+    parser.add_argument(
+        "--timeout",
+        type=parse_timeout,
+        default=DEADLINE_SECONDS,
+        metavar="SECONDS",
+        help=f"the longest a request may take, connecting and the whole answer included (default {DEADLINE_SECONDS:g}; "
+        "not the console's)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    get = commands.add_parser("get", help="every flag, or one")
+    get.add_argument("name", nargs="?")
+
+    change = commands.add_parser("set", help="change flags: NAME=VALUE ... --reason TEXT")
+    change.add_argument("assignments", nargs="+", metavar="NAME=VALUE")
+    change.add_argument("--reason", required=True, help="why (goes into the audit trail)")
+    change.add_argument("--if-match", type=parse_version, metavar="VERSION", help="only if still at VERSION (else 412)")
+    _guard_arguments(change)
+
+    history = commands.add_parser("history", help="audit records, newest first")
+    history.add_argument("--limit", type=parse_limit, help="records per page (1-100, API default 20)")
+    history.add_argument("--cursor", help="the next-page cursor a previous page printed")
+
+    revert = commands.add_parser("revert", help="restore the values of VERSION as a new version")
+    revert.add_argument("version", type=parse_version)
+    revert.add_argument("--reason", required=True)
+    revert.add_argument("--if-match", type=parse_version, metavar="VERSION")
+    _guard_arguments(revert)
+
+    guards = commands.add_parser("guards", help="guards of guarded changes, newest first")
+    guards.add_argument("--limit", type=parse_limit, help="guards per page (1-100, API default 20)")
+    guards.add_argument("--cursor", help="the next-page cursor a previous page printed")
+
+    restore = commands.add_parser("restore", help="bring a missing flags item back from its audit trail")
+    restore.add_argument("--reason", required=True)
+
+    console = commands.add_parser("console", help="serve the console on 127.0.0.1, signing its API calls")
+    console.add_argument("--port", type=parse_port, default=0, help="port on 127.0.0.1 (default 0: a free one)")
+    console.add_argument("--open", action="store_true", help="open the console in the default browser")
+    schedule = commands.add_parser("schedule", help="changes applied at a set time: create, list, cancel")
+    schedule_commands = schedule.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
+    create = schedule_commands.add_parser("create", help="schedule NAME=VALUE ... --at TIME --reason TEXT")
+    create.add_argument("assignments", nargs="+", metavar="NAME=VALUE")
+    create.add_argument(
+        "--at",
+        required=True,
+        metavar="TIME",
+        help="RFC 3339 with an offset (2027-03-01T09:00:00+01:00), or a local time with --timezone; whole minutes",
+    )
+    create.add_argument("--timezone", metavar="ZONE", help="IANA time zone of a local --at (Europe/Paris)")
+    create.add_argument("--reason", required=True, help="why (goes into the audit trail with the change)")
+    create.add_argument(
+        "--if-version", type=parse_version, metavar="VERSION", help="apply only if still at VERSION (else skipped)"
+    )
+    listing = schedule_commands.add_parser("list", help="scheduled changes, newest first")
+    listing.add_argument("--limit", type=parse_limit, help="per page (1-100, API default 20)")
+    listing.add_argument("--cursor", help="the next-page cursor a previous page printed")
+    cancel = schedule_commands.add_parser("cancel", help="cancel a pending scheduled change")
+    cancel.add_argument("id")
+    return parser
+
+
+def _guard_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--guard-alarm",
+        action="append",
+        metavar="NAME",
+        help="revert by itself if this CloudWatch alarm goes into ALARM during the bake (repeat for up to 5)",
+    )
+    command.add_argument("--bake-minutes", type=parse_bake_minutes, metavar="N", help="how long to watch (1-1440)")
+
+
+def parse_bake_minutes(text: str) -> int:
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= 1440:
+        raise argparse.ArgumentTypeError(f"a bake is 1 to 1440 minutes, got {text!r}")
+    return int(text)
+
+
+def guard_of(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The write's guard from --guard-alarm and --bake-minutes (both or neither), as the API takes it."""
+    alarms, minutes = args.guard_alarm, args.bake_minutes
+    if alarms is None and minutes is None:
+        return None
+    if alarms is None or minutes is None:
+        raise FlagctlError("--guard-alarm and --bake-minutes go together", BAD_INPUT, "USAGE")
+    return {"alarms": list(alarms), "bake_minutes": minutes}
+
+
+def parse_port(text: str) -> int:
+    """A TCP port: ASCII digits, 0-65535 (0 picks a free one)."""
+    if not re.fullmatch(r"[0-9]{1,5}", text) or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"a port is an integer from 0 to 65535, got {text!r}")
+    return int(text)
+
+
+# -- tables ----------------------------------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    return safe(json.dumps(value, ensure_ascii=False))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    rows = [[safe(cell) for cell in row] for row in rows]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=False)]
+    lines = [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip()
+        for row in (headers, *rows)
+    ]
+    return "\n".join(lines)
+
+
+def _state_line(body: dict[str, Any]) -> str:
+    version = body.get("version")
+    line = f"version {version if version is not None else '-'} · {body.get('reason')}"
+    if body.get("fetched_at"):
+        line += f" · fetched {body['fetched_at']}"
+    if body.get("maintenance_ended_by"):
+        line += f" · maintenance ended by its {body['maintenance_ended_by']}"
+    return safe(line)
+
+
+def render_flags(body: dict[str, Any]) -> str:
+    rows = [(name, _show(value)) for name, value in body["flags"].items()]
+    return table(("FLAG", "VALUE"), rows) + "\n" + _state_line(body)
+
+
+def render_flag(body: dict[str, Any]) -> str:
+    return f"{safe(body['name'])} = {_show(body['value'])}\n{_state_line(body)}"
+
+
+def render_change(body: dict[str, Any]) -> str:
+    if not body.get("applied"):
+        return safe(f"no change: the flags already hold these values (version {body.get('version')})")
+    rows = [(name, _show(change.get("old")), _show(change.get("new"))) for name, change in body["changed"].items()]
+    if body.get("restored") and not rows:
+        return safe(f"restored the missing flags item from its audit trail: now at version {body['version']}")
+    text = table(("FLAG", "OLD", "NEW"), rows) + "\nnow at version " + safe(body["version"])
+    if body.get("restored"):
+        text += "\n(the missing flags item was restored from its audit trail first)"
+    guard = body.get("guard")
+    if isinstance(guard, dict):
+        text += safe(
+            f"\nguarded by {', '.join(map(str, guard.get('alarms', [])))} until {guard.get('bake_ends_at')}"
+            + ("" if guard.get("close_scheduled") else " (its close was not scheduled: it ends at its bake end)")
+        )
+    return text
+
+
+def render_guards(body: dict[str, Any]) -> str:
+    rows = [
+        (
+            str(guard["version"]),
+            guard["state"],
+            ", ".join(guard["alarms"]),
+            guard["bake_ends_at"],
+            guard.get("outcome") or "",
+        )
+        for guard in body["guards"]
+    ]
+    text = table(("VERSION", "STATE", "ALARMS", "BAKE ENDS", "OUTCOME"), rows) if rows else "no guards"
+    if body.get("next_cursor"):
+        text += f"\nolder guards: --cursor {safe(body['next_cursor'])}"
+    return text
+
+
+def _owner(name: Any) -> str:
+    return "manual" if name is None else str(name)
+
+
+def render_history(body: dict[str, Any]) -> str:
+    rows = []
+    for record in body["records"]:
+        described = [f"{name} {_show(c.get('old'))} -> {_show(c.get('new'))}" for name, c in record["changes"].items()]
+        owner = record.get("maintenance_owner")
+        if isinstance(owner, dict):  # who holds maintenance changed (a window took it, or it went back to manual)
+            described.append(f"maintenance owner {_owner(owner.get('old'))} -> {_owner(owner.get('new'))}")
+        changes = "; ".join(described)
+        kind = record["kind"] + (f" to {record['reverted_to']}" if record.get("reverted_to") is not None else "")
+        rows.append((str(record["version"]), record["at"], record["actor"], kind, record["reason"], changes))
+    text = table(("VERSION", "AT", "ACTOR", "KIND", "REASON", "CHANGES"), rows) if rows else "no audit records"
+    if body.get("next_cursor"):
+        text += f"\nolder records: --cursor {safe(body['next_cursor'])}"
+    return text
+
+
+def _schedule_row(schedule: dict[str, Any]) -> tuple[str, ...]:
+    when = schedule["at"] if schedule["timezone"] == "UTC" else f"{schedule['local_time']} {schedule['timezone']}"
+    flags = "; ".join(f"{name} = {_show(value)}" for name, value in schedule["flags"].items())
+    outcome = schedule.get("detail") or (f"version {schedule['version']}" if schedule.get("version") else "")
+    return (schedule["id"], schedule["status"], when, flags, schedule["reason"], outcome)
+
+
+_SCHEDULE_HEADERS = ("ID", "STATUS", "AT", "CHANGES", "REASON", "OUTCOME")
+
+
+def render_schedule(body: dict[str, Any]) -> str:
+    return table(_SCHEDULE_HEADERS, [_schedule_row(body)]) + safe(f"\napplies at {body['at']}")
+
+
+def render_schedules(body: dict[str, Any]) -> str:
+    rows = [_schedule_row(schedule) for schedule in body["schedules"]]
+    text = table(_SCHEDULE_HEADERS, rows) if rows else "no scheduled changes"
+    if body.get("next_cursor"):
+        text += f"\nolder: --cursor {safe(body['next_cursor'])}"
+    return text
+
+
+def render_cancellation(body: dict[str, Any]) -> str:
+    note = "" if body["schedule_deleted"] else " (its schedule was already gone)"
+    return safe(f"cancelled {body['schedule']['id']}{note}")
+
+
+def _schedule_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
+    if args.schedule_command == "create":
+        changes = parse_assignments(args.assignments)
+        answer = client.schedule(
+            changes, args.reason, args.at, args.timezone, args.if_version, idempotency_key=new_idempotency_key()
+        )
+        return answer, render_schedule
+    if args.schedule_command == "list":
+        return client.schedules(args.limit, args.cursor), render_schedules
+    return client.cancel_schedule(args.id), render_cancellation
+
+
+# -- main ------------------------------------------------------------------------------------------------
+
+
+def _error_text(answer: Answer) -> str:
+    error = (answer.body or {}).get("error") if isinstance(answer.body, dict) else None
+    if not isinstance(error, dict):
+        body = answer.body if isinstance(answer.body, str) else json.dumps(answer.body, ensure_ascii=False)
+        return safe(f"HTTP {answer.status}: {excerpt(body) if answer.body is not None else 'no body'}")
+    details = {key: value for key, value in error.items() if key not in ("code", "message")}
+    extra = f" ({', '.join(f'{key}={value}' for key, value in details.items())})" if details else ""
+    return safe(f"HTTP {answer.status} {error.get('code')}: {error.get('message')}{extra}")
+
+
+def redirect_refused(answer: Answer) -> FlagctlError:
+    """A 3xx is never followed: the request carries a signature made for its own URL, and only that host may
+    see it. The Location is shown (as text fit for a terminal) for the operator to check ``--url``."""
+    location = answer.header("Location")
+    where = f"to {safe(excerpt(location))}" if location is not None else "without a Location"
+    return FlagctlError(
+        f"HTTP {answer.status}: the API answered with a redirect {where}; flagctl never follows one (it would "
+        "send your request and its signature elsewhere): check --url",
+        SERVER,
+        "REDIRECT",
+        {"status": answer.status, "location": location},
+    )
+
+
+def _url(args: argparse.Namespace) -> str:
+    return url_from_stack_outputs(args.stack_output_file) if args.stack_output_file else (args.url or DEFAULT_URL)
+
+
+def _client(args: argparse.Namespace, transport: Transport | None) -> FlagsClient:
+    return FlagsClient(_url(args), transport=transport or functools.partial(http_transport, deadline=args.timeout))
+
+
+def run_console(url: str, port: int, open_browser: bool, out: TextIO) -> int:
+    """Serve the console until Ctrl-C; the URL to open (with this start's token in its fragment) on ``out``."""
+    import webbrowser
+
+    from flagctl.console import ConsoleProxy, console_url, new_token, signer_for
+    from flagctl.http_server import LocalServer
+
+    FlagsClient(url)  # an http(s) URL, or bad input
+    signer = signer_for(url)
+    token = new_token()
+    try:
+        server = LocalServer(port, ConsoleProxy(url, token, signer=signer))
+    except OSError as exc:
+        raise FlagctlError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", BAD_INPUT, "BAD_INPUT") from exc
+    link = console_url(server.port, token)
+    signing = "signed with your AWS credentials" if signer is not None else "unsigned: no AWS credentials found"
+    print(f"console: {link}\nAPI calls go to {url} ({signing}). Ctrl-C stops it.", file=out, flush=True)
+    if open_browser:
+        webbrowser.open(link)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return OK
+
+
+def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
+    if args.command == "get" and args.name is not None:
+        return client.flag(args.name), render_flag
+    if args.command == "get":
+        return client.flags(), render_flags
+    if args.command == "set":
+        changes = parse_assignments(args.assignments)
+        guard = guard_of(args)
+        return client.change(changes, args.reason, args.if_match, new_idempotency_key(), guard), render_change
+    if args.command == "history":
+        return client.history(args.limit, args.cursor), render_history
+    if args.command == "restore":
+        return client.restore(args.reason, idempotency_key=new_idempotency_key()), render_change
+    if args.command == "guards":
+        return client.guards(args.limit, args.cursor), render_guards
+    if args.command == "schedule":
+        return _schedule_call(args, client)
+    guard = guard_of(args)
+    return client.revert(args.version, args.reason, args.if_match, new_idempotency_key(), guard), render_change
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    transport: Transport | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    out, err = out or sys.stdout, err or sys.stderr
+    args = build_parser().parse_args(argv)  # usage errors exit 2 (argparse)
+    try:
+        if args.command == "console":
+            return run_console(_url(args), args.port, args.open, out)
+        answer, render = _call(args, _client(args, transport))
+        if 300 <= answer.status < 400:
+            raise redirect_refused(answer)
+    except FlagctlError as exc:
+        error = {"code": exc.code, "message": str(exc), **exc.details}
+        _say(err, safe_json({"error": error}) if args.json else f"flagctl: {exc}")
+        return exc.exit_code
+    code = exit_code(answer.status)
+    if code != OK:
+        _say(err, safe_json(answer.body) if args.json else f"flagctl: {_error_text(answer)}")
+        return code
+    if args.json:
+        _say(out, safe_json(answer.body, indent=2))
+        return OK
+    try:
+        text = render(answer.body)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        _say(err, f"flagctl: unexpected answer from the API (HTTP {answer.status}): {_excerpt(answer.body)}")
+        return SERVER
+    _say(out, text)
+    return OK
+
+
+def _say(stream: TextIO, text: str) -> None:
+    """The one way flagctl prints: its own newlines kept, any other control or format character escaped."""
+    print(layout(text), file=stream)
+
+
+def _excerpt(body: Any) -> str:
+    return excerpt(json.dumps(body, ensure_ascii=False) if not isinstance(body, str) else body, 200)

@@ -1,0 +1,1 @@
+"""The HTTP layer: the route table, request rules, answers, OFREP and the OpenAPI document."""

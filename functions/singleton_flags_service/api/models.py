@@ -1,0 +1,290 @@
+"""Request and response models of the write API, built from the declarations (pydantic: write side only).
+
+One schema per request, validated once, and each request's fields declared once, here: each request model's
+first validator refuses a field the model does not declare (``known_fields``, whose message names them), then
+runs the domain rules (``singleton_flags_service.api.requests.validate_patch`` / ``validate_revert`` / ...) on
+the raw body and raises their precise refusal (which field, flag and rule), which pydantic lets through
+untouched; the typed fields then describe the normalized body for the OpenAPI document. The read function never
+imports this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    create_model,
+    model_validator,
+)
+
+from singleton_flags.declarations import DEFAULT_STRING_MAX_LENGTH, Declarations, FlagSpec
+from singleton_flags_service.api.requests import (
+    MAX_REASON_LENGTH,
+    MAX_VERSION,
+    known_fields,
+    validate_patch,
+    validate_restore,
+    validate_revert,
+    validate_schedule,
+)
+from singleton_flags_service.guards.items import MAX_ALARMS, MAX_BAKE_MINUTES, MIN_BAKE_MINUTES, STATES
+from singleton_flags_service.schedules.changes import STATUSES
+from singleton_flags_service.vocabulary import READ_REASONS
+
+# The reason's rules (trimmed, a visible character, no control character, length of the trimmed text) are
+# singleton_flags_service.api.requests.validate_reason's; the schema only documents the length, so pydantic is never
+# stricter.
+_REASON_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_REASON_LENGTH}
+
+_BASE_TYPES: dict[str, Any] = {
+    "bool": StrictBool,
+    "int": StrictInt,
+    "float": StrictFloat | StrictInt,
+    "string": StrictStr,
+}
+
+
+def _field_type(spec: FlagSpec) -> Any:
+    if spec.choices is not None:
+        return Literal[spec.choices]
+    return _BASE_TYPES[spec.type]
+
+
+def _field(spec: FlagSpec) -> Any:
+    constraints: dict[str, Any] = {"description": spec.description}
+    if spec.minimum is not None:
+        constraints["ge"] = spec.minimum
+    if spec.maximum is not None:
+        constraints["le"] = spec.maximum
+    if spec.type == "string" and spec.choices is None:
+        constraints["max_length"] = spec.max_length or DEFAULT_STRING_MAX_LENGTH
+    return (_field_type(spec), Field(None, **constraints))
+
+
+def flag_values_model(declarations: Declarations, name: str, *, partial: bool) -> type[BaseModel]:
+    fields = {spec.name: _field(spec) for spec in declarations.values()}
+    if not partial:
+        fields = {flag: (field[0], Field(..., description=field[1].description)) for flag, field in fields.items()}
+    return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+class _Request(BaseModel):
+    """A request body validated once: a JSON object of the model's own fields (the one list of them), then its
+    ``rules`` (the domain's) on the raw body, which raise their precise refusal, which pydantic lets through
+    untouched; the fields then hold the normalized body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @staticmethod
+    def rules(body: Mapping[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError  # each request model names its rules
+
+    @model_validator(mode="before")
+    @classmethod
+    def _domain_rules(cls, payload: Any) -> dict[str, Any]:
+        return cls.rules(known_fields(payload, cls.model_fields))
+
+
+class GuardRequest(BaseModel):
+    """A change's guard (the rules: singleton_flags_service.guards.items.validate_guard)."""
+
+    model_config = ConfigDict(extra="forbid")
+    alarms: list[StrictStr] = Field(
+        min_length=1,
+        max_length=MAX_ALARMS,
+        description="CloudWatch alarms (this account and region, names starting with the deployment's guard "
+        "alarm prefix); any going into ALARM during the bake reverts the change.",
+    )
+    bake_minutes: StrictInt = Field(
+        ge=MIN_BAKE_MINUTES, le=MAX_BAKE_MINUTES, description="How long the alarms are watched after the change."
+    )
+
+
+class GuardState(BaseModel):
+    """A guard as GET /flags/guards and a guarded write answer it
+    (singleton_flags_service.guards.items.Guard.as_json)."""
+
+    version: int = Field(description="The guarded version.")
+    state: Literal[STATES] = Field(  # type: ignore[valid-type]
+        description="baking, closed (bake ended), reverted (an alarm fired) or skipped (fired after a newer change)."
+    )
+    alarms: list[str]
+    bake_minutes: int
+    created_at: str
+    bake_ends_at: str
+    actor: str
+    outcome: str | None = Field(description="Why the guard ended (null while baking).")
+    alarm: str | None = Field(None, description="The alarm that fired.")
+    reverted_by: int | None = Field(None, description="The guard-revert's version.")
+    ended_at: str | None = None
+    close_scheduled: bool | None = Field(
+        None, description="In a guarded write's answer: whether the bake's end was scheduled."
+    )
+
+
+_GUARD_FIELD = Field(None, description="Revert this change by itself if an alarm fires during the bake.")
+
+
+def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str, type[BaseModel]]:
+    changes = flag_values_model(declarations, "FlagChanges", partial=True)
+    values = flag_values_model(declarations, "FlagValues", partial=False)
+
+    class PatchRequest(_Request):
+        rules = staticmethod(lambda body: validate_patch(body, declarations, guard_prefix))
+        flags: changes = Field(description="Flags to change, by name; at least one.")  # type: ignore[valid-type]
+        reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
+        guard: GuardRequest | None = _GUARD_FIELD
+
+    class RevertRequest(_Request):
+        rules = staticmethod(lambda body: validate_revert(body, guard_prefix))
+        version: StrictInt = Field(
+            ge=0, description="Version whose values to restore, as a new version (0: the seeded state)."
+        )
+        reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
+        guard: GuardRequest | None = _GUARD_FIELD
+
+    class RestoreRequest(_Request):
+        rules = staticmethod(validate_restore)
+        reason: StrictStr = Field(description="Why (audited).", json_schema_extra=_REASON_SCHEMA)
+
+    class FlagsState(BaseModel):
+        flags: values  # type: ignore[valid-type]
+        version: int | None
+        reason: Literal[READ_REASONS]  # type: ignore[valid-type]  # the reasons' one definition, as a Literal
+        fetched_at: str | None
+        applied: bool = Field(
+            description="True when this request wrote a version (its change, or the restore of a missing item); "
+            "false when the values already held and nothing was written."
+        )
+        changed: dict[str, dict[str, Any]] = Field(description="Flag -> {old, new} of what this write changed.")
+        restored: bool | None = Field(
+            None, description="True when the flags item was missing and this write restored it first."
+        )
+        guard: GuardState | None = Field(None, description="The guard this write created (a guarded change).")
+
+    class AuditRecord(BaseModel):
+        version: int
+        kind: str
+        actor: str
+        reason: str
+        at: str
+        changes: dict[str, dict[str, Any]]
+        reverted_to: int | None = None
+        window: str | None = None
+        restored_from: int | None = Field(None, description="A restore: the version whose state it re-applied.")
+        schedule: str | None = Field(None, description="A scheduled change: the id of the schedule that applied it.")
+        requested_by: str | None = Field(None, description="A scheduled change: who created the schedule.")
+        state: dict[str, Any] = Field(
+            description="The full state after this version: every flag, plus maintenance owner and deadline."
+        )
+        maintenance_owner: dict[str, str | None] | None = Field(
+            None, description="Who held maintenance before and after ({old, new} window names; null = manual)."
+        )
+        guard: dict[str, Any] | None = Field(
+            None,
+            description="A guarded change: its alarms, bake_minutes and bake_ends_at. A guard-revert: the guarded "
+            "version and the alarm that fired.",
+        )
+
+    class ScheduleRequest(_Request):
+        rules = staticmethod(lambda body: validate_schedule(body, declarations))
+        flags: changes = Field(description="Flags to change when it is due, by name (as PATCH /flags).")  # type: ignore[valid-type]
+        reason: StrictStr = Field(
+            description="Why (audited with the version it writes).", json_schema_extra=_REASON_SCHEMA
+        )
+        at: StrictStr = Field(
+            description="When: RFC 3339 with an offset (2027-03-01T09:00:00+01:00), or a local time "
+            "(2027-03-01T09:00:00) with 'timezone'. Whole minutes, 2 minutes to 366 days ahead."
+        )
+        timezone: StrictStr | None = Field(None, description="IANA time zone of a local 'at' (Europe/Paris).")
+        if_version: StrictInt | None = Field(
+            None,
+            ge=0,
+            le=MAX_VERSION,
+            description="Apply only if the flags are still at this version when it is due (else skipped).",
+        )
+
+    class Schedule(BaseModel):
+        id: str
+        status: Literal[STATUSES]  # type: ignore[valid-type]
+        flags: dict[str, Any]
+        reason: str
+        at: str = Field(description="The instant it applies, UTC.")
+        local_time: str = Field(description="As asked for, in 'timezone'.")
+        timezone: str
+        if_version: int | None
+        created_by: str
+        created_at: str
+        cancelled_by: str | None = None
+        cancelled_at: str | None = None
+        finished_at: str | None = Field(None, description="When it was applied, skipped or failed.")
+        version: int | None = Field(None, description="The version it wrote (applied).")
+        detail: str | None = Field(None, description="Why it was skipped or failed, or applied without a version.")
+
+    class Schedules(BaseModel):
+        schedules: list[Schedule]
+        next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
+
+    class Cancellation(BaseModel):
+        schedule: Schedule
+        schedule_deleted: bool = Field(description="False when its Scheduler schedule was already gone.")
+
+    class History(BaseModel):
+        records: list[AuditRecord]
+        next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
+
+    class Guards(BaseModel):
+        guards: list[GuardState]
+        next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
+
+    class Declaration(BaseModel):
+        name: str
+        type: Literal["bool", "int", "float", "string"]
+        initial: StrictBool | StrictInt | StrictFloat | StrictStr
+        fallback: StrictBool | StrictInt | StrictFloat | StrictStr = Field(
+            description="Served when the flags cannot be read (fail closed)."
+        )
+        description: str
+        min: StrictInt | StrictFloat | None = Field(None, description="Numbers only; absent when unbounded.")
+        max: StrictInt | StrictFloat | None = Field(None, description="Numbers only; absent when unbounded.")
+        enum: list[StrictInt | StrictFloat | StrictStr] | None = Field(None, description="The allowed values, if any.")
+        max_length: int | None = Field(None, description="Strings only; absent for the default limit.")
+
+    class DeclarationList(BaseModel):
+        declarations: list[Declaration] = Field(description="In declaration order; only the constraints a flag has.")
+
+    class WindowSchedule(BaseModel):
+        name: str
+        start: str = Field(description="EventBridge Scheduler cron expression of the start.")
+        end: str = Field(description="EventBridge Scheduler cron expression of the end.")
+        timezone: str = Field(description="IANA time zone the crons are evaluated in.")
+        next_start: str | None = Field(description="RFC 3339 with the zone's offset on that date; null: never again.")
+        next_end: str | None = Field(description="The next end after now (inside a window: before next_start).")
+        next_start_utc: str | None = Field(description="next_start in UTC (RFC 3339, Z).")
+        next_end_utc: str | None = Field(description="next_end in UTC (RFC 3339, Z).")
+
+    class WindowList(BaseModel):
+        windows: list[WindowSchedule] = Field(description="In cdk.json's order.")
+
+    return {
+        "Guards": Guards,
+        "DeclarationList": DeclarationList,
+        "WindowList": WindowList,
+        "PatchRequest": PatchRequest,
+        "RevertRequest": RevertRequest,
+        "RestoreRequest": RestoreRequest,
+        "FlagsState": FlagsState,
+        "History": History,
+        "ScheduleRequest": ScheduleRequest,
+        "Schedule": Schedule,
+        "Schedules": Schedules,
+        "Cancellation": Cancellation,
+    }

@@ -1,0 +1,1 @@
+"""Guarded changes: a change reverted when an alarm fires during its bake."""

@@ -1,0 +1,1 @@
+"""The functions' Lambda handlers: ``singleton_flags_service.handlers.<name>.handler``."""

@@ -1,0 +1,45 @@
+"""Seed custom resource: CloudFormation runs it on Create and on every Update (an Update happens only when
+its properties change: the declarations' fingerprint). Create and Update call ``FlagStore.seed`` (a missing
+singleton is restored from the audit trail, newly declared flags are added as a new version, live values
+never change; a brand-new table gets version 0 with the declared initials). Delete does nothing: the table
+is retained, and so is what it holds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from singleton_flags_service.contract import Settings, load_service_declarations
+from singleton_flags_service.custom_resource import run, send_response
+from singleton_flags_service.writes.store import FlagStore
+
+PHYSICAL_ID = "singleton-flags-seed"  # the same on every request: an Update never replaces the resource
+
+SETTINGS = Settings.from_env(os.environ)
+CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
+STORE = FlagStore.for_function(CLIENT, SETTINGS, load_service_declarations())
+
+
+def _stack_name(stack_id: str) -> str:
+    """arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid> -> <name>."""
+    parts = stack_id.split("/")
+    return parts[1] if len(parts) >= 3 else stack_id
+
+
+def seed(event: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    request_type = event["RequestType"]
+    if request_type == "Delete":
+        return PHYSICAL_ID, {}
+    fingerprint = event.get("ResourceProperties", {}).get("DeclarationsFingerprint", "?")
+    result = STORE.seed(
+        actor=f"cloudformation:{_stack_name(event['StackId'])}",
+        reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}",
+    )
+    return PHYSICAL_ID, {"Version": str(result.snapshot.version), "Applied": str(result.applied).lower()}
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return run(event, context, seed, default_physical_id=PHYSICAL_ID, send=send_response)

@@ -1,0 +1,1 @@
+"""Maintenance windows: their schedules' deliveries, and the cron expressions they are made of."""

@@ -1,0 +1,88 @@
+"""Logger, metrics and (lazily) tracer, shared by the functions (never imported by the embedded client).
+
+Service and namespace come from Powertools' own variables (POWERTOOLS_SERVICE_NAME,
+POWERTOOLS_METRICS_NAMESPACE) with this project's defaults; the stack sets the namespace per stage
+(``SingletonFlags/<stage>``), so stages sharing an account and region never mix their metrics. Nothing here
+imports the X-Ray SDK: the read function relies on Lambda's active tracing (Tracer() costs ~280 ms of cold
+start); the write and maintenance functions ask for ``tracer()``.
+
+Metric vocabulary (EMF, namespace ``SingletonFlags/<stage>``, dimension ``service`` plus the one named):
+``Reads`` {reason}, ``CacheRefreshes``, ``CacheRefreshFailures``, ``WriteConflicts``, ``WriteRetries``,
+``ChangesApplied``, ``Refusals`` {code}, ``WindowStarts``, ``WindowEnds``, ``WindowSkips``, ``WindowFailures``,
+``ChangeEventsPublished``, ``ChangeEventsRefused``, ``ScheduledChangesApplied``, ``ScheduledChangeSkips``,
+``ScheduledChangeFailures``, ``GuardReverts``, ``GuardSkips``, ``GuardCloses``, ``GuardFailures``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import warnings
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
+
+from singleton_flags import emf
+from singleton_flags_service.vocabulary import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_SERVICE,
+    DIMENSION_SERVICE,
+    WRITE_RETRIES,
+)
+
+SERVICE = os.getenv("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
+NAMESPACE = os.getenv("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
+
+# A write request that changed nothing has no metric to flush; that is normal, not worth a warning per call.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+logger = Logger(service=SERVICE)
+# The library (reader, snapshot, client) logs through the standard library's ``singleton_flags`` logger, so that an
+# application embedding it gets no Powertools Logger. A function formats those records as its own: the same
+# handler, hence the same JSON, keys and correlation id, and no second copy through the root logger.
+LIBRARY_LOGGER = logging.getLogger("singleton_flags")
+LIBRARY_LOGGER.addHandler(logger.registered_handler)
+LIBRARY_LOGGER.setLevel(logger.log_level)
+LIBRARY_LOGGER.propagate = False
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)  # per-invocation metrics of the write paths
+
+
+if TYPE_CHECKING:  # the annotation only: importing Tracer loads the X-Ray SDK
+    from aws_lambda_powertools import Tracer
+
+
+@cache
+def tracer() -> Tracer:
+    """Powertools Tracer, created on first use so that the read function never pays for the X-Ray SDK."""
+    from aws_lambda_powertools import Tracer
+
+    return Tracer(service=SERVICE)
+
+
+def count_write_retry(attempt: int) -> None:
+    """``FlagStore``'s ``on_retry`` in the writing functions: one ``WriteRetries`` per retried attempt."""
+    metrics.add_metric(name=WRITE_RETRIES, unit=MetricUnit.Count, value=1)
+
+
+def emit_count(name: str, value: int, dimensions: dict[str, str] | None = None) -> None:
+    """Print one EMF blob now, independent of the per-invocation ``metrics`` object."""
+    with single_metric(name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE) as metric:
+        metric.add_dimension(name=DIMENSION_SERVICE, value=SERVICE)
+        for key, dimension in (dimensions or {}).items():
+            metric.add_dimension(name=key, value=dimension)
+
+
+class ReadCounter(emf.ReadCounter):
+    """``singleton_flags.emf.ReadCounter`` printing through Powertools' ``single_metric`` (the functions')."""
+
+    def __init__(
+        self,
+        emit: emf.Emit = emit_count,
+        clock: Callable[[], float] = time.monotonic,
+        flush_interval: float = 60.0,
+    ) -> None:
+        super().__init__(emit, clock, flush_interval)

@@ -1,0 +1,1 @@
+"""The write path: version-conditioned changes with their audit record, exactly once."""

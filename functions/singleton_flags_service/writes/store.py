@@ -1,0 +1,794 @@
+"""The write path: version-conditioned changes of the singleton, committed with their audit record.
+
+A change is ONE ``TransactWriteItems``:
+  (a) ``Update`` of the singleton that SETs only the changed flags, ``schema_version = :next``,
+      ``updated_at``, ``updated_by``, conditioned on ``schema_version = :current``;
+  (b) ``Put`` of the audit record ``AUDIT#APP / AUDIT#<zero-padded next>`` (singleton_flags_service.writes.audit),
+  conditioned on
+      ``attribute_not_exists``;
+  (c) with an ``Idempotency-Key``, ``Put`` of the key's item (request fingerprint, the answer, 24 h TTL),
+      conditioned on the key not being remembered yet;
+  (d) the caller's companions: items that belong to the new version (a guarded change's ``GUARD#`` item, or a
+      guard's own state change when it reverts), each with its own condition.
+All commit or none does. A cancelled transaction is a conflict: consistent re-read, jittered back-off,
+retry, a bounded number of times, then ``WriteConflict``. With an expected version (HTTP If-Match) there is
+one attempt and a stale version is ``PreconditionFailed``.
+
+A key remembers every answer it gave: a write that changes nothing (a no-op) writes no version, but with an
+``Idempotency-Key`` it still commits the key's item, in a transaction with a ``ConditionCheck`` that the flags
+are still at the version the no-op was decided on. Whoever loses a race for a key (its transaction cancelled,
+or its no-op decided after the winner committed) reads the winner's answer instead of deciding again.
+
+Exactly once under ambiguity: each attempt's request is built once, with its own ``ClientRequestToken``.
+When DynamoDB's answer is lost (a timeout, a 5xx), the byte-identical request is sent again with the same
+token while the time budget allows (DynamoDB answers a repeated token with success and applies nothing
+twice); then the audit record of the version it tried to write says whether it committed (the record
+stores the token). What still cannot be known is ``OutcomeUnknown``, never a plain outage.
+
+One version names one state. A missing singleton is restored only by an accepted write, in the same
+transaction: the restore is version L+1 (kind ``restore``, the newest audit record's state) and the change
+L+2. With no audit record at all, the item is recreated as version 0 with the declared initial values
+(what version 0 always names). Reads and refused requests never restore.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from singleton_flags.aws import WRITE_CLIENT_CONFIG, worst_call_seconds
+from singleton_flags.codec import decode, decode_plain, encode, iso_time
+from singleton_flags.declarations import Declarations, FlagValue
+from singleton_flags.keys import (
+    MAINTENANCE_DEADLINE_ATTR,
+    MAINTENANCE_FLAG,
+    MAINTENANCE_OWNER_ATTR,
+    PARTITION_KEY,
+    SINGLETON_SK,
+    UPDATED_AT_ATTR,
+    UPDATED_BY_ATTR,
+    VERSION_ATTR,
+    audit_key,
+    singleton_key,
+)
+from singleton_flags.snapshot import Snapshot
+from singleton_flags_service.api.requests import validate_version
+from singleton_flags_service.contract import Settings
+from singleton_flags_service.errors import (
+    InvalidRequest,
+    InvalidValue,
+    ItemTooLarge,
+    OutcomeUnknown,
+    PreconditionFailed,
+    StoreFault,
+    StoreUnavailable,
+    VersionNotFound,
+    WriteConflict,
+)
+from singleton_flags_service.observability import logger
+from singleton_flags_service.vocabulary import KIND_CHANGE, KIND_RESTORE, KIND_REVERT, KIND_SEED
+from singleton_flags_service.writes import transaction
+from singleton_flags_service.writes.audit import (
+    BOOKKEEPING_IN_STATE,
+    STATE_ATTR,
+    TOKEN_ATTR,
+    audit_item,
+    audit_query,
+    audit_record,
+    decode_cursor,
+    encode_cursor,
+    record_version,
+)
+from singleton_flags_service.writes.idempotency import Idempotency
+from singleton_flags_service.writes.itemsize import READ_BLOCK_BYTES, item_size
+
+__all__ = [
+    "ChangeResult",
+    "Companions",
+    "FlagStore",
+    "Ownership",
+    "Plan",
+    "Write",
+]
+
+# (version about to be written, its time) -> more TransactWriteItems entries committed with it
+Companions = Callable[[int, float], list[dict[str, Any]]]
+
+MAX_HISTORY_LIMIT = 100
+DEFAULT_HISTORY_LIMIT = 20
+RESERVED_DEADLINE = {"N": "9999999999"}  # the widest maintenance_deadline a window start can store
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """Who holds maintenance after a change: a window (with its deadline), or nobody (manual)."""
+
+    owner: str | None
+    deadline: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one attempt writes: flag values, and who holds maintenance afterwards (None: left as it is)."""
+
+    changes: Mapping[str, Any]
+    ownership: Ownership | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One write as the store carries it from its entry point (``change``, ``revert``, ``seed``, ``restore``) to its
+    transaction and audit record: who and why, its kind, and the conditions and companions it was asked with."""
+
+    actor: str
+    reason: str
+    kind: str
+    expected: frozenset[int] | None = None  # If-Match: the versions it must find (then one attempt only)
+    extra_audit: Mapping[str, Any] = field(default_factory=dict)  # more fields of its audit record
+    idempotency: Idempotency | None = None
+    time_budget: float | None = None  # seconds from now the DynamoDB calls may still start in
+    companions: Companions | None = None  # more items of its transaction, for the version it writes
+    before_write: Callable[[], None] | None = None  # a check that may refuse it, run once before the first attempt
+    seed_only_missing: bool = False  # the seed: add what the item lacks, never rewrite a value it holds
+
+    @staticmethod
+    def expecting(version: int | frozenset[int] | None) -> frozenset[int] | None:
+        return frozenset({version}) if isinstance(version, int) else version
+
+
+@dataclass(frozen=True, slots=True)
+class _Delta:
+    """What one attempt changes on the item: flag values (old -> new) and maintenance's holder."""
+
+    diff: dict[str, dict[str, Any]]
+    owner_sets: dict[str, Any]
+    owner_removes: list[str]
+
+    @property
+    def applied(self) -> bool:
+        return bool(self.diff or self.owner_sets or self.owner_removes)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeResult:
+    snapshot: Snapshot
+    applied: bool
+    attempts: int
+    values: Mapping[str, FlagValue]  # what readers are served now (a passed window deadline honoured)
+    changed: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # flag -> {"old", "new"}
+    restored: bool = False  # a missing item was restored by this write
+    replayed: bool = False  # the answer of an earlier request with the same Idempotency-Key
+
+    @property
+    def wrote(self) -> bool:
+        """This request wrote a version: its change, or the restore of a missing item (or both)."""
+        return self.applied or self.restored
+
+
+@dataclass(frozen=True, slots=True)
+class _Current:
+    raw: dict[str, Any]
+    snapshot: Snapshot
+    missing: bool = False  # the item does not exist: ``raw`` is what a restore would write
+    restored_from: int | None = None  # the audit version a restore takes its state from
+
+    @property
+    def version(self) -> int:
+        return self.snapshot.version or 0
+
+
+class FlagStore:
+    def __init__(
+        self,
+        client: Any,
+        table_name: str,
+        declarations: Declarations,
+        *,
+        sort_key: str = SINGLETON_SK,
+        audit_retention_days: int = 365,
+        max_attempts: int = 6,
+        backoff_base: float = 0.025,
+        backoff_max: float = 0.4,
+        reserve_owner: str = "",
+        call_seconds: float = 6.0,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+        token: Callable[[], str] = lambda: str(uuid.uuid4()),
+        on_retry: Callable[[int], None] | None = None,
+    ) -> None:
+        """``reserve_owner`` is the longest configured window name: every write keeps room in the item for a
+        window start's bookkeeping. ``call_seconds`` is the longest one DynamoDB call can take with the
+        client's timeouts and retries: no call starts that could outlive a request's deadline."""
+        self._client = client
+        self._table = table_name
+        self._declarations = declarations
+        self._sort_key = sort_key
+        self._retention_seconds = audit_retention_days * 86400
+        self._max_attempts = max_attempts
+        self._backoff_base = backoff_base
+        self._backoff_max = backoff_max
+        self._reserve_owner = reserve_owner
+        self._call_seconds = call_seconds
+        self._clock = clock
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._jitter = jitter
+        self._token = token
+        self._on_retry = on_retry or (lambda attempt: None)
+
+    @classmethod
+    def for_function(
+        cls,
+        client: Any,
+        settings: Settings,
+        declarations: Declarations,
+        *,
+        reserve_owner: str = "",
+        on_retry: Callable[[int], None] | None = None,
+    ) -> FlagStore:
+        """The store a writing function builds at cold start: its table, sort key and retention from its settings,
+        every call bounded by the write client's worst case (``client`` must use ``WRITE_CLIENT_CONFIG``)."""
+        return cls(
+            client,
+            settings.table_name,
+            declarations,
+            sort_key=settings.item_sort_key,
+            audit_retention_days=settings.audit_retention_days,
+            reserve_owner=reserve_owner,
+            call_seconds=worst_call_seconds(WRITE_CLIENT_CONFIG),
+            on_retry=on_retry,
+        )
+
+    @property
+    def declarations(self) -> Declarations:
+        return self._declarations
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def current(self) -> Snapshot:
+        """Consistent read of the singleton (fallbacks when it is missing: reads never restore)."""
+        item = self._get(singleton_key(self._sort_key))
+        return Snapshot.from_item(item, self._declarations, fetched_at=self._clock())
+
+    def _read_current(self, *, seeding: bool = False) -> _Current:
+        """Consistent read of the singleton; when it is missing, the state an accepted write restores.
+
+        ``seeding``: the deploy-time seed, for which a table with neither item nor record is a new table (its
+        first version, said at INFO), not a lost item (a WARNING otherwise)."""
+        item = self._get(singleton_key(self._sort_key))
+        if item is not None:
+            return _Current(raw=item, snapshot=self._snapshot(item))
+        newest = self._newest_record()
+        if newest is None:
+            raw = {**singleton_key(self._sort_key), VERSION_ATTR: {"N": "0"}}
+            raw.update({spec.name: encode(spec, spec.initial) for spec in self._declarations.values()})
+            if seeding:
+                logger.info("a new table: the declared initial values are its first version (0)")
+            else:
+                logger.warning("the flags item is missing and no audit record remains: the initial values restore it")
+            return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True)
+        last = record_version(newest)
+        raw = {**singleton_key(self._sort_key), **newest.get(STATE_ATTR, {}).get("M", {})}
+        raw[VERSION_ATTR] = {"N": str(last + 1)}
+        logger.warning(
+            "the flags item is missing: the next write restores it from its newest audit record", version=last
+        )
+        return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True, restored_from=last)
+
+    def _snapshot(self, raw: Mapping[str, Any]) -> Snapshot:
+        return Snapshot.from_item(raw, self._declarations, fetched_at=self._clock())
+
+    def _newest_record(self) -> dict[str, Any] | None:
+        items = self._call("query", **audit_query(self._table, Limit=1, ConsistentRead=True)).get("Items", [])
+        return items[0] if items else None
+
+    def _get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        item: dict[str, Any] | None = self._call(
+            "get_item", TableName=self._table, Key=dict(key), ConsistentRead=True
+        ).get("Item")
+        return item
+
+    def _call(self, operation: str, **params: Any) -> Any:
+        return transaction.call(self._client, operation, **params)
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def change(
+        self,
+        changes: Mapping[str, Any],
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | frozenset[int] | None = None,
+        ownership: Ownership | None = None,
+        condition: Callable[[Snapshot], bool] | None = None,
+        kind: str = KIND_CHANGE,
+        extra_audit: Mapping[str, Any] | None = None,
+        idempotency: Idempotency | None = None,
+        time_budget: float | None = None,
+        companions: Companions | None = None,
+        before_write: Callable[[], None] | None = None,
+    ) -> ChangeResult:
+        """Apply ``changes`` (already validated) as one new version, retrying on conflict.
+
+        ``ownership`` sets (window) or clears (None owner) who holds maintenance; by default a change that
+        names ``maintenance_mode`` clears it (a manual switch takes maintenance away from any window, even
+        with the same value). ``condition`` is re-checked on every attempt against the fresh state; when it
+        says no, nothing is written and the result is not applied. ``time_budget`` (seconds from now) bounds
+        the DynamoDB calls the change may still start, so it answers before its caller's own timeout.
+        ``companions`` gives, for the version about to be written and its time, more items for the same
+        transaction (each with its own condition): they commit with the change or not at all, and a failed
+        condition of theirs is a conflict like any other (re-read, ``condition`` re-checked, retried).
+        ``before_write`` runs once before the first attempt, after an Idempotency-Key replay would have
+        answered (a check that may refuse the write, e.g. a guard's alarms).
+        """
+        if ownership is None and MAINTENANCE_FLAG in changes:
+            ownership = Ownership(owner=None)
+        plan = Plan(changes=changes, ownership=ownership)
+
+        def planned(snapshot: Snapshot) -> Plan | None:
+            return plan if condition is None or condition(snapshot) else None
+
+        write = Write(
+            actor=actor,
+            reason=reason,
+            kind=kind,
+            expected=Write.expecting(expected_version),
+            extra_audit=dict(extra_audit or {}),
+            idempotency=idempotency,
+            time_budget=time_budget,
+            companions=companions,
+            before_write=before_write,
+        )
+        return self._write(planned, write)
+
+    def revert(
+        self,
+        version: Any,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | frozenset[int] | None = None,
+        idempotency: Idempotency | None = None,
+        time_budget: float | None = None,
+        kind: str = KIND_REVERT,
+        extra_audit: Mapping[str, Any] | None = None,
+        companions: Companions | None = None,
+        before_write: Callable[[], None] | None = None,
+    ) -> ChangeResult:
+        """Restore the flags as they were right after ``version`` (0: the seeded state).
+
+        Maintenance follows what readers would see: the target's effective ``maintenance_mode`` NOW (its
+        value, owner and deadline) is compared with the current effective value. Equal: ``maintenance_mode``
+        and its owner and deadline are left as they are. Different: the revert is a manual switch to the
+        target's effective value (owner and deadline removed). ``kind``, ``extra_audit``, ``companions`` and
+        ``before_write`` as for ``change`` (the record always names ``reverted_to``).
+        """
+        version = validate_version(version)
+        state = self._state_item(version)
+        target = self._snapshot(state)
+        values = self._declarations.validate_changes(self._declared_values(state))  # today's rules, old values
+
+        def planned(current: Snapshot) -> Plan:
+            now = self._clock()
+            changes = dict(values)
+            ownership = None
+            if MAINTENANCE_FLAG in changes:
+                wanted = target.effective_values(now)[MAINTENANCE_FLAG]
+                if wanted == current.effective_values(now)[MAINTENANCE_FLAG]:
+                    del changes[MAINTENANCE_FLAG]
+                else:
+                    changes[MAINTENANCE_FLAG] = wanted
+                    ownership = Ownership(owner=None)
+            return Plan(changes=changes, ownership=ownership)
+
+        write = Write(
+            actor=actor,
+            reason=reason,
+            kind=kind,
+            expected=Write.expecting(expected_version),
+            extra_audit={**(extra_audit or {}), "reverted_to": version},
+            idempotency=idempotency,
+            time_budget=time_budget,
+            companions=companions,
+            before_write=before_write,
+        )
+        return self._write(planned, write)
+
+    def seed(self, *, actor: str, reason: str) -> ChangeResult:
+        """The deploy-time seed: adds every declared flag the item lacks, with its initial value, as one
+        version (kind ``seed``); never changes a live value. A missing item is restored first, by the same
+        rule as any write (a brand-new table gets version 0 with the initial values)."""
+
+        def planned(current: Snapshot) -> Plan:
+            missing = {name: spec.initial for name, spec in self._declarations.items() if name in current.fallen_back}
+            return Plan(changes=missing)
+
+        return self._write(planned, Write(actor=actor, reason=reason, kind=KIND_SEED, seed_only_missing=True))
+
+    def restore(self, *, actor: str, reason: str, idempotency: Idempotency | None = None) -> ChangeResult:
+        """Bring a missing item back now, by the restore rule (its newest record's state at a new version; the
+        initial values at version 0 when no record remains); an item that exists is left as it is."""
+        write = Write(actor=actor, reason=reason, kind=KIND_RESTORE, idempotency=idempotency)
+        return self._write(lambda current: Plan(changes={}), write)
+
+    def _write(self, plan_for: Callable[[Snapshot], Plan | None], write: Write) -> ChangeResult:
+        deadline = None if write.time_budget is None else self._monotonic() + write.time_budget
+        budget = transaction.Budget(deadline, self._monotonic, self._call_seconds)
+        expected, idempotency = write.expected, write.idempotency
+        attempts = self._max_attempts if expected is None else 1
+        if idempotency is not None:
+            replay = self._replay(idempotency)
+            if replay is not None:
+                return replay
+        if write.before_write is not None:
+            write.before_write()
+        conflicts = 0
+        for attempt in range(1, attempts + 1):
+            if not budget.allows():
+                break
+            current = self._read_current(seeding=write.kind == KIND_SEED)
+            if expected is not None and (current.missing or current.version not in expected):
+                raise self._stale(current, expected)
+            plan = plan_for(current.snapshot)
+            delta = _Delta({}, {}, [])
+            if plan is not None:
+                delta = _Delta(
+                    self._diff(current, plan.changes, write.seed_only_missing),
+                    *self._ownership_delta(current, plan.ownership),
+                )
+            try:
+                if plan is None or (not delta.applied and not current.missing):  # a no-op: no version
+                    if idempotency is not None:
+                        self._remember_no_op(current, idempotency, budget)
+                    return self._result(current.snapshot, applied=False, attempts=attempt)
+                new_raw = self._commit(current, delta, write, budget)
+            except transaction.Conflict:
+                if idempotency is not None:  # a race for the key: the winner's answer is this request's answer
+                    replay = self._replay(idempotency)
+                    if replay is not None:
+                        return replay
+                conflicts += 1
+                if attempt == attempts:
+                    break
+                self._on_retry(attempt)
+                self._sleep(self._jitter() * min(self._backoff_max, self._backoff_base * 2 ** (attempt - 1)))
+                continue
+            snapshot = self._snapshot(new_raw)
+            logger.info(
+                "flags changed",
+                actor=write.actor,
+                version=snapshot.version,
+                kind=write.kind if delta.applied else KIND_RESTORE,
+                changed={name: change["new"] for name, change in delta.diff.items()},
+                restored_from=current.restored_from if current.missing else None,
+                attempts=attempt,
+            )
+            return self._result(
+                snapshot, applied=delta.applied, attempts=attempt, changed=delta.diff, restored=current.missing
+            )
+        if expected is not None and conflicts:
+            raise self._stale(self._read_current(), expected, moved=True)
+        if conflicts:
+            raise WriteConflict(
+                f"the flags kept changing under this write; gave up after {conflicts} attempts", attempts=conflicts
+            )
+        raise StoreUnavailable("the request's time budget ran out before the write could be attempted")
+
+    def _result(self, snapshot: Snapshot, **outcome: Any) -> ChangeResult:
+        return ChangeResult(snapshot=snapshot, values=snapshot.effective_values(self._clock()), **outcome)
+
+    def _stale(self, current: _Current, expected: frozenset[int], moved: bool = False) -> PreconditionFailed:
+        if current.missing:
+            return PreconditionFailed(
+                "the flags item does not exist: no version can match If-Match", current_version=None
+            )
+        tags = ", ".join(f'"{version}"' for version in sorted(expected)) or "none of the given tags"
+        lead = "the flags changed while writing" if moved else "If-Match does not match the current version"
+        return PreconditionFailed(
+            f"{lead}: they are at version {current.version}, If-Match names {tags}; re-read and retry",
+            current_version=current.version,
+            flags=dict(current.snapshot.effective_values(self._clock())),
+        )
+
+    def _diff(
+        self, current: _Current, changes: Mapping[str, Any], only_missing: bool = False
+    ) -> dict[str, dict[str, Any]]:
+        diff: dict[str, dict[str, Any]] = {}
+        for name, value in changes.items():
+            stored = current.snapshot.values.get(name)
+            unusable = name in current.snapshot.fallen_back  # stored value broken: rewrite it
+            if only_missing and name in current.raw:
+                continue  # the seed adds what is absent; a broken live value is the operators' to fix
+            if unusable or stored != value or type(stored) is not type(value):
+                diff[name] = {"old": None if unusable else stored, "new": value}
+        return diff
+
+    @staticmethod
+    def _ownership_delta(current: _Current, ownership: Ownership | None) -> tuple[dict[str, Any], list[str]]:
+        if ownership is None:
+            return {}, []
+        snapshot = current.snapshot
+        if ownership.owner is None:
+            present = [attr for attr in (MAINTENANCE_OWNER_ATTR, MAINTENANCE_DEADLINE_ATTR) if attr in current.raw]
+            return {}, present
+        wanted = {MAINTENANCE_OWNER_ATTR: {"S": ownership.owner}}
+        if ownership.deadline is not None:
+            wanted[MAINTENANCE_DEADLINE_ATTR] = {"N": str(int(ownership.deadline))}
+        if snapshot.maintenance_owner == ownership.owner and (
+            ownership.deadline is None or snapshot.maintenance_deadline == int(ownership.deadline)
+        ):
+            return {}, []
+        return wanted, []
+
+    # -- the transaction ------------------------------------------------------------------------------
+
+    def _commit(self, current: _Current, delta: _Delta, write: Write, budget: transaction.Budget) -> dict[str, Any]:
+        """Build the attempt's transaction once, check the item's size, send it, and learn its outcome."""
+        now = self._clock()
+        applied = delta.applied
+        next_version = current.version + 1 if applied else current.version
+        sets = self._sets(current, delta.diff, delta.owner_sets, next_version, write.actor, now)
+        new_raw = {k: v for k, v in current.raw.items() if k not in delta.owner_removes}
+        new_raw.update(sets)
+        self._check_size(new_raw, write.actor)
+
+        token = self._token()
+        items: list[dict[str, Any]] = [{"Update": self._update(current, sets, delta.owner_removes)}]
+        if current.missing and current.restored_from is not None:
+            restore = replace(  # an explicit restore keeps its operator's reason; one a write caused says so
+                write,
+                kind=KIND_RESTORE,
+                reason=write.reason
+                if write.kind == KIND_RESTORE
+                else f"restored the missing flags item from version {current.restored_from}'s audit record",
+                extra_audit={"restored_from": current.restored_from},
+            )
+            items.append({"Put": self._put(self._record(current.version, now, restore, {}, current.raw, token))})
+        if applied:
+            extra = dict(write.extra_audit)
+            if delta.owner_sets or delta.owner_removes:  # the trail says which window gained or lost maintenance
+                new_owner = delta.owner_sets.get(MAINTENANCE_OWNER_ATTR, {}).get("S")
+                extra["maintenance_owner"] = {"old": current.snapshot.maintenance_owner, "new": new_owner}
+            record = self._record(next_version, now, replace(write, extra_audit=extra), delta.diff, new_raw, token)
+            items.append({"Put": self._put(record)})
+        if write.idempotency is not None:
+            answer = {"version": next_version, "applied": applied, "restored": current.missing}
+            items.append({"Put": write.idempotency.put(self._table, now, answer)})
+        if write.companions is not None and applied:
+            items.extend(write.companions(next_version, now))
+        request = {"TransactItems": items, "ClientRequestToken": token}
+        try:
+            transaction.send(self._client, request, budget)
+        except transaction.Lost as lost:
+            committed = self._committed(next_version, token, budget) if lost.ambiguous else False
+            if committed is None:
+                raise OutcomeUnknown(
+                    f"the write of version {next_version} was sent but DynamoDB's answer was lost ({lost.cause}); "
+                    "GET /flags/history shows whether it committed, and a retry with the same Idempotency-Key "
+                    "is safe",
+                    version=next_version,
+                ) from lost
+            if not committed:
+                if lost.ambiguous:
+                    raise transaction.Conflict(["ConditionalCheckFailed"]) from lost
+                raise StoreUnavailable(f"DynamoDB TransactWriteItems failed: {lost.cause}") from lost
+        return new_raw
+
+    def _sets(
+        self,
+        current: _Current,
+        diff: Mapping[str, Mapping[str, Any]],
+        owner_sets: Mapping[str, Any],
+        version: int,
+        actor: str,
+        now: float,
+    ) -> dict[str, Any]:
+        sets: dict[str, Any] = {}
+        if current.missing:  # a restore writes the whole item
+            sets.update({k: v for k, v in current.raw.items() if k not in singleton_key(self._sort_key)})
+        sets.update({name: encode(self._declarations[name], change["new"]) for name, change in diff.items()})
+        sets.update(owner_sets)
+        sets[VERSION_ATTR] = {"N": str(version)}
+        sets[UPDATED_AT_ATTR] = {"S": iso_time(now)}
+        sets[UPDATED_BY_ATTR] = {"S": actor}
+        return sets
+
+    def _check_size(self, new_raw: Mapping[str, Any], actor: str) -> None:
+        """Refuse an item that would not leave room for the widest window start's bookkeeping."""
+        reserved = dict(new_raw)
+        if self._reserve_owner:
+            owner = new_raw.get(MAINTENANCE_OWNER_ATTR, {}).get("S", "")
+            reserved[MAINTENANCE_OWNER_ATTR] = {"S": max(owner, self._reserve_owner, key=len)}
+            reserved[MAINTENANCE_DEADLINE_ATTR] = RESERVED_DEADLINE
+            reserved[UPDATED_BY_ATTR] = {"S": max(actor, f"scheduler:{self._reserve_owner}", key=len)}
+        size = item_size(reserved)
+        if size > READ_BLOCK_BYTES:
+            raise ItemTooLarge(
+                f"the change would make the flags item {size} bytes with room kept for a maintenance window's "
+                f"bookkeeping; the limit is {READ_BLOCK_BYTES}",
+                size=size,
+                limit=READ_BLOCK_BYTES,
+                rule="item_size",
+            )
+
+    def _update(self, current: _Current, sets: Mapping[str, Any], removes: list[str]) -> dict[str, Any]:
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        clauses = []
+        for index, (attr, value) in enumerate(sets.items()):
+            names[f"#a{index}"] = attr
+            values[f":a{index}"] = value
+            clauses.append(f"#a{index} = :a{index}")
+        expression = "SET " + ", ".join(clauses)
+        if removes:
+            for index, attr in enumerate(removes):
+                names[f"#r{index}"] = attr
+            expression += " REMOVE " + ", ".join(f"#r{index}" for index in range(len(removes)))
+        expects = self._expects(current)
+        return {
+            **expects,
+            "UpdateExpression": expression,
+            "ExpressionAttributeNames": {**names, **expects["ExpressionAttributeNames"]},
+            "ExpressionAttributeValues": {**values, **expects.get("ExpressionAttributeValues", {})},
+        }
+
+    def _expects(self, current: _Current) -> dict[str, Any]:
+        """The singleton's key with the condition that it is still as ``current`` found it: at its version, or
+        still missing."""
+        check: dict[str, Any] = {"TableName": self._table, "Key": singleton_key(self._sort_key)}
+        if current.missing:
+            check["ConditionExpression"] = "attribute_not_exists(#pk)"
+            check["ExpressionAttributeNames"] = {"#pk": PARTITION_KEY}
+        else:
+            check["ConditionExpression"] = "#version = :current"
+            check["ExpressionAttributeNames"] = {"#version": VERSION_ATTR}
+            check["ExpressionAttributeValues"] = {":current": {"N": str(current.version)}}
+        return check
+
+    def _remember_no_op(self, current: _Current, idempotency: Idempotency, budget: transaction.Budget) -> None:
+        """Remember that this key's request changed nothing at ``current``'s version: the key's item, committed
+        only while the flags are still at that version (else ``transaction.Conflict``: decide again, or read the
+        answer of whoever holds the key). An answer lost on the way is a 503: the retry with the key is safe."""
+        answer = {"version": current.version, "applied": False}
+        request = {
+            "TransactItems": [
+                {"ConditionCheck": self._expects(current)},
+                {"Put": idempotency.put(self._table, self._clock(), answer)},
+            ],
+            "ClientRequestToken": self._token(),
+        }
+        try:
+            transaction.send(self._client, request, budget)
+        except transaction.Lost as lost:
+            raise StoreUnavailable(
+                f"the write changed nothing, but its Idempotency-Key could not be recorded ({lost.cause}); "
+                "a retry with the same Idempotency-Key is safe"
+            ) from lost
+
+    def _record(
+        self,
+        version: int,
+        now: float,
+        write: Write,
+        diff: Mapping[str, Mapping[str, Any]],
+        raw: Mapping[str, Any],
+        token: str,
+    ) -> dict[str, Any]:
+        kept = (*self._declarations, *BOOKKEEPING_IN_STATE)
+        return audit_item(
+            version=version,
+            now=now,
+            actor=write.actor,
+            reason=write.reason,
+            kind=write.kind,
+            diff=diff,
+            state={name: raw[name] for name in kept if name in raw},
+            token=token,
+            retention_seconds=self._retention_seconds,
+            extra=write.extra_audit or None,
+        )
+
+    def _put(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "Item": item,
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+        }
+
+    def _committed(self, version: int, token: str, budget: transaction.Budget) -> bool | None:
+        """Whether the transaction with ``token`` wrote ``version``: True, False (another write did), or None
+        (no record of that version yet, or no time or way to read it)."""
+        if not budget.allows():
+            return None
+        try:
+            item = self._get(audit_key(version))
+        except (StoreUnavailable, StoreFault):
+            return None
+        if item is None:
+            return None
+        return bool(item.get(TOKEN_ATTR, {}).get("S") == token)
+
+    def _replay(self, idempotency: Idempotency) -> ChangeResult | None:
+        """The answer an earlier request with the same Idempotency-Key got, or None when the key is new (or
+        expired): the state right after the version it answered with, a no-op's included."""
+        answer = idempotency.remembered(self._get(idempotency.key), self._clock())
+        if answer is None:
+            return None
+        version, applied, restored = int(answer["version"]), bool(answer["applied"]), bool(answer.get("restored"))
+        outcome: dict[str, Any] = {"applied": applied, "restored": restored, "attempts": 0, "replayed": True}
+        record = self._get(audit_key(max(version, 1)))
+        try:
+            raw = self._state_from(record, version)
+        except VersionNotFound:  # no record of it yet (a no-op at version 0) or none kept: today's state
+            return self._result(self.current(), **outcome)
+        if (applied or restored) and record is not None:
+            outcome["changed"] = audit_record(record)["changes"]
+        return self._result(self._snapshot(raw), **outcome)
+
+    # -- history and revert ------------------------------------------------------------------------
+
+    def history(
+        self, limit: int = DEFAULT_HISTORY_LIMIT, cursor: str | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Audit records newest first, ``limit`` at a time; ``cursor`` is the opaque token of the last page.
+
+        One record more than asked is read, so the last page never hands out a cursor to an empty page.
+        """
+        if not 1 <= limit <= MAX_HISTORY_LIMIT:
+            raise InvalidRequest(f"'limit' must be between 1 and {MAX_HISTORY_LIMIT}", rule="limit")
+        params = audit_query(self._table, Limit=limit + 1)
+        if cursor is not None:
+            params["ExclusiveStartKey"] = audit_key(decode_cursor(cursor))
+        items = self._call("query", **params).get("Items", [])
+        page = items[:limit]
+        next_cursor = encode_cursor(record_version(page[-1])) if len(items) > limit else None
+        return [audit_record(item) for item in page], next_cursor
+
+    def _state_item(self, version: int) -> dict[str, Any]:
+        """The singleton's attributes right after ``version`` was written, from the audit trail.
+
+        Version 0 (the seeded state) has no record of its own: it is version 1's state with version 1's
+        old values put back, and no window holding maintenance.
+        """
+        return self._state_from(self._get(audit_key(max(version, 1))), version)
+
+    def _state_from(self, record: Mapping[str, Any] | None, version: int) -> dict[str, Any]:
+        """``_state_item`` from the record it reads (``version``'s own, or version 1's for version 0)."""
+        if record is None or STATE_ATTR not in record:
+            what = "version 1's record, which holds it," if version == 0 else f"version {version}"
+            raise VersionNotFound(
+                f"cannot revert to version {version}: {what} has no audit record (never written, or expired "
+                "from the trail)",
+                version=version,
+            )
+        state = dict(record[STATE_ATTR]["M"])
+        if version == 0:
+            for attr in BOOKKEEPING_IN_STATE:
+                state.pop(attr, None)
+            for name, old in record.get("old", {}).get("M", {}).items():
+                if decode_plain(old) is None:
+                    state.pop(name, None)
+                else:
+                    state[name] = old
+        return {**singleton_key(self._sort_key), **state, VERSION_ATTR: {"N": str(version)}}
+
+    def _declared_values(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """The declared flags a recorded state holds, decoded by their declared type (not yet validated)."""
+        values: dict[str, Any] = {}
+        for name, spec in self._declarations.items():
+            if name in state:
+                try:
+                    values[name] = decode(spec, state[name])
+                except ValueError as exc:
+                    raise InvalidValue(
+                        f"the recorded value of '{name}' is not a {spec.type}", flag=name, rule="type"
+                    ) from exc
+        return values

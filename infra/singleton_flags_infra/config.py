@@ -1,0 +1,554 @@
+"""The deployment settings: the ``singleton-flags`` object of cdk.json's context, read and validated once.
+
+Pure Python (no aws_cdk import): the stack and the local runner both read it. Any bad value raises
+``ConfigError`` naming its key path (``singleton-flags.maintenance_windows[0].timezone``), so ``cdk synth``
+stops before anything is deployed.
+
+Maintenance windows are EventBridge Scheduler ``cron(...)`` expressions (6 fields, evaluated in the window's
+IANA time zone). Every window is given a ``duration_seconds`` (wall-clock length: what the maintenance
+function stores as the deadline after a start) and an end schedule, derived from ``duration_minutes`` when
+no explicit ``end`` is given.
+
+What the functions are told of it is written by ``singleton_flags_service.contract`` (``deployment``,
+``function_environment``, ``deployment_document``): the limits a function checks at cold start are the ones
+checked here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from singleton_flags_service import contract, vocabulary
+from singleton_flags_service.contract import (
+    GUARD_ALARM_PREFIX_PATTERN,
+    GUARD_ALARM_PREFIX_RULE,
+    MAX_WINDOWS,
+    SCHEDULED_TIME_ATTRIBUTE,
+    STAGE_PATTERN,
+    WINDOW_ACTIONS,
+    WINDOW_NAME_PATTERN,
+)
+from singleton_flags_service.maintenance import cron
+from singleton_flags_service.maintenance.cron import Cron, CronError, fires_at, occurrences
+
+from .constants import event_bus_name, metrics_namespace
+
+__all__ = [
+    "ACTIONS",
+    "CACHE_MAX_AGE_SECONDS",
+    "CONTEXT_KEY",
+    "GUARD_ALARM_PREFIX_PATTERN",
+    "MAX_WINDOWS",
+    "SCHEDULED_TIME_ATTRIBUTE",
+    "STAGE_PATTERN",
+    "WINDOW_NAME_PATTERN",
+    "ApiThrottling",
+    "ChangeEventsConfig",
+    "ConfigError",
+    "FlagsConfig",
+    "MaintenanceWindow",
+    "Throttle",
+    "deployment",
+    "deployment_document",
+    "function_environment",
+    "load_config",
+    "parse_config",
+    "schedule_payload",
+]
+
+CONTEXT_KEY = "singleton-flags"
+# cdk.json's cache age is narrower than what a function accepts (contract.MAX_AGE, the readers' limits shared with
+# the embedded client): the read function's cache is how long a change (the kill switch, maintenance mode) takes
+# to reach every API reader, so a deployment keeps it within five minutes; and at least a second, so that the read
+# function makes one GetItem per cache age and not one per request (docs/decisions.md).
+CACHE_MAX_AGE_SECONDS = contract.MAX_AGE.within(1, 300)
+EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# The retention periods CloudWatch Logs accepts (PutRetentionPolicy), in days.
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+ACTIONS = WINDOW_ACTIONS
+# Windows are evaluated from a fixed instant, so the same cdk.json always synthesizes the same template.
+REFERENCE_TIME = datetime(2026, 1, 1)
+OCCURRENCES_CHECKED = 400  # a window's length must be the same for each of its next starts (within a year)
+MAX_WINDOW = timedelta(seconds=contract.MAX_WINDOW_SECONDS)
+
+_WINDOW_FIELDS = {"name", "start", "end", "duration_minutes", "timezone", "description"}
+_TOP_FIELDS = {
+    "stage",
+    "cache_max_age_seconds",
+    "max_stale_seconds",
+    "audit_retention_days",
+    "log_retention_days",
+    "api_throttling",
+    "alarm_email",
+    "maintenance_windows",
+    "system_log_level",
+    "apigw_account_logging_role",
+    "powertools",
+    "termination_protection",
+    "guard_alarm_prefix",
+    "change_events",
+}
+_CHANGE_EVENTS_FIELDS = {"sns_topic"}
+# `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
+# be overridden with -c).
+STAGE_CONTEXT_KEY = "stage"
+# API Gateway's account-level CloudWatch Logs role (needed by the stage's access logging):
+# auto = create one and set it where the account has none; existing = the account already has one;
+# or the ARN of a role to set where the account has none. A role already set is never overwritten.
+LOGGING_ROLE_AUTO = "auto"
+LOGGING_ROLE_EXISTING = "existing"
+ROLE_ARN_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+# Powertools: AWS's public layer (resolved from its SSM parameter), or installed into a layer asset at synth.
+POWERTOOLS_LAYER = "layer"
+POWERTOOLS_BUNDLED = "bundled"
+POWERTOOLS_MODES = (POWERTOOLS_LAYER, POWERTOOLS_BUNDLED)
+# Lambda's platform (START/END/REPORT) log level. WARN keeps those lines out of the bill; INFO brings them back.
+SYSTEM_LOG_LEVELS = ("DEBUG", "INFO", "WARN")
+DEFAULT_SYSTEM_LOG_LEVEL = "WARN"
+
+
+class ConfigError(ValueError):
+    """A bad value in cdk.json's ``singleton-flags`` context; the message starts with the key path."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+@dataclass(frozen=True, slots=True)
+class Throttle:
+    rate_limit: float  # requests per second, steady state
+    burst_limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApiThrottling:
+    read: Throttle
+    write: Throttle
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceWindow:
+    name: str
+    start: str  # EventBridge cron(...) as declared
+    end: str  # EventBridge cron(...): declared, or derived from duration_minutes
+    timezone: str
+    duration_seconds: int
+    description: str = ""
+
+    @property
+    def definition(self) -> contract.WindowDefinition:
+        """What the functions are told of the window (the deployment document)."""
+        return contract.WindowDefinition(
+            name=self.name,
+            start=self.start,
+            end=self.end,
+            timezone=self.timezone,
+            duration_seconds=self.duration_seconds,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEventsConfig:
+    """``change_events``: ``sns_topic: true`` adds a rule forwarding the stage's events to a topic of the stack."""
+
+    sns_topic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FlagsConfig:
+    stage: str
+    cache_max_age_seconds: int
+    max_stale_seconds: int
+    audit_retention_days: int
+    log_retention_days: int
+    api_throttling: ApiThrottling
+    alarm_email: str
+    maintenance_windows: tuple[MaintenanceWindow, ...]
+    system_log_level: str = DEFAULT_SYSTEM_LOG_LEVEL
+    apigw_account_logging_role: str = LOGGING_ROLE_AUTO
+    powertools: str = POWERTOOLS_LAYER
+    termination_protection: bool = True
+    guard_alarm_prefix: str = ""  # as given in cdk.json; "" means the stage's default (guard_prefix)
+    change_events: ChangeEventsConfig = ChangeEventsConfig()
+
+    @property
+    def guard_prefix(self) -> str:
+        """The start of the alarm names that may guard a change: as configured, else the stage's default."""
+        return self.guard_alarm_prefix or default_guard_alarm_prefix(self.stage)
+
+    def window(self, name: str) -> MaintenanceWindow:
+        for window in self.maintenance_windows:
+            if window.name == name:
+                return window
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------------------------- scalar readers
+
+
+def _require(raw: Mapping[str, Any], key: str, path: str) -> Any:
+    if key not in raw:
+        raise ConfigError(f"{path}.{key}", "is required")
+    return raw[key]
+
+
+def _object(value: Any, path: str, allowed: set[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(path, f"must be an object, got {type(value).__name__}")
+    unknown = set(value) - allowed
+    if unknown:
+        raise ConfigError(path, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+    return value
+
+
+def _int(value: Any, path: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(path, f"must be between {low} and {high}, got {value}")
+    return value
+
+
+def _positive_number(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ConfigError(path, f"must be a number, got {value!r}")
+    if value <= 0:
+        raise ConfigError(path, f"must be positive, got {value}")
+    return value
+
+
+def _string(value: Any, path: str, pattern: re.Pattern[str] | None = None) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(path, f"must be a string, got {value!r}")
+    if pattern is not None and not pattern.match(value):
+        raise ConfigError(path, f"must match {pattern.pattern}, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------- throttling
+
+
+def _throttle(raw: Any, path: str) -> Throttle:
+    raw = _object(raw, path, {"rate_limit", "burst_limit"})
+    rate = _positive_number(_require(raw, "rate_limit", path), f"{path}.rate_limit")
+    burst = _require(raw, "burst_limit", path)
+    if isinstance(burst, bool) or not isinstance(burst, int) or burst <= 0:
+        raise ConfigError(f"{path}.burst_limit", f"must be a positive integer, got {burst!r}")
+    return Throttle(rate_limit=rate, burst_limit=burst)
+
+
+def _throttling(raw: Any, path: str) -> ApiThrottling:
+    raw = _object(raw, path, {"read", "write"})
+    read = _throttle(_require(raw, "read", path), f"{path}.read")
+    write = _throttle(_require(raw, "write", path), f"{path}.write")
+    if write.rate_limit > read.rate_limit:
+        raise ConfigError(f"{path}.write.rate_limit", f"must not exceed read.rate_limit ({read.rate_limit})")
+    if write.burst_limit > read.burst_limit:
+        raise ConfigError(f"{path}.write.burst_limit", f"must not exceed read.burst_limit ({read.burst_limit})")
+    return ApiThrottling(read=read, write=write)
+
+
+# ---------------------------------------------------------------------------------------------- cron
+
+
+def parse_cron(value: Any, path: str) -> Cron:
+    """Validate an EventBridge Scheduler ``cron(min hour dom month dow year)`` expression
+    (singleton_flags_service.maintenance.cron)."""
+    try:
+        return cron.parse_cron(_string(value, path))
+    except CronError as exc:
+        raise ConfigError(path, str(exc)) from exc
+
+
+def window_length(start: Cron, end: Cron, path: str) -> int:
+    """The window's wall-clock length in seconds, the same for each of its next starts, else ConfigError.
+
+    Wall-clock (the schedules' own time zone, DST ignored): a window declared 03:00-04:00 lasts an hour.
+    """
+    starts = occurrences(start, REFERENCE_TIME - timedelta(minutes=1))
+    first = next(starts, None)
+    if first is None:
+        raise ConfigError(f"{path}.start", f"{start.expression} never fires after {REFERENCE_TIME:%Y-%m-%d}")
+    lengths: set[timedelta] = set()
+    opened = first
+    for _ in range(OCCURRENCES_CHECKED):
+        if fires_at(end, opened):
+            raise ConfigError(f"{path}.end", f"the window ends at the moment it starts ({opened:%a %Y-%m-%d %H:%M})")
+        closed = next(occurrences(end, opened), None)
+        if closed is None or closed - opened > MAX_WINDOW:
+            raise ConfigError(
+                f"{path}.end",
+                f"must come after the start and within 24 h: the window opening "
+                f"{opened:%a %Y-%m-%d %H:%M} would end "
+                f"{f'{closed:%a %Y-%m-%d %H:%M}' if closed else 'never'}",
+            )
+        following = next(starts, None)
+        if following is not None and following <= closed:
+            raise ConfigError(
+                f"{path}.end",
+                f"the window opening {opened:%a %Y-%m-%d %H:%M} starts again "
+                f"({following:%a %H:%M}) before it ends ({closed:%a %H:%M})",
+            )
+        lengths.add(closed - opened)
+        if len(lengths) > 1:
+            raise ConfigError(
+                f"{path}.end",
+                f"the window's length varies between its occurrences "
+                f"({sorted(str(item) for item in lengths)}); declare windows of one length",
+            )
+        if following is None or following - first > timedelta(days=366):
+            break
+        opened = following
+    return int(lengths.pop().total_seconds())
+
+
+def shifted_end(start: Cron, duration_minutes: int, path: str) -> Cron:
+    """The end schedule of a window given as start + duration: the start's minute and hour moved on."""
+    minute, hour, dom, month, dow, year = start.fields
+    if not (minute.isdigit() and hour.isdigit()):
+        raise ConfigError(
+            f"{path}.duration_minutes",
+            "needs a start at a fixed minute and hour "
+            f"(got minutes {minute!r}, hours {hour!r}); give an explicit 'end'",
+        )
+    total = int(hour) * 60 + int(minute) + duration_minutes
+    if total >= 24 * 60:
+        every_day = dom in ("*", "?") and dow in ("*", "?") and month == "*" and year == "*"
+        if not every_day:
+            raise ConfigError(
+                f"{path}.duration_minutes",
+                "the window crosses midnight and its start names days "
+                "(day-of-month, day-of-week, month or year); give an "
+                "explicit 'end' cron",
+            )
+        total -= 24 * 60
+    fields = (str(total % 60), str(total // 60), dom, month, dow, year)
+    return parse_cron(f"cron({' '.join(fields)})", f"{path}.duration_minutes")
+
+
+# ---------------------------------------------------------------------------------------------- windows
+
+
+def _timezone(value: Any, path: str) -> str:
+    name = _string(value, path)
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(path, f"unknown IANA time zone {name!r}") from exc
+    return name
+
+
+def _window(raw: Any, path: str) -> MaintenanceWindow:
+    raw = _object(raw, path, _WINDOW_FIELDS)
+    name = _string(_require(raw, "name", path), f"{path}.name", WINDOW_NAME_PATTERN)
+    timezone = _timezone(_require(raw, "timezone", path), f"{path}.timezone")
+    start = parse_cron(_require(raw, "start", path), f"{path}.start")
+    if ("end" in raw) == ("duration_minutes" in raw):
+        raise ConfigError(path, "give exactly one of 'end' (cron) and 'duration_minutes'")
+    if "end" in raw:
+        end = parse_cron(raw["end"], f"{path}.end")
+    else:
+        end = shifted_end(start, _int(raw["duration_minutes"], f"{path}.duration_minutes", 1, 1440), path)
+    return MaintenanceWindow(
+        name=name,
+        start=start.expression,
+        end=end.expression,
+        timezone=timezone,
+        duration_seconds=window_length(start, end, path),
+        description=_string(raw.get("description", ""), f"{path}.description"),
+    )
+
+
+def _windows(raw: Any, path: str) -> tuple[MaintenanceWindow, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(path, f"must be a list, got {type(raw).__name__}")
+    if len(raw) > MAX_WINDOWS:
+        raise ConfigError(
+            path,
+            f"at most {MAX_WINDOWS} windows, got {len(raw)} (each is a start and an end schedule: two of the 500 "
+            "resources a CloudFormation stack may hold)",
+        )
+    windows = tuple(_window(item, f"{path}[{index}]") for index, item in enumerate(raw))
+    seen: set[str] = set()
+    for index, window in enumerate(windows):
+        if window.name in seen:
+            raise ConfigError(f"{path}[{index}].name", f"duplicate window name {window.name!r}")
+        seen.add(window.name)
+    return windows
+
+
+# ---------------------------------------------------------------------------------------------- entry points
+
+
+def _logging_role(value: Any, path: str) -> str:
+    if isinstance(value, str) and (
+        value in (LOGGING_ROLE_AUTO, LOGGING_ROLE_EXISTING) or ROLE_ARN_PATTERN.match(value)
+    ):
+        return value
+    raise ConfigError(
+        path,
+        f"must be '{LOGGING_ROLE_AUTO}', '{LOGGING_ROLE_EXISTING}' or an IAM role ARN "
+        f"(arn:aws:iam::<12-digit account>:role/<name>), got {value!r}",
+    )
+
+
+def _change_events(raw: Any, path: str) -> ChangeEventsConfig:
+    raw = _object(raw, path, _CHANGE_EVENTS_FIELDS)
+    sns_topic = raw.get("sns_topic", False)
+    if not isinstance(sns_topic, bool):
+        raise ConfigError(
+            f"{path}.sns_topic",
+            f"must be true (forward the change events to an SNS topic this stack creates) or false, got {sns_topic!r}",
+        )
+    return ChangeEventsConfig(sns_topic=sns_topic)
+
+
+def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
+    """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``).
+
+    ``stage`` (the context's top-level ``stage``, from ``-c stage=<name>``) overrides the object's ``stage``.
+    """
+    path = CONTEXT_KEY
+    if stage is not None:
+        _string(stage, STAGE_CONTEXT_KEY, STAGE_PATTERN)
+    if raw is None:
+        raise ConfigError(path, "is missing from cdk.json's context")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ConfigError(path, f"is not valid JSON: {exc}") from exc
+    raw = _object(raw, path, _TOP_FIELDS)
+    log_retention = _int(_require(raw, "log_retention_days", path), f"{path}.log_retention_days", 1, 3653)
+    if log_retention not in LOG_RETENTION_DAYS:
+        raise ConfigError(
+            f"{path}.log_retention_days", f"must be one of CloudWatch's {list(LOG_RETENTION_DAYS)}, got {log_retention}"
+        )
+    system_log_level = _string(raw.get("system_log_level", DEFAULT_SYSTEM_LOG_LEVEL), f"{path}.system_log_level")
+    if system_log_level not in SYSTEM_LOG_LEVELS:
+        raise ConfigError(
+            f"{path}.system_log_level", f"must be one of {list(SYSTEM_LOG_LEVELS)}, got {system_log_level!r}"
+        )
+    powertools = _string(raw.get("powertools", POWERTOOLS_LAYER), f"{path}.powertools")
+    if powertools not in POWERTOOLS_MODES:
+        raise ConfigError(f"{path}.powertools", f"must be one of {list(POWERTOOLS_MODES)}, got {powertools!r}")
+    termination_protection = raw.get("termination_protection", True)
+    if not isinstance(termination_protection, bool):
+        raise ConfigError(f"{path}.termination_protection", f"must be true or false, got {termination_protection!r}")
+    final_stage = stage if stage is not None else _string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN)
+    guard_prefix = _guard_alarm_prefix(raw["guard_alarm_prefix"], path) if "guard_alarm_prefix" in raw else ""
+    alarm_email = _string(raw.get("alarm_email", ""), f"{path}.alarm_email")
+    if alarm_email and not EMAIL_PATTERN.match(alarm_email):
+        raise ConfigError(f"{path}.alarm_email", f"must be an email address or empty, got {alarm_email!r}")
+    return FlagsConfig(
+        stage=final_stage,
+        cache_max_age_seconds=_int(
+            _require(raw, "cache_max_age_seconds", path), f"{path}.cache_max_age_seconds", *CACHE_MAX_AGE_SECONDS
+        ),
+        max_stale_seconds=_setting(raw, "max_stale_seconds", path, contract.MAX_STALE),
+        audit_retention_days=_setting(raw, "audit_retention_days", path, contract.AUDIT_RETENTION_DAYS),
+        log_retention_days=log_retention,
+        api_throttling=_throttling(_require(raw, "api_throttling", path), f"{path}.api_throttling"),
+        alarm_email=alarm_email,
+        maintenance_windows=_windows(raw.get("maintenance_windows", []), f"{path}.maintenance_windows"),
+        system_log_level=system_log_level,
+        apigw_account_logging_role=_logging_role(
+            raw.get("apigw_account_logging_role", LOGGING_ROLE_AUTO), f"{path}.apigw_account_logging_role"
+        ),
+        powertools=powertools,
+        termination_protection=termination_protection,
+        guard_alarm_prefix=guard_prefix,
+        change_events=_change_events(raw.get("change_events", {}), f"{path}.change_events"),
+    )
+
+
+def _setting(raw: Mapping[str, Any], key: str, path: str, variable: contract.Integer) -> int:
+    """A required integer setting, within the limits of the variable the functions read it from."""
+    return _int(_require(raw, key, path), f"{path}.{key}", variable.low, variable.high)
+
+
+def default_guard_alarm_prefix(stage: str) -> str:
+    """Alarms named ``singleton-flags-<stage>-guard-...`` may guard a change in that stage (one rule per stage)."""
+    return f"{vocabulary.DEFAULT_SERVICE}-{stage}-guard-"
+
+
+def _guard_alarm_prefix(value: Any, path: str) -> str:
+    key = f"{path}.guard_alarm_prefix"
+    prefix = _string(value, key)
+    if not GUARD_ALARM_PREFIX_PATTERN.match(prefix):
+        raise ConfigError(
+            key,
+            f"must be {GUARD_ALARM_PREFIX_RULE} (the start of the CloudWatch alarm names that may guard a change), "
+            f"got {prefix!r}",
+        )
+    return prefix
+
+
+def load_config(path: str | Path = "cdk.json") -> FlagsConfig:
+    """Read cdk.json (a relative path from the working directory, where the CDK CLI runs the app) and validate its
+    ``singleton-flags`` context."""
+    file = Path(path)
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(CONTEXT_KEY, f"cannot read {file}: {exc}") from exc
+    return parse_config(document.get("context", {}).get(CONTEXT_KEY))
+
+
+# What a window's schedule delivers to the maintenance function (the local runner passes the current time).
+schedule_payload = contract.window_payload
+
+
+def deployment(config: FlagsConfig, table_name: str) -> contract.Deployment:
+    """What the functions of ``config``'s stage are told (``table_name``: the stack's token, or the runner's name)."""
+    return contract.Deployment(
+        table_name=table_name,
+        stage=config.stage,
+        max_age_seconds=config.cache_max_age_seconds,
+        max_stale_seconds=config.max_stale_seconds,
+        audit_retention_days=config.audit_retention_days,
+        guard_alarm_prefix=config.guard_prefix,
+        event_bus_name=event_bus_name(config.stage),
+        metrics_namespace=metrics_namespace(config.stage),
+    )
+
+
+def function_environment(config: FlagsConfig, table_name: str, function: str) -> dict[str, str]:
+    """The environment the stack gives a function (``contract.function_environment``); the local runner's too."""
+    return contract.function_environment(deployment(config, table_name), function)
+
+
+def deployment_document(config: FlagsConfig) -> str:
+    """The deployment document the stack writes into the functions' asset (``contract.deployment_document``)."""
+    return contract.deployment_document([window.definition for window in config.maintenance_windows])

@@ -1,0 +1,252 @@
+"""The Lambda functions, each with its own least-privilege role: read, write and maintenance (the handlers of
+``singleton_flags_service.contract.HANDLERS``), the seed custom resource's function, and the change-events function
+(the
+table's stream; no right on the table's items: infra/events.py grants it the stream and its bus).
+
+The code asset is the service's and the client's packages as installed (no Docker), with this stage's deployment
+document (infra/assets.py): boto3 comes with the runtime, Powertools from AWS's public layer pinned to the tested
+version, or (``powertools: bundled``) from a layer asset installed at synth for the functions' runtime and
+architecture (infra/powertools.py). Each function's environment is the contract's
+(``singleton_flags_service.contract``), checked at synth against Lambda's 4 KB (infra/environment_size.py).
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from aws_cdk import (
+    Duration,
+    aws_dynamodb as dynamodb,
+    aws_iam as iam,
+    aws_lambda as lambda_,
+    aws_logs as logs,
+    aws_ssm as ssm,
+)
+from constructs import Construct
+
+from singleton_flags.keys import AUDIT_PK, GUARD_PK, IDEMPOTENCY_PK_PREFIX, SCHEDULE_PK, SINGLETON_PK
+from singleton_flags_service import vocabulary
+from singleton_flags_service.contract import (
+    CHANGE_EVENTS_FUNCTION,
+    CHANGE_EVENTS_HANDLER,
+    GUARD_FUNCTION,
+    HANDLERS,
+    MAINTENANCE_FUNCTION,
+    READ_FUNCTION,
+    SEED_FUNCTION,
+    SEED_HANDLER,
+    WRITE_FUNCTION,
+)
+
+from . import constants
+from .assets import functions_asset_dir
+from .config import POWERTOOLS_BUNDLED, FlagsConfig, deployment_document, function_environment
+from .cron_layer import cron_layer_directory
+from .environment_size import SizedFunction
+from .logs import log_group
+from .nag import acknowledge
+from .powertools import bundled_layer_directory
+
+# What each function does to the table, and nothing more. TransactWriteItems is authorised per contained
+# action (Update, Put, ConditionCheck), so it needs no action of its own. Query serves GET /flags/history, and
+# both writers' re-seed of a missing singleton (it resumes after the newest audit record: one Query, Limit 1).
+# The write API also remembers a keyed no-op: its key's Put with a ConditionCheck of the flags' version.
+DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
+    READ_FUNCTION: ("dynamodb:GetItem",),
+    WRITE_FUNCTION: (
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:PutItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:Query",
+    ),
+    MAINTENANCE_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
+    # a guard-revert is a revert (GetItem, the transaction's Update and Put, Query to restore a missing item); the
+    # guards' partition: GetItem, Query (the baking guards of an alarm), UpdateItem (a guard's end)
+    GUARD_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
+    # FlagStore.seed: read the item, restore it from the trail (Query), add flags as a version (transaction)
+    SEED_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
+}
+TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
+# The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
+# and nothing else; the writers also the audit trail, the write API its Idempotency-Key items and the guards it
+# creates and lists, the write API (create, list, cancel) and the maintenance function (apply) the scheduled
+# changes' items, the guard function the guards it ends.
+PARTITIONS: dict[str, tuple[str, ...]] = {
+    READ_FUNCTION: (SINGLETON_PK,),
+    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, f"{IDEMPOTENCY_PK_PREFIX}*", SCHEDULE_PK),
+    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK),
+    GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
+    SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK),
+}
+
+
+def leading_keys_condition(name: str) -> dict[str, dict[str, list[str]]]:
+    """Every key of the request in the function's partitions (StringLike only where a pattern is needed)."""
+    keys = list(PARTITIONS[name])
+    operator = "ForAllValues:StringLike" if any("*" in key for key in keys) else "ForAllValues:StringEquals"
+    return {operator: {"dynamodb:LeadingKeys": keys}}
+
+
+def title_of(name: str) -> str:
+    """A function's name as its construct ids start: ``read`` -> ``Read``, ``change_events`` -> ``ChangeEvents``."""
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+# What never goes into the asset: caches, tests, editor and tool litter. declarations.json stays.
+ASSET_EXCLUDES = [
+    "**/__pycache__",
+    "**/*.pyc",
+    "**/.pytest_cache",
+    "**/.mypy_cache",
+    "**/.ruff_cache",
+    "**/tests",
+    "**/test_*.py",
+    "**/conftest.py",
+    "**/*.md",
+    "**/.DS_Store",
+    "**/*.egg-info",
+]
+
+
+class Functions(Construct):
+    """read, write and maintenance functions, keyed by the names of ``singleton_flags_service.contract.HANDLERS``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: FlagsConfig, table: dynamodb.ITableV2) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._table = table
+        self.code = self._code = lambda_.Code.from_asset(
+            str(functions_asset_dir(constants.BUILD_DIR, deployment_document(config))), exclude=ASSET_EXCLUDES
+        )
+        self._layer = self._build_powertools_layer()
+        self._cron_layer = self._build_cron_layer()
+        self.functions: dict[str, lambda_.Function] = {
+            name: self._build_function(name, handler) for name, handler in HANDLERS.items()
+        }
+        # Not in `functions` (alarmed per invocation): CloudFormation reports a failed seed as a failed deploy.
+        self.seed = self._build_function(SEED_FUNCTION, SEED_HANDLER)
+        self.change_events = self._build_function(CHANGE_EVENTS_FUNCTION, CHANGE_EVENTS_HANDLER)
+
+    @property
+    def read(self) -> lambda_.Function:
+        return self.functions[READ_FUNCTION]
+
+    @property
+    def write(self) -> lambda_.Function:
+        return self.functions[WRITE_FUNCTION]
+
+    @property
+    def maintenance(self) -> lambda_.Function:
+        return self.functions[MAINTENANCE_FUNCTION]
+
+    @property
+    def guard(self) -> lambda_.Function:
+        return self.functions[GUARD_FUNCTION]
+
+    def _build_powertools_layer(self) -> lambda_.ILayerVersion:
+        if self._config.powertools == POWERTOOLS_BUNDLED:
+            # Where AWS publishes no layer (or its parameter is missing): the pinned release, installed for
+            # the functions' runtime and architecture, as a layer of this stack.
+            return lambda_.LayerVersion(
+                self,
+                constants.POWERTOOLS_LAYER_ID,
+                code=lambda_.Code.from_asset(str(bundled_layer_directory())),
+                compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+                compatible_architectures=[lambda_.Architecture.ARM_64],
+                description=f"aws-lambda-powertools {constants.POWERTOOLS_VERSION} ({constants.LAMBDA_RUNTIME}, "
+                f"{constants.LAMBDA_ARCHITECTURE}), bundled",
+            )
+        # Resolved by CloudFormation at deploy time from AWS's public parameter (a stack parameter of type
+        # AWS::SSM::Parameter::Value<String>): no lookup at synth, no account needed to synthesize.
+        arn = ssm.StringParameter.value_for_string_parameter(self, constants.POWERTOOLS_LAYER_PARAMETER)
+        return lambda_.LayerVersion.from_layer_version_arn(self, constants.POWERTOOLS_LAYER_ID, arn)
+
+    def _build_cron_layer(self) -> lambda_.LayerVersion:
+        """croniter, which only the write function imports (GET /flags/windows)."""
+        return lambda_.LayerVersion(
+            self,
+            "CronLayer",
+            code=lambda_.Code.from_asset(str(cron_layer_directory())),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description=f"croniter {metadata.version('croniter')}: the write function's maintenance-window crons",
+        )
+
+    def _environment(self, name: str) -> dict[str, str]:
+        return function_environment(self._config, self._table.table_name, name)
+
+    def _build_role(self, name: str, logs_group: logs.ILogGroup) -> iam.Role:
+        policies: dict[str, iam.PolicyDocument] = {}
+        if name in DYNAMODB_ACTIONS:
+            rights = f"{', '.join(DYNAMODB_ACTIONS[name])} on the flags table"
+            policies["Table"] = iam.PolicyDocument(
+                statements=[
+                    iam.PolicyStatement(
+                        actions=list(DYNAMODB_ACTIONS[name]),
+                        resources=[self._table.table_arn],
+                        conditions=leading_keys_condition(name),
+                    )
+                ]
+            )
+        else:
+            rights = "the flags table's stream, PutEvents to its bus"  # granted by infra/events.py
+        return iam.Role(
+            self,
+            f"{title_of(name)}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{vocabulary.DEFAULT_SERVICE} {name} function: {rights}",
+            inline_policies={
+                **policies,
+                # Instead of AWSLambdaBasicExecutionRole (any log group): only this function's own log group,
+                # which the stack creates, so CreateLogGroup is not needed.
+                "Logs": iam.PolicyDocument(
+                    statements=[
+                        iam.PolicyStatement(
+                            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                            resources=[logs_group.log_group_arn],
+                        )
+                    ]
+                ),
+            },
+        )
+
+    def _build_function(self, name: str, handler: str) -> lambda_.Function:
+        title = title_of(name)
+        logs_group = log_group(self, f"{title}Logs", self._config.log_retention_days)
+        role = self._build_role(name, logs_group)
+        function = SizedFunction(
+            self,
+            f"{title}Function",
+            name=name,
+            description=f"{vocabulary.DEFAULT_SERVICE} ({self._config.stage}): {name}",
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=handler,
+            code=self._code,
+            layers=[self._layer, self._cron_layer] if name == WRITE_FUNCTION else [self._layer],
+            memory_size=constants.MEMORY_MB[name],
+            timeout=Duration.seconds(constants.TIMEOUT_SECONDS[name]),
+            environment=self._environment(name),
+            role=role,
+            tracing=lambda_.Tracing.ACTIVE if name in TRACED else lambda_.Tracing.DISABLED,
+            log_group=logs_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel[self._config.system_log_level],
+        )
+        acknowledge(
+            function,
+            "AwsSolutions-L1",
+            f"{constants.LAMBDA_RUNTIME} is the runtime the project tests and the pinned Powertools layer is "
+            "published for; moving runtime is a deliberate change of the layer parameter too.",
+        )
+        if name in TRACED:
+            acknowledge(
+                role,
+                "AwsSolutions-IAM5",
+                "Added by Lambda active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords do not support "
+                "resource-level permissions, so their resource is '*' (actions are explicit, no action wildcard).",
+                finding="Resource::*",
+            )
+        return function

@@ -1,0 +1,1 @@
+"""The tests, one package: a folder per tier and one support area (docs/testing.md)."""

@@ -1,0 +1,1 @@
+"""Integration tier: the write path, the handlers and the example application on DynamoDB Local."""
