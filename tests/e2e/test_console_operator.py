@@ -109,9 +109,7 @@ def missing_item(dynamodb_local_endpoint: str, tmp_path) -> Iterator[Runner]:
         local_client(dynamodb_local_endpoint).delete_table(TableName=TABLE)
 
 
-def test_with_the_item_missing_the_console_names_the_fallbacks_disables_editing_and_restores_it(
-    missing_item, console
-):
+def test_with_the_item_missing_the_console_names_the_fallbacks_disables_editing_and_restores_it(missing_item, console):
     # Given: the item is gone; readers get the declared fallbacks
     fallback = missing_item.get("/flags").body
     assert (fallback["reason"], fallback["version"], fallback["flags"]["maintenance_mode"]) == ("DEFAULT", None, True)
@@ -235,7 +233,8 @@ def test_the_guards_view_and_the_history_say_what_a_guard_and_a_schedule_did_in_
     # Then: the kinds in words, not as the API's codes alone
     revert = page.locator(f"#history-list > li[data-version='{guarded['version'] + 1}']")
     expect(revert.locator("dd").first).to_contain_text(
-        f"reverted by a guard (an alarm fired during the bake): undid version {guarded['version']}: {name} went into ALARM"
+        "reverted by a guard (an alarm fired during the bake): "
+        f"undid version {guarded['version']}: {name} went into ALARM"
     )
     scheduled = page.locator("#history-list > li").first
     expect(scheduled.locator("dd").first).to_contain_text(f"scheduled change applied ({applied['id']}")
@@ -332,7 +331,8 @@ def test_at_375_px_the_kill_switch_is_on_screen_and_one_tap_plus_a_reason_switch
     reason.fill("console e2e: incident")
     button.tap()
     # Then
-    expect(page.get_by_role("status")).to_contain_text(f"Maintenance switched ON: now at version {before['version'] + 1}")
+    switched = f"Maintenance switched ON: now at version {before['version'] + 1}"
+    expect(page.get_by_role("status")).to_contain_text(switched)
     record = fresh_runner.get("/flags/history?limit=1").body["records"][0]
     assert record["changes"] == {"maintenance_mode": {"old": False, "new": True}}
     assert record["reason"] == "console e2e: incident"
