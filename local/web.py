@@ -1,6 +1,10 @@
 """The local runner's static files: the console's pages (``flagctl.static``, as ``flagctl console`` serves them),
 and Swagger UI over the runner's OpenAPI document: ``/docs``, its initializer, and ``/vendor/swagger-ui/<file>``
 from npm's ``swagger-ui-dist`` (its LICENSE included), with the same rules for a file as the console's.
+
+Swagger UI is the one part of ``make run`` that npm installs (``make run`` alone installs Python requirements
+only): without it ``/docs`` is a page that says so, how to install it, and where the OpenAPI document is, never a
+blank page.
 """
 
 from __future__ import annotations
@@ -37,7 +41,28 @@ DOCS_PAGE = f"""<!doctype html>
 </body>
 </html>
 """.encode()
+DOCS_WITHOUT_NPM = b"""<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>singleton-flags API: Swagger UI is not installed</title>
+</head>
+<body>
+  <main>
+    <h1>Swagger UI is not installed</h1>
+    <p>Swagger UI comes from npm (<code>swagger-ui-dist</code>), which <code>make run</code> does not install.
+      Run <code>npm ci</code> (or <code>make install</code>) in the checkout, then reload this page.</p>
+    <p>The API itself is all here: its OpenAPI document is at <a href="/openapi.json">/openapi.json</a>, and
+      <code>docs/api.md</code> describes every route.</p>
+  </main>
+</body>
+</html>
+"""
 DOCS_INIT = b'window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui", tryItOutEnabled: true});\n'
+
+
+def swagger_ui_installed() -> bool:
+    return (SWAGGER_UI_DIR / "swagger-ui-bundle.js").is_file()
 
 
 def static_file(method: str, raw_path: str) -> HttpResponse | None:
@@ -48,7 +73,8 @@ def static_file(method: str, raw_path: str) -> HttpResponse | None:
     if page is not None:
         return page
     if raw_path == DOCS_PATH:
-        return HttpResponse(200, [("Content-Type", CONTENT_TYPES[".html"]), *security_headers()], DOCS_PAGE)
+        docs = DOCS_PAGE if swagger_ui_installed() else DOCS_WITHOUT_NPM
+        return HttpResponse(200, [("Content-Type", CONTENT_TYPES[".html"]), *security_headers()], docs)
     if raw_path == DOCS_INIT_PATH:
         return HttpResponse(200, [("Content-Type", CONTENT_TYPES[".js"]), *security_headers()], DOCS_INIT)
     if raw_path.startswith(SWAGGER_PREFIX):

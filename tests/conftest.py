@@ -91,6 +91,18 @@ def ddb(aws_env: None) -> Iterator[Any]:
         yield client
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """At the very end of a run, loudly: which tiers were skipped, and why (a missing Java or Chromium)."""
+    from tests.support.skips import skipped_tiers, summary_lines
+
+    lines = summary_lines(skipped_tiers(terminalreporter.stats.get("skipped", [])))
+    if not lines:
+        return
+    terminalreporter.section("SKIPPED TIERS", sep="!", red=True, bold=True)
+    for line in lines:
+        terminalreporter.write_line(line, red=True, bold=True)
+
+
 def ci_is_set() -> bool:
     """CI (``.ci/run`` sets CI=true) must run every tier: what would be skipped elsewhere fails there."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")

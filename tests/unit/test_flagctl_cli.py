@@ -17,7 +17,18 @@ import botocore.auth
 import pytest
 from botocore.credentials import Credentials
 
-from flagctl.cli import AUTH, BAD_INPUT, CONFLICT, OK, SERVER, exit_code, main, parse_assignments, parse_value
+from flagctl.cli import (
+    AUTH,
+    BAD_INPUT,
+    CONFLICT,
+    FALLBACKS,
+    OK,
+    SERVER,
+    exit_code,
+    main,
+    parse_assignments,
+    parse_value,
+)
 from flagctl.client import (
     STACK_OUTPUT_API_URL,
     Answer,
@@ -193,7 +204,7 @@ def test_get_prints_a_table_for_people_and_the_json_for_scripts():
     assert out.splitlines()[:2] == ["FLAG                       VALUE", "signup_enabled             true"]
     assert "version 7 · CACHED" in out
     code, out, _ = run(["--json", "get"], FakeTransport())
-    assert json.loads(out) == FLAGS_BODY
+    assert json.loads(out) == {**FLAGS_BODY, "reasons": dict.fromkeys(FLAGS_BODY["flags"], "CACHED")}
 
 
 def test_get_one_flag_puts_its_name_in_the_path():
@@ -673,3 +684,88 @@ def test_a_region_variable_that_is_no_region_name_is_bad_input_shown_escaped(
     code, _, err = run(["--url", CUSTOM_DOMAIN, "get"], transport)
     assert (code, transport.sent) == (BAD_INPUT, [])
     assert err == "flagctl: AWS_REGION is not an AWS region name: eu-west-1\\x1b[2J\\u202e\n"
+
+
+# -- fallbacks served, and output laid out as written -----------------------------------------------------
+
+FALLBACKS_BODY = {
+    "flags": {"signup_enabled": False, "maintenance_mode": True},
+    "version": None,
+    "reason": "DEFAULT",
+    "fetched_at": None,
+    "maintenance": {"on": True, "held_by": "manual", "window": None, "deadline": None},
+}
+
+
+def test_get_while_the_fallbacks_are_served_says_so_on_stderr_and_exits_6() -> None:
+    # Given: the API serves the declared fallbacks (the item is missing)
+    transport = FakeTransport(200, FALLBACKS_BODY)
+    # When
+    code, out, err = run(["get"], transport)
+    # Then: the values still shown, the warning loud on stderr, a status of its own
+    assert code == FALLBACKS == 6
+    assert "maintenance_mode  true" in out
+    assert err.startswith("flagctl: WARNING: these are the declared FALLBACKS (reason DEFAULT)")
+    assert "flagctl restore" in err
+
+
+def test_get_one_flag_served_as_its_fallback_exits_6() -> None:
+    body = {"name": "signup_enabled", "value": False, "version": 4, "reason": "DEFAULT", "fetched_at": None}
+    code, out, err = run(["get", "signup_enabled"], FakeTransport(200, body))
+    assert code == FALLBACKS
+    assert out.startswith("signup_enabled = false")
+    assert "FALLBACKS" in err
+
+
+def test_with_json_get_gives_each_flags_reason_and_the_fallbacks_warning_as_json_on_stderr() -> None:
+    code, out, err = run(["--json", "get"], FakeTransport(200, FALLBACKS_BODY))
+    assert code == FALLBACKS
+    assert json.loads(out)["reasons"] == {"signup_enabled": "DEFAULT", "maintenance_mode": "DEFAULT"}
+    assert json.loads(err)["error"]["code"] == "FALLBACKS_SERVED"
+
+
+def test_a_normal_read_exits_0_with_nothing_on_stderr() -> None:
+    code, _, err = run(["get"], FakeTransport())
+    assert (code, err) == (OK, "")
+
+
+def test_a_412_shows_its_details_as_json_never_a_python_repr() -> None:
+    # Given: a stale --if-match; the API sends the current flags
+    error = {
+        "error": {
+            "code": "PRECONDITION_FAILED",
+            "message": "at version 9",
+            "current_version": 9,
+            "flags": {"signup_enabled": True, "search_ranking": None},
+        }
+    }
+    # When
+    code, _, err = run(["set", "signup_enabled=false", "--reason", "r", "--if-match", "7"], FakeTransport(412, error))
+    # Then
+    assert code == CONFLICT
+    assert 'flags={"signup_enabled": true, "search_ranking": null}' in err
+    assert "True" not in err and "None" not in err
+
+
+def test_a_guarded_change_prints_its_guard_on_a_line_of_its_own() -> None:
+    code, out, _ = run(["set", "signup_enabled=false", "--reason", "r"], FakeTransport(body=GUARDED_BODY))
+    assert code == OK
+    assert "\\n" not in out
+    assert out.splitlines()[-1] == "guarded by app-guard-errors until 2026-01-01T00:30:00.000+00:00"
+
+
+def test_a_scheduled_change_prints_when_it_applies_on_a_line_of_its_own() -> None:
+    code, out, _ = run(
+        ["schedule", "create", "signup_enabled=true", "--at", "2027-03-01T09:00:00Z", "--reason", "r"],
+        FakeTransport(201, SCHEDULE),
+    )
+    assert code == OK
+    assert "\\n" not in out
+    assert out.splitlines()[-1] == "applies at 2027-03-01T09:00:00Z"
+
+
+def test_text_from_the_answer_is_still_escaped_on_those_lines() -> None:
+    body = {**GUARDED_BODY, "guard": {**GUARDED_BODY["guard"], "alarms": ["a-guard\nFAKE LINE"]}}
+    code, out, _ = run(["set", "signup_enabled=false", "--reason", "r"], FakeTransport(body=body))
+    assert code == OK
+    assert out.splitlines()[-1].startswith("guarded by a-guard\\nFAKE LINE until")

@@ -14,7 +14,8 @@ codes).
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
-5 server or network (5xx, 429, a redirect, a malformed answer, no whole answer within --timeout).
+5 server or network (5xx, 429, a redirect, a malformed answer, no whole answer within --timeout),
+6 a read served the declared fallbacks (reason DEFAULT: the flags item is missing or unreadable), said on stderr.
 
 The server is not trusted: a redirect is never followed (its Location is shown, exit 5); everything printed
 (tables, messages, --json, stderr) goes through ``flagctl.text``, so no raw control or format character from an
@@ -41,11 +42,12 @@ from flagctl.client import (
     new_idempotency_key,
     url_from_stack_outputs,
 )
-from flagctl.errors import AUTH, BAD_INPUT, CONFLICT, OK, SERVER, FlagctlError
+from flagctl.errors import AUTH, BAD_INPUT, CONFLICT, FALLBACKS, OK, SERVER, FlagctlError
 from flagctl.http_client import DEADLINE_SECONDS
 from flagctl.text import excerpt, layout, safe, safe_json
 
 MAX_TIMEOUT_SECONDS = 600
+DEFAULT_REASON = "DEFAULT"  # the read reason of the declared fallbacks (singleton_flags.vocabulary.DEFAULT)
 
 
 def exit_code(status: int) -> int:
@@ -113,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flagctl",
         description="Read and change singleton-flags through its API (the local runner, or a deployed stack).",
-        epilog="Exit codes: 0 ok, 2 bad input, 3 conflict (409/412), 4 auth (401/403), 5 server or network.",
+        epilog="Exit codes: 0 ok, 2 bad input, 3 conflict (409/412), 4 auth (401/403), 5 server or network, "
+        "6 a read served the declared fallbacks (reason DEFAULT).",
     )
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--url", help=f"the API's base URL (default {DEFAULT_URL}; non-loopback URLs are SigV4-signed)")
@@ -261,8 +264,9 @@ def render_change(body: dict[str, Any]) -> str:
         text += "\n(the missing flags item was restored from its audit trail first)"
     guard = body.get("guard")
     if isinstance(guard, dict):
-        text += safe(
-            f"\nguarded by {', '.join(map(str, guard.get('alarms', [])))} until {guard.get('bake_ends_at')}"
+        # safe() on the answer's text only: the line break is flagctl's own, never escaped.
+        text += "\n" + safe(
+            f"guarded by {', '.join(map(str, guard.get('alarms', [])))} until {guard.get('bake_ends_at')}"
             + ("" if guard.get("close_scheduled") else " (its close was not scheduled: it ends at its bake end)")
         )
     return text
@@ -316,7 +320,7 @@ _SCHEDULE_HEADERS = ("ID", "STATUS", "AT", "CHANGES", "REASON", "OUTCOME")
 
 
 def render_schedule(body: dict[str, Any]) -> str:
-    return table(_SCHEDULE_HEADERS, [_schedule_row(body)]) + safe(f"\napplies at {body['at']}")
+    return table(_SCHEDULE_HEADERS, [_schedule_row(body)]) + "\n" + safe(f"applies at {body['at']}")
 
 
 def render_schedules(body: dict[str, Any]) -> str:
@@ -353,7 +357,9 @@ def _error_text(answer: Answer) -> str:
         body = answer.body if isinstance(answer.body, str) else json.dumps(answer.body, ensure_ascii=False)
         return safe(f"HTTP {answer.status}: {excerpt(body) if answer.body is not None else 'no body'}")
     details = {key: value for key, value in error.items() if key not in ("code", "message")}
-    extra = f" ({', '.join(f'{key}={value}' for key, value in details.items())})" if details else ""
+    # Each detail as JSON (true, null, {"a": 1}), as the API sent it: never Python's repr (True, None).
+    shown = (f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in details.items())
+    extra = f" ({', '.join(shown)})" if details else ""
     return safe(f"HTTP {answer.status} {error.get('code')}: {error.get('message')}{extra}")
 
 
@@ -452,15 +458,35 @@ def main(
         _say(err, safe_json(answer.body) if args.json else f"flagctl: {_error_text(answer)}")
         return code
     if args.json:
-        _say(out, safe_json(answer.body, indent=2))
-        return OK
-    try:
-        text = render(answer.body)
-    except (KeyError, TypeError, AttributeError, ValueError):
-        _say(err, f"flagctl: unexpected answer from the API (HTTP {answer.status}): {_excerpt(answer.body)}")
-        return SERVER
-    _say(out, text)
+        _say(out, safe_json(with_reasons(answer.body) if args.command == "get" else answer.body, indent=2))
+    else:
+        try:
+            text = render(answer.body)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            _say(err, f"flagctl: unexpected answer from the API (HTTP {answer.status}): {_excerpt(answer.body)}")
+            return SERVER
+        _say(out, text)
+    if args.command == "get" and isinstance(answer.body, dict) and answer.body.get("reason") == DEFAULT_REASON:
+        _say(err, safe_json({"error": fallbacks_error()}) if args.json else f"flagctl: {fallbacks_error()['message']}")
+        return FALLBACKS
     return OK
+
+
+def with_reasons(body: Any) -> Any:
+    """``GET /flags``' answer with ``reasons``: each flag's reason, by name (the read's, which covers every flag
+    it serves); any other answer as it came."""
+    if not (isinstance(body, dict) and isinstance(body.get("flags"), dict)):
+        return body
+    return {**body, "reasons": dict.fromkeys(body["flags"], body.get("reason"))}
+
+
+def fallbacks_error() -> dict[str, str]:
+    return {
+        "code": "FALLBACKS_SERVED",
+        "message": "WARNING: these are the declared FALLBACKS (reason DEFAULT), not stored values: features off, "
+        "maintenance ON. The flags item is missing or the table cannot be read (for one flag: its stored value "
+        "is unusable): check `flagctl history`, then `flagctl restore --reason ...` (docs/operations.md)",
+    }
 
 
 def _say(stream: TextIO, text: str) -> None:

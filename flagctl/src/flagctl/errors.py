@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 OK, BAD_INPUT, CONFLICT, AUTH, SERVER = 0, 2, 3, 4, 5
+# A read answered, but with the declared fallbacks (reason DEFAULT): the item is missing or unreadable.
+FALLBACKS = 6
 
 
 class FlagctlError(Exception):

@@ -1,7 +1,11 @@
 // The operator console: plain JavaScript over the API (same origin, no build step, no dependency).
-// It reads GET /flags, /flags/declarations, /flags/history and /flags/windows, and writes through PATCH /flags
-// and POST /flags/revert, always with If-Match naming the version the operator saw and a reason. Values the
-// API sends are put in the page as text (textContent), never as markup.
+// It reads GET /flags, /flags/declarations, /flags/history, /flags/schedules, /flags/guards and /flags/windows,
+// and writes through PATCH /flags and POST /flags/revert (always with If-Match naming the version the operator
+// saw and a reason), POST /flags/restore (a reason and an Idempotency-Key) and DELETE /flags/schedules/{id}.
+// Values the API sends are put in the page as text (textContent), never as markup.
+//
+// The rule that does not move: a read with reason DEFAULT is the declared fallbacks (features off, maintenance
+// on), never a stored state. The page says so, offers the restore, and lets no editor write over it.
 
 const HISTORY_PAGE_SIZE = 20;
 const REREAD_ATTEMPTS = 6; // the read function serves its cache for its max age: re-read until it has caught up
@@ -17,7 +21,13 @@ const KINDS = {
   restore: "restore (the missing item written back from the trail)",
   "window-start": "maintenance window start",
   "window-end": "maintenance window end",
+  scheduled: "scheduled change applied",
+  "guard-revert": "reverted by a guard (an alarm fired during the bake)",
+  seeded: "the seeded state (the values the table was created with)",
 };
+const DEFAULT_REASON = "DEFAULT"; // the declared fallbacks: never a stored state
+const MAINTENANCE_FLAG = "maintenance_mode";
+const SCHEDULE_PAGE_SIZE = 20;
 
 
 class ApiError extends Error {
@@ -29,9 +39,16 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, { body, ifMatch, query } = {}) {
+function newIdempotencyKey() {
+  if (window.crypto && typeof window.crypto.randomUUID === "function") return window.crypto.randomUUID();
+  const bytes = window.crypto.getRandomValues(new Uint8Array(16));
+  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function api(method, path, { body, ifMatch, query, idempotencyKey } = {}) {
   const headers = { Accept: "application/json" };
   if (TOKEN) headers["X-Console-Token"] = TOKEN;
+  if (idempotencyKey) headers["Idempotency-Key"] = idempotencyKey;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (ifMatch !== undefined && ifMatch !== null) headers["If-Match"] = `"${ifMatch}"`;
   const url = query ? `${path}?${new URLSearchParams(query)}` : path;
@@ -75,7 +92,9 @@ const state = {
   pending: new Map(), // flag name -> the operator's new value
   invalid: new Map(), // flag name -> the page's refusal of what is typed
   conflict: null,
-  history: { records: [], cursor: null, loaded: false },
+  history: { records: [], cursor: null, loaded: false, flag: "" },
+  schedules: { items: [], cursor: null, loaded: false, confirming: null },
+  guards: { items: [], cursor: null, loaded: false },
   windows: null,
   revertTarget: null,
   revertOpener: null, // what had the focus when the revert dialog opened: it gets it back
@@ -146,6 +165,7 @@ function formatIn(iso, timeZone) {
     day: "numeric",
     hour: "2-digit",
     minute: "2-digit",
+    second: "2-digit",
     timeZoneName: "short",
   }).format(date);
 }
@@ -359,19 +379,45 @@ function renderState() {
       "STALE: the API could not read the flags table and serves the last good values it read " +
         `(fetched at ${state.fetchedAt || "an unknown time"}). They may be out of date.`,
     );
-  } else if (state.reason === "DEFAULT") {
+  } else if (fallbacks()) {
     lines.push(
-      "DEFAULT: the API serves the declared fallbacks, not stored values (features off, maintenance on). " +
-        "The flags item is missing or the table cannot be read.",
+      "DEFAULT: the flags item is missing (or the table cannot be read). Readers are served the declared " +
+        "FALLBACKS, fail-closed: every feature off, maintenance ON. These are not stored values and nobody " +
+        "switched maintenance on.",
     );
+    lines.push("Editing is disabled: restore the flags item first (below).");
   }
-  if (on) lines.push(`Maintenance mode is ON: ${holderText()}.`);
+  if (on && !fallbacks()) lines.push(`Maintenance mode is ON: ${holderText()}.`);
   if (state.maintenanceEndedBy === "deadline") {
     lines.push("A window's deadline passed: maintenance is served off although the item still says on.");
   }
   banner.replaceChildren(...lines.map((line) => el("p", { text: line })));
   banner.hidden = lines.length === 0;
-  banner.className = `banner ${state.reason === "STALE" || state.reason === "DEFAULT" ? "banner-bad" : "banner-warn"}`;
+  banner.className = `banner ${state.reason === "STALE" || fallbacks() ? "banner-bad" : "banner-warn"}`;
+  $("restore").hidden = !fallbacks();
+  renderEditable();
+  renderKill();
+}
+
+function fallbacks() {
+  return state.reason === DEFAULT_REASON;
+}
+
+// With the fallbacks served there is no stored state to edit: every editor and write button is disabled
+// (the restore is the way back); the server would refuse nothing, so the page must.
+function renderEditable() {
+  const off = fallbacks();
+  for (const control of document.querySelectorAll("#flags-body [id^='edit-']")) control.disabled = off;
+  for (const id of ["apply", "reset", "reason", "kill-confirm", "kill-reason"]) $(id).disabled = off;
+  for (const button of document.querySelectorAll("#history-list button.revert")) button.disabled = off;
+}
+
+function renderKill() {
+  const on = maintenanceOn();
+  const badge = $("kill-state");
+  badge.textContent = on === null ? "-" : on ? (fallbacks() ? "ON (fallback)" : "ON") : "off";
+  badge.className = `badge ${on ? "badge-on" : "badge-off"}`;
+  $("kill-confirm").textContent = on ? "Switch maintenance off" : "Switch maintenance ON";
 }
 
 // ---------------------------------------------------------------- maintenance view
@@ -496,6 +542,7 @@ async function loadDeclarations() {
   const answer = await api("GET", "/flags/declarations");
   state.declarations = answer.declarations || [];
   buildFlagsTable();
+  buildHistoryFilter();
 }
 
 async function loadWindows() {
@@ -518,6 +565,8 @@ async function refresh() {
     fail(error, "Could not read the maintenance windows");
   }
   if (state.history.loaded) await loadHistory();
+  if (state.schedules.loaded) await loadSchedules();
+  if (state.guards.loaded) await loadGuards();
 }
 
 // After a write: the answer is the new state at once; the read function may serve its cache a moment
@@ -530,6 +579,7 @@ function afterWrite(answer) {
   const version = answer.version;
   loadFlags({ atLeast: version }).catch((error) => fail(error, "Could not re-read the flags"));
   if (state.history.loaded) loadHistory().catch((error) => fail(error, "Could not read the history"));
+  if (state.guards.loaded) loadGuards();
 }
 
 // ---------------------------------------------------------------- writing
@@ -548,6 +598,10 @@ async function apply(event) {
   }
   if (state.pending.size === 0) {
     announce("Nothing to apply: no value was changed.");
+    return;
+  }
+  if (fallbacks()) {
+    announce("Not sent: the API serves the declared fallbacks, not stored values. Restore the flags item first.");
     return;
   }
   if (state.version === null) {
@@ -662,6 +716,15 @@ function kindText(record) {
   if (known === undefined) return record.kind;
   if (record.kind === "revert" && record.reverted_to !== undefined) return `revert to version ${record.reverted_to}`;
   if (record.kind.startsWith("window-") && record.window) return `${known} (${record.window})`;
+  if (record.kind === "scheduled" && record.schedule) {
+    const by = record.requested_by ? `, requested by ${record.requested_by}` : "";
+    return `${known} (${record.schedule}${by})`;
+  }
+  if (record.kind === "guard-revert" && record.guard && typeof record.guard === "object") {
+    const guarded = record.guard.version !== undefined ? `version ${record.guard.version}` : "the guarded change";
+    const alarm = record.guard.alarm ? `: ${record.guard.alarm} went into ALARM` : "";
+    return `${known}: undid ${guarded}${alarm}`;
+  }
   return known;
 }
 
@@ -696,7 +759,7 @@ function historyItem(record) {
     el(
       "article",
       { "aria-labelledby": titleId },
-      el("h3", { id: titleId, text: `Version ${record.version}` }),
+      el("h3", { id: titleId, text: record.version === 0 ? "Version 0: the seeded state" : `Version ${record.version}` }),
       el(
         "dl",
         { class: "facts" },
@@ -711,16 +774,67 @@ function historyItem(record) {
       ),
       changes.length
         ? diffTable(changes, ["Flag", "Old", "New"], `What version ${record.version} changed`)
-        : el("p", { text: "No value changed (bookkeeping only)." }),
+        : el("p", {
+            text:
+              record.version === 0
+                ? "The values the table was created with (version 1's old values): revert to it to go back there."
+                : "No value changed (bookkeeping only).",
+          }),
     ),
   );
-  if (record.state) {
+  if (record.version === state.version && !fallbacks()) {
+    item.firstChild.append(el("p", { class: "current-note", text: "This is the current version." }));
+  } else if (record.state) {
     const button = el("button", { type: "button", class: "revert", text: "Revert to this version" });
     button.setAttribute("aria-label", `Revert to version ${record.version}`);
+    button.disabled = fallbacks();
     button.addEventListener("click", () => openRevert(record));
     item.firstChild.append(button);
   }
   return item;
+}
+
+// Version 0 (the seeded state) has no audit record: the API rebuilds it from version 1's record (its state,
+// each changed flag's old value put back, a flag version 1 added left out). The page shows it the same way,
+// once version 1's record is loaded, so the seeded state can be reverted to from here as from flagctl.
+function seededRecord(records) {
+  const first = records.find((record) => record.version === 1);
+  if (!first || !first.state) return null;
+  const seeded = { ...first.state };
+  for (const [name, change] of Object.entries(first.changes || {})) {
+    if (change && change.old !== undefined && change.old !== null) seeded[name] = change.old;
+    else delete seeded[name];
+  }
+  return { version: 0, kind: "seeded", state: seeded, changes: {}, actor: null, reason: null, at: null };
+}
+
+function historyShown() {
+  const records = [...state.history.records];
+  if (!state.history.cursor) {
+    const seeded = seededRecord(records);
+    if (seeded) records.push(seeded);
+  }
+  const flag = state.history.flag;
+  if (!flag) return records;
+  return records.filter((record) => record.version === 0 || Object.hasOwn(record.changes || {}, flag));
+}
+
+function renderHistory() {
+  const shown = historyShown();
+  $("history-list").replaceChildren(...shown.map(historyItem));
+  $("history-empty").hidden = state.history.records.length > 0;
+  $("history-none").hidden = !state.history.flag || shown.some((record) => record.version !== 0);
+  $("history-more").hidden = !state.history.cursor;
+}
+
+function buildHistoryFilter() {
+  const select = $("history-flag");
+  const chosen = select.value;
+  select.replaceChildren(
+    el("option", { value: "", text: "any flag" }),
+    ...state.declarations.map((d) => el("option", { value: d.name, text: d.name })),
+  );
+  select.value = chosen;
 }
 
 async function loadHistory({ more = false } = {}) {
@@ -736,10 +850,7 @@ async function loadHistory({ more = false } = {}) {
     fail(error, "Could not read the history");
     return;
   }
-  const list = $("history-list");
-  list.replaceChildren(...state.history.records.map(historyItem));
-  $("history-empty").hidden = state.history.records.length > 0;
-  $("history-more").hidden = !state.history.cursor;
+  renderHistory();
   if (more) announce(`Loaded ${state.history.records.length} versions.`);
 }
 
@@ -752,9 +863,11 @@ function renderRevertPreview() {
     .filter((name) => name in record.state && !same(state.flags[name], record.state[name]))
     .map((name) => [name, state.flags[name], record.state[name]]);
   $("revert-title").textContent = `Revert to version ${record.version}`;
-  $("revert-summary").textContent =
-    `Writes the values right after version ${record.version} again, as a new version. ` +
-    `Compared with the current state (version ${state.version}):`;
+  const what =
+    record.version === 0
+      ? "Writes the seeded values (version 0) again, as a new version."
+      : `Writes the values right after version ${record.version} again, as a new version.`;
+  $("revert-summary").textContent = `${what} Compared with the current state (version ${state.version}):`;
   const body = $("revert-body");
   body.replaceChildren(
     ...rows.map(([name, now, after]) =>
@@ -830,6 +943,242 @@ async function confirmRevert(event) {
   }
 }
 
+// ---------------------------------------------------------------- restore (the item missing)
+
+async function restore(event) {
+  event.preventDefault();
+  clearFailure();
+  const box = $("restore-reason");
+  const reason = box.value.trim();
+  const errorBox = $("restore-error");
+  errorBox.textContent = "";
+  if (!reason) {
+    errorBox.textContent = "A reason is required: it goes into the audit trail.";
+    box.setAttribute("aria-invalid", "true");
+    box.focus();
+    return;
+  }
+  box.removeAttribute("aria-invalid");
+  $("restore-confirm").disabled = true;
+  try {
+    // One key per restore the operator asks for: a retry of a lost answer replays it, never a second one.
+    const answer = await api("POST", "/flags/restore", { body: { reason }, idempotencyKey: newIdempotencyKey() });
+    box.value = "";
+    state.reason = null; // the restore's answer is a stored state; the re-read below confirms what readers get
+    afterWrite(answer);
+    announce(
+      answer.applied
+        ? `Restored the flags item from its audit trail: now at version ${answer.version}.`
+        : `Nothing restored: the flags item exists (version ${answer.version}). Refresh to read it again.`,
+    );
+  } catch (error) {
+    errorBox.textContent = `Refused by the server: ${error.message} (${error.status} ${error.code})`;
+    fail(error, "Could not restore the flags item");
+  } finally {
+    $("restore-confirm").disabled = false;
+  }
+}
+
+// ---------------------------------------------------------------- kill switch
+
+// One tap plus a reason: maintenance_mode flipped by the same PATCH /flags as any edit (If-Match, the reason,
+// the audit trail), whatever else is being edited below.
+async function killSwitch(event) {
+  event.preventDefault();
+  clearFailure();
+  const box = $("kill-reason");
+  const reason = box.value.trim();
+  const errorBox = $("kill-error");
+  errorBox.textContent = "";
+  const on = maintenanceOn();
+  if (fallbacks() || state.version === null || on === null) {
+    errorBox.textContent = "Not sent: the flags could not be read as stored. Restore or refresh first.";
+    return;
+  }
+  if (!reason) {
+    errorBox.textContent = "A reason is required: it goes into the audit trail.";
+    box.setAttribute("aria-invalid", "true");
+    box.focus();
+    return;
+  }
+  box.removeAttribute("aria-invalid");
+  $("kill-confirm").disabled = true;
+  try {
+    const answer = await api("PATCH", "/flags", {
+      body: { flags: { [MAINTENANCE_FLAG]: !on }, reason },
+      ifMatch: state.version,
+    });
+    box.value = "";
+    state.pending.delete(MAINTENANCE_FLAG);
+    afterWrite(answer);
+    announce(`Maintenance switched ${on ? "off" : "ON"}: now at version ${answer.version}.`);
+  } catch (error) {
+    if (error.status === 412 && error.detail.flags) {
+      state.flags = { ...error.detail.flags };
+      state.version = error.detail.current_version;
+      renderState();
+      renderFlags();
+      errorBox.textContent =
+        `Not switched: the flags changed meanwhile (now version ${state.version}, maintenance ` +
+        `${maintenanceOn() ? "ON" : "off"}). Check, then switch again.`;
+    } else {
+      errorBox.textContent = `Refused by the server: ${error.message} (${error.status} ${error.code})`;
+    }
+  } finally {
+    $("kill-confirm").disabled = fallbacks();
+  }
+}
+
+// ---------------------------------------------------------------- scheduled changes
+
+const SCHEDULE_STATUS = {
+  pending: "pending",
+  applied: "applied",
+  skipped: "skipped (the flags had moved on)",
+  failed: "failed",
+  cancelled: "cancelled",
+};
+
+function scheduleRow(schedule) {
+  const flags = Object.entries(schedule.flags || {}).map(([name, value]) => `${name} = ${show(value)}`);
+  let outcome = schedule.detail || "";
+  if (schedule.version !== undefined && schedule.version !== null) outcome = `wrote version ${schedule.version}`;
+  if (schedule.status === "cancelled" && schedule.cancelled_by) outcome = `cancelled by ${schedule.cancelled_by}`;
+  const action = el("td", { "data-label": "Action" });
+  if (schedule.status === "pending") {
+    const confirming = state.schedules.confirming === schedule.id;
+    const button = el("button", {
+      type: "button",
+      class: confirming ? "danger" : "",
+      text: confirming ? "Confirm: cancel it" : "Cancel…",
+      "aria-label": confirming ? `Confirm: cancel scheduled change ${schedule.id}` : `Cancel scheduled change ${schedule.id}`,
+    });
+    button.addEventListener("click", () => (confirming ? cancelSchedule(schedule) : askCancel(schedule)));
+    action.append(button);
+    if (confirming) {
+      const keep = el("button", { type: "button", text: "Keep it", "aria-label": `Keep scheduled change ${schedule.id}` });
+      keep.addEventListener("click", () => {
+        state.schedules.confirming = null;
+        renderSchedules();
+      });
+      action.append(" ", keep);
+    }
+  } else {
+    action.textContent = "-";
+  }
+  const zone = schedule.timezone && schedule.timezone !== "UTC" ? schedule.timezone : null;
+  return el(
+    "tr",
+    { "data-schedule": schedule.id, "data-status": schedule.status },
+    el("th", { scope: "row", "data-label": "Change" }, el("code", { text: schedule.id })),
+    el("td", { "data-label": "Status", class: "status", text: SCHEDULE_STATUS[schedule.status] || schedule.status }),
+    el(
+      "td",
+      { "data-label": "Applies at" },
+      timeElement(schedule.at, { zone: "UTC", label: "(UTC)" }),
+      zone ? el("br") : null,
+      zone ? el("span", { class: "zone", text: `asked as ${schedule.local_time} ${zone}` }) : null,
+      el("br"),
+      timeElement(schedule.at, { label: `(your time, ${BROWSER_ZONE})` }),
+    ),
+    el("td", { "data-label": "Flags", class: "flags-cell", text: flags.join("; ") }),
+    el("td", { "data-label": "Reason", text: schedule.reason || "-" }),
+    el("td", { "data-label": "Outcome", class: "outcome", text: outcome || "-" }),
+    action,
+  );
+}
+
+function renderSchedules() {
+  const items = state.schedules.items;
+  $("schedules-body").replaceChildren(...items.map(scheduleRow));
+  $("schedules-table").hidden = items.length === 0;
+  $("schedules-empty").hidden = items.length > 0;
+  $("schedules-more").hidden = !state.schedules.cursor;
+  $("view-schedules").dataset.loaded = "true";
+}
+
+async function loadSchedules({ more = false } = {}) {
+  const query = { limit: String(SCHEDULE_PAGE_SIZE) };
+  if (more && state.schedules.cursor) query.cursor = state.schedules.cursor;
+  try {
+    const answer = await api("GET", "/flags/schedules", { query });
+    const items = answer.schedules || [];
+    state.schedules.items = more ? [...state.schedules.items, ...items] : items;
+    state.schedules.cursor = answer.next_cursor || null;
+    state.schedules.loaded = true;
+  } catch (error) {
+    fail(error, "Could not read the scheduled changes");
+    return;
+  }
+  renderSchedules();
+}
+
+function askCancel(schedule) {
+  state.schedules.confirming = schedule.id;
+  renderSchedules();
+  const confirm = document.querySelector(`#schedules-body tr[data-schedule="${CSS.escape(schedule.id)}"] button`);
+  if (confirm) confirm.focus();
+}
+
+async function cancelSchedule(schedule) {
+  clearFailure();
+  try {
+    const answer = await api("DELETE", `/flags/schedules/${encodeURIComponent(schedule.id)}`);
+    state.schedules.confirming = null;
+    const note = answer.schedule_deleted ? "" : " (its schedule was already gone)";
+    announce(`Cancelled scheduled change ${schedule.id}${note}.`);
+  } catch (error) {
+    state.schedules.confirming = null;
+    fail(error, `Could not cancel ${schedule.id}`);
+  }
+  await loadSchedules();
+}
+
+// ---------------------------------------------------------------- guards
+
+const GUARD_STATE = {
+  baking: "baking (watched now)",
+  closed: "closed (the bake ended quietly)",
+  reverted: "reverted (an alarm fired)",
+  skipped: "skipped (an alarm fired after a newer change)",
+};
+
+function guardRow(guard) {
+  const outcome = [guard.outcome, guard.alarm ? `alarm ${guard.alarm}` : null]
+    .concat(guard.reverted_by ? [`reverted by version ${guard.reverted_by}`] : [])
+    .filter(Boolean)
+    .join("; ");
+  return el(
+    "tr",
+    { "data-guard": guard.version, "data-state": guard.state },
+    el("th", { scope: "row", "data-label": "Version", text: `Version ${guard.version}` }),
+    el("td", { "data-label": "State", class: "status", text: GUARD_STATE[guard.state] || guard.state }),
+    el("td", { "data-label": "Alarms", text: (guard.alarms || []).join(", ") }),
+    el("td", { "data-label": "Bake ends" }, timeElement(guard.bake_ends_at, { label: `(your time, ${BROWSER_ZONE})` })),
+    el("td", { "data-label": "Outcome", class: "outcome", text: outcome || "-" }),
+  );
+}
+
+async function loadGuards({ more = false } = {}) {
+  const query = { limit: String(SCHEDULE_PAGE_SIZE) };
+  if (more && state.guards.cursor) query.cursor = state.guards.cursor;
+  try {
+    const answer = await api("GET", "/flags/guards", { query });
+    const items = answer.guards || [];
+    state.guards.items = more ? [...state.guards.items, ...items] : items;
+    state.guards.cursor = answer.next_cursor || null;
+    state.guards.loaded = true;
+  } catch (error) {
+    fail(error, "Could not read the guards");
+    return;
+  }
+  $("guards-body").replaceChildren(...state.guards.items.map(guardRow));
+  $("guards-table").hidden = state.guards.items.length === 0;
+  $("guards-empty").hidden = state.guards.items.length > 0;
+  $("guards-more").hidden = !state.guards.cursor;
+  $("view-guards").dataset.loaded = "true";
+}
+
 // ---------------------------------------------------------------- views
 
 function showView(name) {
@@ -840,6 +1189,8 @@ function showView(name) {
     $(`view-${tab.dataset.view}`).hidden = !current;
   }
   if (name === "history" && !state.history.loaded) loadHistory();
+  if (name === "schedules") loadSchedules();
+  if (name === "guards") loadGuards();
   if (name === "maintenance") {
     loadWindows().catch((error) => fail(error, "Could not read the maintenance windows"));
   }
@@ -859,6 +1210,14 @@ function start() {
   $("refresh").addEventListener("click", () => refresh().then(() => announce(`Read version ${state.version}.`)));
   $("history-more").addEventListener("click", () => loadHistory({ more: true }));
   $("revert-form").addEventListener("submit", confirmRevert);
+  $("restore-form").addEventListener("submit", restore);
+  $("kill-form").addEventListener("submit", killSwitch);
+  $("history-flag").addEventListener("change", () => {
+    state.history.flag = $("history-flag").value;
+    renderHistory();
+  });
+  $("schedules-more").addEventListener("click", () => loadSchedules({ more: true }));
+  $("guards-more").addEventListener("click", () => loadGuards({ more: true }));
   $("revert-cancel").addEventListener("click", closeRevert);
   $("revert-dialog").addEventListener("close", () => {
     if (state.revertOpener && document.contains(state.revertOpener)) state.revertOpener.focus();
