@@ -11,13 +11,18 @@ run are ignored, each by one of the patterns in ``RUN_DEPENDENT``.
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from singleton_flags_service.contract import DECLARATIONS_FILE
+from tests.support.doc_examples import examples
 from tests.support.runner import REPO_ROOT, Runner, runner_env, start_runner
 
 PAGES = ("docs/api.md", "docs/local-runner.md", "docs/flagctl.md", "docs/change-workflows.md")
@@ -128,3 +133,51 @@ def test_run_dependent_values_are_the_only_thing_ignored() -> None:
     assert normalized([documented]) == normalized([another_run])
     assert normalized([documented]) != normalized([documented.replace('"version":1', '"version":2')])
     assert normalized(['ETag: "1"', "CACHED"]) != normalized(['ETag: "2"', "STATIC"])
+
+
+def clean_environment(home: Path) -> dict[str, str]:
+    """A new user's shell: PATH and HOME only (no AWS_*, no SINGLETON_FLAGS_*, no AWS config files)."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"}
+
+
+def test_the_pytest_example_runs_as_written_in_a_clean_environment(tmp_path: Path) -> None:
+    # Given an application's folder as reading-flags.md lays it out: its declarations, my_function.py (the client
+    # example, creating its client at module scope) and a test file holding the pytest example
+    code = examples()
+    shutil.copy(DECLARATIONS_FILE, tmp_path / "flags.json")
+    (tmp_path / "my_function.py").write_text(code["client"])
+    (tmp_path / "test_my_function.py").write_text(code["pytest"])
+    home = tmp_path / "home"
+    home.mkdir()
+    # When pytest runs it in an environment without any AWS or SINGLETON_FLAGS variable
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_function.py"],
+        cwd=tmp_path,
+        env=clean_environment(home),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_SECONDS,
+        check=False,
+    )
+    # Then the test passes with the documented fixture alone
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "1 passed" in completed.stdout
+
+
+def test_the_consumer_examples_own_tests_pass_in_a_clean_environment(tmp_path: Path) -> None:
+    # Given the consumer example's tests, whose handler creates its client at import (Flags.from_env(os.environ))
+    home = tmp_path / "home"
+    home.mkdir()
+    # When pytest runs them from the example's folder without any AWS or SINGLETON_FLAGS variable
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=REPO_ROOT / "examples" / "consumer",
+        env=clean_environment(home),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_SECONDS,
+        check=False,
+    )
+    # Then they pass, with the documented fixture alone
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "4 passed" in completed.stdout
