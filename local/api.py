@@ -42,8 +42,8 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 
-from local.backend import DYNAMODB_PATH, TableReads
 from local.alarms import LocalAlarms, alarm_state_change, rule_matches
+from local.backend import DYNAMODB_PATH, TableReads
 from local.events import StreamEvents, StreamUnavailable
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, Request, http_response, proxy_event

@@ -187,11 +187,7 @@ class TableReads:
             return _dynamodb_error("SerializationException", "the body is not a JSON object")
         key = params.get("Key")
         partition = key.get(PARTITION_KEY) if isinstance(key, dict) else None
-        if (
-            target != GET_ITEM_TARGET
-            or params.get("TableName") != self.table_name
-            or partition != {"S": SINGLETON_PK}
-        ):
+        if target != GET_ITEM_TARGET or params.get("TableName") != self.table_name or partition != {"S": SINGLETON_PK}:
             return _dynamodb_error(
                 "AccessDeniedException",
                 f"the local runner answers GetItem on table {self.table_name} for the flags' partition "

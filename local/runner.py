@@ -64,6 +64,7 @@ DEFAULT_TABLE = "singleton-flags-local"
 DEFAULT_REGION = "us-east-1"
 LOCAL_ACTOR = "local-admin"
 PREFIX = "singleton-flags local:"
+HANDLER_LINE = "  Your handler reads these flags through the embedded client with (the runner's fake credentials):"
 
 
 class StartupError(RuntimeError):
@@ -177,7 +178,7 @@ def banner(
     lines.append(f"  Scheduled   changes delivered when due; POST {url}/_scheduler/changes/{{id}} delivers one now")
     lines.append(f"  Alarms      POST {url}/_alarms/{config.guard_prefix}<name> (guarded changes; local registry)")
     if handler_env:
-        lines.append("  Your handler reads these flags through the embedded client with (the runner's fake credentials):")
+        lines.append(HANDLER_LINE)
         lines.append("    " + " ".join(f"{name}={value}" for name, value in handler_env.items()))
     lines += [
         "Try:",

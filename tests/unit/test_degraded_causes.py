@@ -111,7 +111,12 @@ class TestTheClient:
         assert (told[0].cause, told[0].never_read) == (expected.value, True)  # type: ignore[attr-defined]
 
     def test_a_stale_read_says_so_apart_from_never_read(
-        self, ddb: Any, table_name: str, declarations: Declarations, clock: Clock, put_flags: Any,
+        self,
+        ddb: Any,
+        table_name: str,
+        declarations: Declarations,
+        clock: Clock,
+        put_flags: Any,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         # Given a client that read version 3, then lost its grant

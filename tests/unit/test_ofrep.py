@@ -158,7 +158,7 @@ class TestOneFlag:
         put_flags(version=5, search_ranking={"S": "no-such-ranking"})
         # When evaluated
         body = body_of(evaluate(read_api, "search_ranking"))
-        # Then the declared fallback, variant fallback, at that version, with its own reason DEFAULT (as GET /flags/{name})
+        # Then the declared fallback, variant fallback, at that version, its own reason DEFAULT (as GET /flags/{name})
         assert (body["variant"], body["metadata"]["version"], body["reason"]) == ("fallback", 5, DEFAULT)
 
     def test_a_window_ended_by_its_deadline_serves_maintenance_off(self, read_api: ReadApi, put_flags: Any) -> None:

@@ -6,12 +6,13 @@ deployed function) the client is built at once, as ``Flags(...)`` builds it; whe
 handler in a bare environment, or a misconfigured deployment), its configuration waits for the first read, which
 reads the environment again. Should it still fail then, every read serves the declared fallbacks with reason
 DEFAULT and the log names the cause (``ReadCause``: no region, the missing variable...); only without any
-declarations to fall back on does a read raise ``FlagsConfigError``. Every read goes through ``FlagReader`` over ``SingletonProvider``,
-the code the read function runs: one GetItem per cache age, the last good values for at most ``max_stale``
-seconds while DynamoDB fails, back-off after a failure, the declared fallbacks after that (features off,
-maintenance ON), the maintenance deadline honoured. The DynamoDB client fails fast (``READ_CLIENT_CONFIG``: one
-attempt, 0.5 s to connect, 1 s to read), so a dead DynamoDB costs a read at most ~1.5 s, then nothing until the
-back-off ends.
+declarations to fall back on does a read raise ``FlagsConfigError``.
+
+Every read goes through ``FlagReader`` over ``SingletonProvider``, the code the read function runs: one GetItem
+per cache age, the last good values for at most ``max_stale`` seconds while DynamoDB fails, back-off after a
+failure, the declared fallbacks after that (features off, maintenance ON), the maintenance deadline honoured.
+The DynamoDB client fails fast (``READ_CLIENT_CONFIG``: one attempt, 0.5 s to connect, 1 s to read), so a dead
+DynamoDB costs a read at most ~1.5 s, then nothing until the back-off ends.
 
 What this module never does: create a Powertools Logger, Metrics or Tracer, write to the application's logs on
 a cached read (warnings go to the standard library's ``singleton_flags`` logger, on a failed or degraded fetch
@@ -34,8 +35,8 @@ from typing import Any, TypeVar, cast
 
 from singleton_flags.aws import READ_CLIENT_CONFIG
 from singleton_flags.declarations import Declarations, FlagValue, load_declarations
-from singleton_flags.errors import DeclarationError
 from singleton_flags.emf import NO_COUNT, Counter, EmfPrinter, ReadCounter
+from singleton_flags.errors import DeclarationError
 from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader

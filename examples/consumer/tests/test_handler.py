@@ -2,9 +2,8 @@
 
 import json
 
-import pytest
-
 import handler  # creates its client at import: no AWS or SINGLETON_FLAGS variable is needed for that
+import pytest
 
 
 @pytest.fixture

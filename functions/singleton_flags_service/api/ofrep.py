@@ -23,9 +23,9 @@ from typing_extensions import NotRequired, TypedDict  # noqa: UP035
 from singleton_flags.declarations import TYPES, Declarations
 from singleton_flags.reader import FlagState
 from singleton_flags.snapshot import flag_metadata, flag_reason, flag_variant
+from singleton_flags.vocabulary import DEADLINE_ENDED_VARIANT, FALLBACK_VARIANT, STORED_VARIANT, VARIANTS
 from singleton_flags_service.api.http import FlagValue
 from singleton_flags_service.errors import FlagsError
-from singleton_flags.vocabulary import DEADLINE_ENDED_VARIANT, FALLBACK_VARIANT, STORED_VARIANT, VARIANTS
 from singleton_flags_service.vocabulary import READ_REASONS
 
 PARSE_ERROR = "PARSE_ERROR"
