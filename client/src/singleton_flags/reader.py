@@ -108,8 +108,7 @@ class FlagReader:
             delay = min(self._backoff_max, self._backoff_base * 2 ** (self._failures - 1))
             self._retry_at = failed_at + delay * (0.5 + self._jitter() / 2)
             state = self._degraded(failed_at)
-            self._tell(exc, state)
-            cause = failure_cause(exc)[0]
+            cause = self._tell(exc, state, failed_at)
             self._counter.record(state.reason, refresh_failed=True, never_read=None if self._read_once else cause)
             return state
         refreshed = self.provider.fetches != fetches_before  # else another thread's fetch filled the cache
@@ -131,9 +130,9 @@ class FlagReader:
         self._failures = 0
         self._read_once = True
 
-    def _tell(self, exc: BaseException, state: FlagState) -> None:
+    def _tell(self, exc: BaseException, state: FlagState, failed_at: float) -> ReadCause:
         """Log a failed fetch: a warning naming its cause in words the first time that cause is seen in this
-        environment, a debug line after that (the metrics count every one)."""
+        environment, a debug line after that (the metrics count every one). Returns the cause."""
         cause, detail = failure_cause(exc)
         if state.reason == STALE:
             served = f"serving the last good values (STALE, version {state.version})"
@@ -153,9 +152,10 @@ class FlagReader:
                 "version": state.version,
                 "error": detail,
                 "consecutive_failures": self._failures,
-                "retry_in_seconds": round(self._retry_at - self._clock(), 3),
+                "retry_in_seconds": round(self._retry_at - failed_at, 3),
             },
         )
+        return cause
 
     def _degraded(self, now: float) -> FlagState:
         last = self._last_good
