@@ -266,6 +266,14 @@ def test_the_runner_answers_only_the_read_grant_to_other_processes(tmp_path: Pat
         # Then DynamoDB's AccessDeniedException, as IAM would refuse it; nothing is read
         assert answer.status == 400
         assert "AccessDeniedException" in str(answer.body)
+        # And so is a GetItem outside the flags' partition (the audit trail's)
+        audit = runner.send(
+            "POST",
+            "/_dynamodb",
+            {"TableName": "singleton-flags-local", "Key": {"PK": {"S": "AUDIT#APP"}, "SK": {"S": "V#00000000000"}}},
+            {"X-Amz-Target": "DynamoDB_20120810.GetItem", "Content-Type": "application/x-amz-json-1.0"},
+        )
+        assert (audit.status, "AccessDeniedException" in str(audit.body)) == (400, True)
         # And another Host is refused, as on every route
         refused = runner.send("POST", "/_dynamodb", {}, {"Host": "attacker.example:80"})
         assert refused.status == 421
