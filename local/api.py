@@ -18,6 +18,8 @@
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
+- ``POST /_dynamodb``: DynamoDB's ``GetItem`` on the flags item, for a handler in another process reading the flags
+  through the embedded client (``local.backend.TableReads``); never deployed;
 - ``GET /openapi.json``; the console (``/``, ``/console/<file>``) and Swagger UI (``/docs``) as static files
   (``local.web``).
 
@@ -41,6 +43,7 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler import Response
 
 from local.alarms import LocalAlarms, alarm_state_change, rule_matches
+from local.backend import DYNAMODB_PATH, TableReads
 from local.events import StreamEvents, StreamUnavailable
 from local.functions import Functions
 from local.gateway import Caller, HttpResponse, Request, http_response, proxy_event
@@ -122,8 +125,10 @@ class LocalApi:
         alarms: LocalAlarms | None = None,
         events: StreamEvents | None = None,
         scheduler: LocalScheduler | None = None,
+        table_reads: TableReads | None = None,
     ) -> None:
         self._functions = functions
+        self._table_reads = table_reads
         self._alarms = alarms or LocalAlarms()
         self._events = events
         self._scheduler = scheduler
@@ -144,6 +149,8 @@ class LocalApi:
         )
 
     def _answer(self, request: Request) -> HttpResponse:
+        if self._table_reads is not None and request.raw_path.rstrip("/") == DYNAMODB_PATH and request.method == "POST":
+            return HttpResponse(*self._table_reads.answer(request.headers, request.body))
         static = static_file(request.method, request.raw_path)
         if static is not None:
             return static

@@ -10,12 +10,19 @@ Either way the table is created if absent (as the stack creates it: PK/SK string
 ``expires_at``, a NEW_IMAGE stream; an existing table without a stream gets one, for ``GET /_events``) and
 seeded with ``FlagStore.seed``, the code the stack's seed runs on every deploy that changes the declarations
 (newly declared flags become a version of kind ``seed``; no live value changes).
+
+Handlers in other processes read the same table through the runner (``TableReads``): the runner's own loopback
+port answers DynamoDB's wire protocol at ``/_dynamodb`` for ``GetItem`` on the flags item, exactly what the
+deployed read grant allows (anything else is ``AccessDeniedException``), whichever backend holds the table. A
+handler points botocore at it (``AWS_ENDPOINT_URL_DYNAMODB``) with the runner's fake credentials
+(``HANDLER_CREDENTIALS``): the runner checks no signature, and never hands out the operator's.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,12 +35,14 @@ from botocore.exceptions import (
     ConnectTimeoutError,
     EndpointConnectionError,
     NoCredentialsError,
+    ParamValidationError,
     ReadTimeoutError,
 )
 
 from flagctl.client import is_loopback
 from local.dynamodb_local import create_table
 from singleton_flags.declarations import Declarations
+from singleton_flags.keys import PARTITION_KEY, SINGLETON_PK, SINGLETON_SK
 from singleton_flags_service.errors import FlagsError
 from singleton_flags_service.writes.store import FlagStore
 
@@ -41,6 +50,14 @@ ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
 # A dead endpoint must fail the start within seconds, not after botocore's default 60 s and retries.
 PROBE_CONFIG = Config(connect_timeout=1.0, read_timeout=3.0, retries={"total_max_attempts": 1, "mode": "standard"})
 _UNREACHABLE = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError)
+
+
+DYNAMODB_PATH = "/_dynamodb"
+GET_ITEM_TARGET = "DynamoDB_20120810.GetItem"
+# What a handler signs its reads with: fixed, fake, printed in the banner (the runner verifies no signature).
+HANDLER_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+_AMZ_JSON = "application/x-amz-json-1.0"
+_ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 
 
 class BackendError(RuntimeError):
@@ -146,3 +163,62 @@ def prepare_table(table_name: str, sort_key: str, declarations: Declarations, la
                 raise exc.__cause__ from exc
             raise BackendError(f"{label} refused the seed: {exc.message}") from exc
     return not exists
+
+
+class TableReads:
+    """DynamoDB's ``GetItem`` on the flags item, for handlers in other processes, answered from the runner's table.
+
+    A request is a DynamoDB JSON 1.0 call (``X-Amz-Target``, the body botocore sends); the answer is DynamoDB's own
+    (the item, or ``{__type, message}`` with 400). Only ``GetItem`` on ``table_name`` with the flags' partition key
+    is answered: the deployed read grant (``dynamodb:GetItem``, ``dynamodb:LeadingKeys`` = the flags' partition).
+    """
+
+    def __init__(self, table_name: str) -> None:
+        self.table_name = table_name
+        self._client: Any = None
+
+    def answer(self, headers: Sequence[tuple[str, str]], body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+        target = next((value for name, value in headers if name.lower() == "x-amz-target"), "")
+        try:
+            params = json.loads(body or b"{}")
+        except (ValueError, RecursionError):
+            return _dynamodb_error("SerializationException", "the body is not JSON")
+        if not isinstance(params, dict):
+            return _dynamodb_error("SerializationException", "the body is not a JSON object")
+        key = params.get("Key")
+        partition = key.get(PARTITION_KEY) if isinstance(key, dict) else None
+        if target != GET_ITEM_TARGET or params.get("TableName") != self.table_name or partition != {"S": SINGLETON_PK}:
+            return _dynamodb_error(
+                "AccessDeniedException",
+                f"the local runner answers GetItem on table {self.table_name} for the flags' partition "
+                f"({PARTITION_KEY}={SINGLETON_PK}) only, as the deployed read grant allows",
+            )
+        if self._client is None:
+            self._client = boto3.client("dynamodb", config=PROBE_CONFIG)
+        try:
+            result = self._client.get_item(**params)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            return _dynamodb_error(str(error.get("Code", "InternalServerError")), str(error.get("Message", "")))
+        except (BotoCoreError, ParamValidationError) as exc:
+            return _dynamodb_error("ValidationException", str(exc))
+        result.pop("ResponseMetadata", None)
+        return 200, [("Content-Type", _AMZ_JSON)], json.dumps(result, default=str).encode("utf-8")
+
+
+def _dynamodb_error(code: str, message: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    body = json.dumps({"__type": _ERROR_PREFIX + code, "message": message}).encode("utf-8")
+    return 400, [("Content-Type", _AMZ_JSON), ("x-amzn-ErrorType", code)], body
+
+
+def handler_environment(url: str, table_name: str, region: str, sort_key: str) -> dict[str, str]:
+    """What a handler in another process needs to read the runner's flags through the embedded client."""
+    env = {
+        "SINGLETON_FLAGS_TABLE": table_name,
+        "AWS_ENDPOINT_URL_DYNAMODB": url + DYNAMODB_PATH,
+        "AWS_REGION": region,
+        **HANDLER_CREDENTIALS,
+    }
+    if sort_key != SINGLETON_SK:
+        env["SINGLETON_FLAGS_SORT_KEY"] = sort_key
+    return env

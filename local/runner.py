@@ -21,7 +21,14 @@ from typing import Any
 from flagctl.http_server import LOOPBACK, LocalServer
 from local.alarms import LocalAlarms
 from local.api import LocalApi
-from local.backend import ENDPOINT_ENV, BackendError, choose_backend, prepare_table
+from local.backend import (
+    ENDPOINT_ENV,
+    BackendError,
+    TableReads,
+    choose_backend,
+    handler_environment,
+    prepare_table,
+)
 from local.events import StreamEvents
 from local.functions import Functions, load_handler
 from local.scheduler import (
@@ -57,6 +64,7 @@ DEFAULT_TABLE = "singleton-flags-local"
 DEFAULT_REGION = "us-east-1"
 LOCAL_ACTOR = "local-admin"
 PREFIX = "singleton-flags local:"
+HANDLER_LINE = "  Your handler reads these flags through the embedded client with (the runner's fake credentials):"
 
 
 class StartupError(RuntimeError):
@@ -146,7 +154,14 @@ def use_local_alarms() -> LocalAlarms:
     return alarms
 
 
-def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_label: str, table: str) -> str:
+def banner(
+    url: str,
+    config: FlagsConfig,
+    declarations: Declarations,
+    backend_label: str,
+    table: str,
+    handler_env: Mapping[str, str] | None = None,
+) -> str:
     flag = next((spec for spec in declarations.values() if spec.type == "bool"), None)
     change = f'{{"{flag.name}": {str(not flag.initial).lower()}}}' if flag else "{}"
     windows = [window.name for window in config.maintenance_windows]
@@ -158,11 +173,13 @@ def banner(url: str, config: FlagsConfig, declarations: Declarations, backend_la
         f"  OpenAPI     {url}/openapi.json",
         f"  DynamoDB    {backend_label}, table {table}",
     ]
-    if windows:
-        lines.append(f"  Schedules   POST {url}/_scheduler/{{{'|'.join(windows)}}}/{{start|end}}")
+    lines += [f"  Schedules   POST {url}/_scheduler/{window}/start  (or /end)" for window in windows]
     lines.append(f"  Events      GET {url}/_events  (Flags Changed, from the table's stream)")
     lines.append(f"  Scheduled   changes delivered when due; POST {url}/_scheduler/changes/{{id}} delivers one now")
     lines.append(f"  Alarms      POST {url}/_alarms/{config.guard_prefix}<name> (guarded changes; local registry)")
+    if handler_env:
+        lines.append(HANDLER_LINE)
+        lines.append("    " + " ".join(f"{name}={value}" for name, value in handler_env.items()))
     lines += [
         "Try:",
         f"  curl -i {url}/flags",
@@ -207,10 +224,20 @@ def run() -> None:
         document = build_document(write_module.app, list(declarations), server_url=server.url, stage=config.stage)
         events = StreamEvents(settings.table_name, config.stage, endpoint_url=os.environ.get(ENDPOINT_ENV, "").strip())
         server.api = LocalApi(
-            functions, config, document, alarms=use_local_alarms(), events=events, scheduler=scheduler
+            functions,
+            config,
+            document,
+            alarms=use_local_alarms(),
+            events=events,
+            scheduler=scheduler,
+            table_reads=TableReads(settings.table_name),
         )
         state = "created and seeded" if created else "seeded (existing values kept)"
-        print(banner(server.url, config, declarations, backend.label, f"{settings.table_name} ({state})"), flush=True)
+        handler_env = handler_environment(
+            server.url, settings.table_name, os.environ["AWS_REGION"], settings.item_sort_key
+        )
+        table = f"{settings.table_name} ({state})"
+        print(banner(server.url, config, declarations, backend.label, table, handler_env), flush=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)
         signal.signal(signal.SIGTERM, _raise_interrupt)
         try:

@@ -83,7 +83,8 @@ def test_an_empty_venv_with_the_openfeature_extra_reads_the_flags_from_the_table
     printed, result = out.stdout.strip().splitlines()[:-1], json.loads(out.stdout.strip().splitlines()[-1])
     # Then both read the seeded item (version 0, the declared initial values) from DynamoDB Local
     assert result["answer"] == {"statusCode": 200, "body": "limit 600, signup True (CACHED)"}
-    assert printed and printed[0].startswith("False CACHED {'version': 0, 'fetched_at': ")
+    expected = "False CACHED {'flagSetId': 'singleton-flags', 'version': 0, 'fetchedAt': "
+    assert printed and printed[0].startswith(expected)
     # And the environment holds the package, not the CDK, moto or pydantic
     assert result["absent"] == {"aws_cdk": True, "moto": True, "pydantic": True}
     assert result["package"].startswith(str(venv))

@@ -11,13 +11,21 @@ run are ignored, each by one of the patterns in ``RUN_DEPENDENT``.
 from __future__ import annotations
 
 import difflib
+import json
+import os
 import re
+import shutil
 import subprocess
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from singleton_flags_service.contract import DECLARATIONS_FILE
+from tests.support.doc_examples import examples
 from tests.support.runner import REPO_ROOT, Runner, runner_env, start_runner
 
 PAGES = ("docs/api.md", "docs/local-runner.md", "docs/flagctl.md", "docs/change-workflows.md")
@@ -128,3 +136,146 @@ def test_run_dependent_values_are_the_only_thing_ignored() -> None:
     assert normalized([documented]) == normalized([another_run])
     assert normalized([documented]) != normalized([documented.replace('"version":1', '"version":2')])
     assert normalized(['ETag: "1"', "CACHED"]) != normalized(['ETag: "2"', "STATIC"])
+
+
+def clean_environment(home: Path) -> dict[str, str]:
+    """A new user's shell: PATH and HOME only (no AWS_*, no SINGLETON_FLAGS_*, no AWS config files)."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"}
+
+
+def test_the_pytest_example_runs_as_written_in_a_clean_environment(tmp_path: Path) -> None:
+    # Given an application's folder as reading-flags.md lays it out: its declarations, my_function.py (the client
+    # example, creating its client at module scope) and a test file holding the pytest example
+    code = examples()
+    shutil.copy(DECLARATIONS_FILE, tmp_path / "flags.json")
+    (tmp_path / "my_function.py").write_text(code["client"])
+    (tmp_path / "test_my_function.py").write_text(code["pytest"])
+    home = tmp_path / "home"
+    home.mkdir()
+    # When pytest runs it in an environment without any AWS or SINGLETON_FLAGS variable
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_function.py"],
+        cwd=tmp_path,
+        env=clean_environment(home),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_SECONDS,
+        check=False,
+    )
+    # Then the test passes with the documented fixture alone
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "1 passed" in completed.stdout
+
+
+def test_the_consumer_examples_own_tests_pass_in_a_clean_environment(tmp_path: Path) -> None:
+    # Given the consumer example's tests, whose handler creates its client at import (Flags.from_env(os.environ))
+    home = tmp_path / "home"
+    home.mkdir()
+    # When pytest runs them from the example's folder without any AWS or SINGLETON_FLAGS variable
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=REPO_ROOT / "examples" / "consumer",
+        env=clean_environment(home),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_SECONDS,
+        check=False,
+    )
+    # Then they pass, with the documented fixture alone
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "4 passed" in completed.stdout
+
+
+HANDLER_LOOP = """
+import json, sys, time
+import my_function
+from my_function import FLAGS
+for line in sys.stdin:  # one read per line the test sends
+    details = FLAGS.details("signup_enabled")
+    print(json.dumps({"answer": my_function.handler({}, None), "signup": details.value, "reason": details.reason,
+                      "version": details.version}), flush=True)
+"""
+
+
+def banner_environment(output: str) -> dict[str, str]:
+    """The variables the runner's banner prints for a handler (the line after "Your handler reads ...")."""
+    lines = output.splitlines()
+    index = next(number for number, line in enumerate(lines) if line.strip().startswith("Your handler reads"))
+    return dict(pair.split("=", 1) for pair in lines[index + 1].split())
+
+
+def test_a_handler_in_another_process_reads_the_runners_flags_and_sees_a_change(tmp_path: Path) -> None:
+    # Given `make run`'s runner (embedded moto) and an application's folder: the client example and its flags.json
+    runner = start_runner(tmp_path / "runner.log")
+    try:
+        shutil.copy(DECLARATIONS_FILE, tmp_path / "flags.json")
+        (tmp_path / "my_function.py").write_text(examples()["client"])
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {**clean_environment(home), **banner_environment(runner.output()), "SINGLETON_FLAGS_MAX_AGE": "1"}
+        assert env["AWS_ACCESS_KEY_ID"] == "local"  # the runner's fake credentials, never the operator's
+        # When the handler runs with the banner's environment alone
+        handler = subprocess.Popen(
+            [sys.executable, "-c", HANDLER_LOOP],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert handler.stdin is not None and handler.stdout is not None
+
+        def read() -> dict[str, Any]:
+            handler.stdin.write("\n")  # type: ignore[union-attr]
+            handler.stdin.flush()  # type: ignore[union-attr]
+            line = handler.stdout.readline()  # type: ignore[union-attr]
+            assert line, handler.stderr.read() if handler.stderr else ""
+            return dict(json.loads(line))
+
+        try:
+            first = read()
+            # Then it reads the runner's seeded values from the table (STATIC), as the client example answers
+            assert first["answer"] == {"statusCode": 200, "body": "limit 600, signup True (CACHED)"}
+            # When a change is made through the runner's API
+            changed = runner.send("PATCH", "/flags", {"flags": {"signup_enabled": False}, "reason": "local recipe"})
+            assert changed.status == 200, changed.body
+            time.sleep(1.5)  # the handler's cache age, 1 s
+            # Then the handler sees it after its cache age, at the new version
+            second = read()
+            assert (second["signup"], second["version"]) == (False, changed.body["version"])
+            assert second["answer"]["body"] == "limit 600, signup False (CACHED)"
+        finally:
+            handler.stdin.close()
+            handler.wait(timeout=COMMAND_TIMEOUT_SECONDS)
+    finally:
+        runner.stop()
+
+
+def test_the_runner_answers_only_the_read_grant_to_other_processes(tmp_path: Path) -> None:
+    # Given a running runner
+    runner = start_runner(tmp_path / "runner.log")
+    try:
+        # When a process asks its DynamoDB endpoint for something the read grant does not allow (a Scan)
+        answer = runner.send(
+            "POST",
+            "/_dynamodb",
+            {"TableName": "singleton-flags-local"},
+            {"X-Amz-Target": "DynamoDB_20120810.Scan", "Content-Type": "application/x-amz-json-1.0"},
+        )
+        # Then DynamoDB's AccessDeniedException, as IAM would refuse it; nothing is read
+        assert answer.status == 400
+        assert "AccessDeniedException" in str(answer.body)
+        # And so is a GetItem outside the flags' partition (the audit trail's)
+        audit = runner.send(
+            "POST",
+            "/_dynamodb",
+            {"TableName": "singleton-flags-local", "Key": {"PK": {"S": "AUDIT#APP"}, "SK": {"S": "V#00000000000"}}},
+            {"X-Amz-Target": "DynamoDB_20120810.GetItem", "Content-Type": "application/x-amz-json-1.0"},
+        )
+        assert (audit.status, "AccessDeniedException" in str(audit.body)) == (400, True)
+        # And another Host is refused, as on every route
+        refused = runner.send("POST", "/_dynamodb", {}, {"Host": "attacker.example:80"})
+        assert refused.status == 421
+    finally:
+        runner.stop()

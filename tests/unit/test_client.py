@@ -183,9 +183,13 @@ class TestTheApplicationsDeclarations:
             flags.get("signup_enabled")
 
     def test_declarations_are_required_never_the_sample_flags(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # Given a client from an environment naming no declarations (created: its configuration waits)
         monkeypatch.delenv("SINGLETON_FLAGS_DECLARATIONS", raising=False)
+        flags = Flags.from_env({ENV_TABLE: "t"})
+        # When read
+        # Then there is nothing declared to fall back on: the read raises, naming what is missing
         with pytest.raises(FlagsConfigError, match="declarations are required"):
-            Flags.from_env({ENV_TABLE: "t"})
+            flags.get("maintenance_mode")
 
 
 class TestFromEnv:
@@ -212,11 +216,45 @@ class TestFromEnv:
             pytest.param({ENV_TABLE: "t", ENV_SORT_KEY: "AUDIT#APP"}, "sort_key", id="not-a-flags-item"),
         ],
     )
-    def test_a_bad_environment_is_refused_at_creation(
-        self, declarations: Any, env: dict[str, str], message: str
+    def test_a_bad_environment_serves_the_fallbacks_and_says_why_at_the_first_read(
+        self, declarations: Any, env: dict[str, str], message: str, caplog: pytest.LogCaptureFixture
     ) -> None:
-        with pytest.raises(FlagsConfigError, match=message):
-            Flags.from_env(env, declarations=declarations, client=object())
+        # Given a client created from an environment that cannot configure it (creation never raises)
+        flags = Flags.from_env(env, declarations=declarations, client=object())
+        # When it is read, twice
+        with caplog.at_level(logging.DEBUG, logger="singleton_flags"):
+            first, second = flags.details("maintenance_mode"), flags.details("signup_enabled")
+        # Then the declared fallbacks, reason DEFAULT, and one warning whose message names what is wrong
+        assert (first.value, first.reason, second.value, second.reason) == (True, DEFAULT, False, DEFAULT)
+        warnings = [record for record in caplog.records if record.levelno == logging.WARNING]
+        assert len(warnings) == 1
+        assert message in warnings[0].getMessage()
+        assert "the client is misconfigured" in warnings[0].getMessage()
+        assert (warnings[0].cause, warnings[0].never_read) == ("MISCONFIGURED", True)  # type: ignore[attr-defined]
+
+    def test_the_environment_is_read_again_at_the_first_read(
+        self, ddb: Any, table_name: str, declarations: Any, put_flags: Any
+    ) -> None:
+        # Given a client created at import in a bare environment, which a test fixture completes afterwards
+        env: dict[str, str] = {}
+        flags = Flags.from_env(env, declarations=declarations, client=ddb)
+        put_flags(version=4)
+        env.update({ENV_TABLE: table_name, ENV_REGION: "us-east-1"})
+        # When read
+        # Then it is configured by the environment as it is now: the table's values
+        assert flags.details("signup_enabled").version == 4
+        assert type(flags) is Flags
+
+    def test_a_constructor_without_any_region_names_the_variables(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # Given no region anywhere (no variable, no profile)
+        for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+        # When a client is built without a DynamoDB client of its own
+        # Then FlagsConfigError names the variables, never botocore's NoRegionError
+        with pytest.raises(FlagsConfigError, match="set AWS_REGION or AWS_DEFAULT_REGION") as raised:
+            Flags(table_name="t", declarations=load_declarations(ROOT / "examples/consumer/flags.json"))
+        assert raised.value.read_cause == "NO_REGION"
 
 
 class TestQuiet:

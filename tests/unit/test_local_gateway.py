@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from local.api import LocalApi
+from local.backend import handler_environment
 from local.gateway import (
     Caller,
     MalformedProxyResponse,
@@ -315,6 +316,9 @@ def test_the_banner_gives_the_addresses_and_three_curl_commands(config, declarat
         assert expected in text
     curls = [line.strip() for line in text.splitlines() if line.strip().startswith("curl")]
     assert curls[0] == "curl -i http://127.0.0.1:3000/flags"
+    # a window's schedule routes are written out with its real name: no braces around what is not a placeholder
+    assert "POST http://127.0.0.1:3000/_scheduler/weekly-patching/start  (or /end)" in text
+    assert "{weekly-patching}" not in text and "{start|end}" not in text
     assert "-X PATCH" in curls[1] and '"reason"' in curls[1]
     assert curls[2].endswith("/flags/history")
 
@@ -393,3 +397,16 @@ def test_a_bad_alarm_state_is_400_and_changes_nothing(config, body):
     assert answer.status == 400 and json.loads(answer.body)["error"]["code"] == "INVALID_REQUEST"
     assert json.loads(api.handle(request("GET", "/_alarms")).body) == {"alarms": {name: "OK"}}
     assert functions.calls == []
+
+
+def test_the_banner_prints_what_a_handler_needs_with_the_runners_fake_credentials(config, declarations):
+    # Given the runner's handler environment (table, endpoint, region, its fake credentials)
+    env = handler_environment("http://127.0.0.1:3000", "singleton-flags-local", "us-east-1", "FLAGS#V1")
+    # When the banner is printed
+    text = banner("http://127.0.0.1:3000", config, declarations, "embedded", "t", env)
+    # Then one line holds it, ready to paste before a command
+    line = next(line.strip() for line in text.splitlines() if "SINGLETON_FLAGS_TABLE=" in line)
+    assert line == (
+        "SINGLETON_FLAGS_TABLE=singleton-flags-local AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:3000/_dynamodb "
+        "AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local"
+    )

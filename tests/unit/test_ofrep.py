@@ -56,8 +56,9 @@ class TestOneFlag:
         assert (body["key"], body["value"], body["reason"], body["variant"]) == (key, stored, STATIC, "stored")
         assert type(body["value"]) is type(stored)
         metadata = body["metadata"]
-        assert set(metadata) == {"version", "fetchedAt", "type", "contextIgnored"}
+        assert set(metadata) == {"flagSetId", "version", "fetchedAt", "type", "contextIgnored"}
         assert (metadata["version"], metadata["type"], metadata["contextIgnored"]) == (3, flag_type, True)
+        assert metadata["flagSetId"] == "singleton-flags"
         assert datetime.fromisoformat(metadata["fetchedAt"]).timestamp() == START
         assert all(isinstance(value, METADATA_VALUE_TYPES) for value in metadata.values())
 
@@ -157,8 +158,8 @@ class TestOneFlag:
         put_flags(version=5, search_ranking={"S": "no-such-ranking"})
         # When evaluated
         body = body_of(evaluate(read_api, "search_ranking"))
-        # Then the declared fallback, variant fallback, at that version
-        assert (body["variant"], body["metadata"]["version"], body["reason"]) == ("fallback", 5, STATIC)
+        # Then the declared fallback, variant fallback, at that version, its own reason DEFAULT (as GET /flags/{name})
+        assert (body["variant"], body["metadata"]["version"], body["reason"]) == ("fallback", 5, DEFAULT)
 
     def test_a_window_ended_by_its_deadline_serves_maintenance_off(self, read_api: ReadApi, put_flags: Any) -> None:
         put_flags(

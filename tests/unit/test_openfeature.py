@@ -96,8 +96,8 @@ class TestResolution:
         # Then the reasons are ours, the value is the stored one, the metadata names the version and fetch time
         assert (cached.value, cached.reason, cached.error_code) == ("semantic", "CACHED", None)
         assert (fetched.value, fetched.reason) == ("semantic", "STATIC")
-        assert fetched.flag_metadata["version"] == 8
-        assert datetime.fromisoformat(str(fetched.flag_metadata["fetched_at"])).timestamp() == START
+        assert (fetched.variant, fetched.flag_metadata["version"]) == ("stored", 8)
+        assert datetime.fromisoformat(str(fetched.flag_metadata["fetchedAt"])).timestamp() == START
         assert client.get_integer_value("api_rate_limit_per_minute", 1) == 600
         assert client.get_float_value("trace_sample_rate", 1.0) == 0.05
         assert client.get_boolean_value("signup_enabled", False) is True

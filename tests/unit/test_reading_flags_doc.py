@@ -50,7 +50,7 @@ def test_the_examples_run_in_page_order(
     exec(compile(code["openfeature"], "reading-flags.md#openfeature", "exec"), page)  # noqa: S102
     # Then it prints maintenance off, cached, with the version
     printed = capsys.readouterr().out
-    assert printed.startswith("False CACHED {'version': 4, 'fetched_at': ")
+    assert printed.startswith("False CACHED {'flagSetId': 'singleton-flags', 'version': 4, 'fetchedAt': ")
     # And the testing examples run as written (their asserts are the page's)
     exec(compile(code["testing"], "reading-flags.md#testing", "exec"), {})  # noqa: S102
     exec(compile(code["pytest"], "reading-flags.md#pytest", "exec"), page)  # noqa: S102

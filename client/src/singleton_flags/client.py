@@ -1,12 +1,18 @@
 """The embedded client: read the flags from any Lambda function, in-process, with the read function's own reader.
 
 Created once at module scope (``FLAGS = Flags.from_env(os.environ, declarations="flags.json")``), so its cache
-lives as long as the execution environment. Every read goes through ``FlagReader`` over ``SingletonProvider``,
-the code the read function runs: one GetItem per cache age, the last good values for at most ``max_stale``
-seconds while DynamoDB fails, back-off after a failure, the declared fallbacks after that (features off,
-maintenance ON), the maintenance deadline honoured. The DynamoDB client fails fast (``READ_CLIENT_CONFIG``: one
-attempt, 0.5 s to connect, 1 s to read), so a dead DynamoDB costs a read at most ~1.5 s, then nothing until the
-back-off ends.
+lives as long as the execution environment. ``from_env`` never raises: when the environment is complete (a
+deployed function) the client is built at once, as ``Flags(...)`` builds it; when it is not (a test importing a
+handler in a bare environment, or a misconfigured deployment), its configuration waits for the first read, which
+reads the environment again. Should it still fail then, every read serves the declared fallbacks with reason
+DEFAULT and the log names the cause (``ReadCause``: no region, the missing variable...); only without any
+declarations to fall back on does a read raise ``FlagsConfigError``.
+
+Every read goes through ``FlagReader`` over ``SingletonProvider``, the code the read function runs: one GetItem
+per cache age, the last good values for at most ``max_stale`` seconds while DynamoDB fails, back-off after a
+failure, the declared fallbacks after that (features off, maintenance ON), the maintenance deadline honoured.
+The DynamoDB client fails fast (``READ_CLIENT_CONFIG``: one attempt, 0.5 s to connect, 1 s to read), so a dead
+DynamoDB costs a read at most ~1.5 s, then nothing until the back-off ends.
 
 What this module never does: create a Powertools Logger, Metrics or Tracer, write to the application's logs on
 a cached read (warnings go to the standard library's ``singleton_flags`` logger, on a failed or degraded fetch
@@ -30,6 +36,7 @@ from typing import Any, TypeVar, cast
 from singleton_flags.aws import READ_CLIENT_CONFIG
 from singleton_flags.declarations import Declarations, FlagValue, load_declarations
 from singleton_flags.emf import NO_COUNT, Counter, EmfPrinter, ReadCounter
+from singleton_flags.errors import DeclarationError
 from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
@@ -42,7 +49,7 @@ from singleton_flags.settings import (
     int_setting,
 )
 from singleton_flags.snapshot import FlagState, flag_reason
-from singleton_flags.vocabulary import DEFAULT_NAMESPACE, DEFAULT_SERVICE, Reason
+from singleton_flags.vocabulary import DEFAULT_NAMESPACE, DEFAULT_SERVICE, ReadCause, Reason
 
 __all__ = [
     "ENV_DECLARATIONS",
@@ -70,8 +77,19 @@ ENV_DECLARATIONS = "SINGLETON_FLAGS_DECLARATIONS"  # optional: the path of the d
 _T = TypeVar("_T")
 
 
+REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
+
+
 class FlagsConfigError(SettingsError):
-    """The client was configured wrongly (a missing table name, a bad number); raised at creation, naming it."""
+    """The client was configured wrongly (a missing table name, a bad number, no region), naming what.
+
+    ``Flags(...)`` raises it at creation; a client from ``from_env`` tells it at its first read (``read_cause``: the
+    cause its log message names while it serves the declared fallbacks).
+    """
+
+    def __init__(self, message: str, *, read_cause: ReadCause = ReadCause.MISCONFIGURED) -> None:
+        super().__init__(message)
+        self.read_cause = read_cause
 
 
 class UndeclaredFlag(LookupError):
@@ -128,9 +146,7 @@ class Flags:
         self.declarations = _declarations(declarations)
         self._names = frozenset(self.declarations)  # a set lookup: ``in`` on the Mapping costs a __getitem__ call
         if client is None:
-            import boto3  # deferred: a client given a DynamoDB client of its own never builds one
-
-            client = boto3.client("dynamodb", region_name=region, config=READ_CLIENT_CONFIG)
+            client = _dynamodb_client(region)
         counter: Counter = NO_COUNT
         if metrics:
             printer = EmfPrinter(
@@ -158,29 +174,17 @@ class Flags:
     ) -> Flags:
         """A client configured by the variables ``SingletonFlags.bind`` sets (``SINGLETON_FLAGS_*``).
 
-        ``declarations`` defaults to the file named by ``SINGLETON_FLAGS_DECLARATIONS``; one of them is required.
+        ``declarations`` defaults to the file named by ``SINGLETON_FLAGS_DECLARATIONS``. Never raises: an
+        environment that cannot configure the client now (no table name, no region, no declarations, a bad number)
+        is read again at the first read; if it still cannot, reads serve the declared fallbacks (DEFAULT) and the
+        log names the cause, or raise ``FlagsConfigError`` when there are no declarations at all.
         """
-        table_name = env.get(ENV_TABLE, "")
-        if not table_name:
-            raise FlagsConfigError(f"{ENV_TABLE} is required")
-        if declarations is None:
-            declarations = env.get(ENV_DECLARATIONS) or None
-        if declarations is None:
-            raise FlagsConfigError(f"declarations are required: pass them, or set {ENV_DECLARATIONS} to their path")
         try:
-            max_age = int_setting(env, ENV_MAX_AGE, DEFAULT_MAX_AGE_SECONDS, 0, MAX_AGE_LIMIT_SECONDS)
-            max_stale = int_setting(env, ENV_MAX_STALE, DEFAULT_MAX_STALE_SECONDS, 0, MAX_STALE_LIMIT_SECONDS)
-        except SettingsError as exc:
-            raise FlagsConfigError(str(exc)) from exc
-        return cls(
-            table_name=table_name,
-            declarations=declarations,
-            sort_key=env.get(ENV_SORT_KEY) or SINGLETON_SK,
-            max_age=max_age,
-            max_stale=max_stale,
-            region=env.get(ENV_REGION) or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
-            **options,
-        )
+            return cls(**_settings(env, declarations), **options)
+        except (FlagsConfigError, DeclarationError):
+            deferred: Flags = _Deferred.__new__(_Deferred)
+            deferred.__dict__["_pending"] = (cls, env, declarations, options)
+            return deferred
 
     # -- reads ----------------------------------------------------------------------------------------------
 
@@ -227,6 +231,85 @@ class Flags:
             raise FlagTypeMismatch(name, declared, flag_type)
         # the snapshot holds only values of the declared type (a stored value of another type is its fallback)
         return cast(_T, self._reader.read().values[name])
+
+
+class _Deferred(Flags):
+    """A ``from_env`` client whose environment could not configure it at creation: configured at its first use.
+
+    Its configured attributes are missing until then; asking for one (every read does) configures it, after
+    which they are plain attributes and this hook is never called again: the hot read costs what it always did.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _CONFIGURED or "_pending" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        cls, env, declarations, options = self.__dict__["_pending"]
+        try:
+            cls.__init__(self, **_settings(env, declarations), **options)
+        except (FlagsConfigError, DeclarationError) as exc:
+            loaded = _declarations(_declared(env, declarations))  # none at all: raise, nothing to fall back on
+            error = exc if isinstance(exc, FlagsConfigError) else FlagsConfigError(str(exc))
+            kept = {key: value for key, value in options.items() if key not in ("client", "region")}
+            cls.__init__(self, table_name="unconfigured", declarations=loaded, client=_Unconfigured(error), **kept)
+        del self.__dict__["_pending"]
+        object.__setattr__(self, "__class__", cls)
+        return getattr(self, name)
+
+
+_CONFIGURED = frozenset({"_reader", "_names", "declarations"})
+
+
+class _Unconfigured:
+    """The DynamoDB client of a client its environment could not configure: every GetItem raises why."""
+
+    def __init__(self, error: FlagsConfigError) -> None:
+        self.error = error
+
+    def get_item(self, **_: Any) -> dict[str, Any]:
+        raise self.error
+
+
+def _declared(env: Mapping[str, str], declarations: Declarations | str | os.PathLike[str] | None) -> Any:
+    if declarations is None:
+        declarations = env.get(ENV_DECLARATIONS) or None
+    if declarations is None:
+        raise FlagsConfigError(f"declarations are required: pass them, or set {ENV_DECLARATIONS} to their path")
+    return declarations
+
+
+def _settings(env: Mapping[str, str], declarations: Declarations | str | os.PathLike[str] | None) -> dict[str, Any]:
+    """``Flags``' arguments from the environment; raises ``FlagsConfigError`` naming what is missing or wrong."""
+    table_name = env.get(ENV_TABLE, "")
+    if not table_name:
+        raise FlagsConfigError(f"{ENV_TABLE} is required")
+    declared = _declared(env, declarations)
+    try:
+        max_age = int_setting(env, ENV_MAX_AGE, DEFAULT_MAX_AGE_SECONDS, 0, MAX_AGE_LIMIT_SECONDS)
+        max_stale = int_setting(env, ENV_MAX_STALE, DEFAULT_MAX_STALE_SECONDS, 0, MAX_STALE_LIMIT_SECONDS)
+    except SettingsError as exc:
+        raise FlagsConfigError(str(exc)) from exc
+    return {
+        "table_name": table_name,
+        "declarations": declared,
+        "sort_key": env.get(ENV_SORT_KEY) or SINGLETON_SK,
+        "max_age": max_age,
+        "max_stale": max_stale,
+        "region": env.get(ENV_REGION) or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+    }
+
+
+def _dynamodb_client(region: str | None) -> Any:
+    """The read client (fail fast); no region anywhere is a ``FlagsConfigError`` naming the variables."""
+    import boto3  # deferred: a client given a DynamoDB client of its own never builds one
+    from botocore.exceptions import NoRegionError
+
+    try:
+        return boto3.client("dynamodb", region_name=region, config=READ_CLIENT_CONFIG)
+    except NoRegionError as exc:
+        raise FlagsConfigError(
+            f"no AWS region: set {' or '.join(REGION_VARIABLES)} (or {ENV_REGION} for the table's own)",
+            read_cause=ReadCause.NO_REGION,
+        ) from exc
 
 
 def _details(state: FlagState, name: str) -> FlagDetails:

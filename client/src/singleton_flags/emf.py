@@ -19,8 +19,10 @@ from singleton_flags.vocabulary import (
     CACHE_REFRESH_FAILURES,
     CACHE_REFRESHES,
     DEFAULT,
+    DIMENSION_CAUSE,
     DIMENSION_REASON,
     DIMENSION_SERVICE,
+    NEVER_READ_FAILURES,
     READS,
     STALE,
 )
@@ -37,11 +39,16 @@ Emit = Callable[[str, int, dict[str, str] | None], None]
 
 
 class Counter(Protocol):
-    def record(self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False) -> None: ...
+    def record(
+        self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False, never_read: str | None = None
+    ) -> None:
+        """One read; ``never_read``: the cause of a failed fetch made before any successful one."""
 
 
 class _NoCount:
-    def record(self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False) -> None:
+    def record(
+        self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False, never_read: str | None = None
+    ) -> None:
         return None
 
 
@@ -98,10 +105,15 @@ class ReadCounter:
         self._reads: Tally[str] = Tally()
         self._refreshes = 0
         self._refresh_failures = 0
+        self._never_read: Tally[str] = Tally()  # failed fetches before any successful one, by cause
         self._last_flush = clock()
 
-    def record(self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False) -> None:
+    def record(
+        self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False, never_read: str | None = None
+    ) -> None:
         self._reads[reason] += 1
+        if never_read is not None:
+            self._never_read[never_read] += 1
         self._refreshes += refreshed
         self._refresh_failures += refresh_failed
         if (
@@ -119,6 +131,9 @@ class ReadCounter:
             self._emit(CACHE_REFRESHES, self._refreshes, None)
         if self._refresh_failures:
             self._emit(CACHE_REFRESH_FAILURES, self._refresh_failures, None)
+        for cause, count in sorted(self._never_read.items()):
+            self._emit(NEVER_READ_FAILURES, count, {DIMENSION_CAUSE: cause})
         self._reads.clear()
+        self._never_read.clear()
         self._refreshes = self._refresh_failures = 0
         self._last_flush = self._clock()

@@ -1,9 +1,10 @@
 """An OpenFeature provider over the embedded client (extra ``singleton-flags[openfeature]``).
 
 Every evaluation is one ``Flags`` read (cached, fresh, stale or fallbacks), so the provider behaves exactly as
-the client does. Reasons map one to one (STATIC, CACHED, STALE, DEFAULT); ``flag_metadata`` carries the item's
-``version`` and ``fetched_at`` (ISO 8601, UTC) when a version was read. The evaluation context is not used: the
-flags are application-wide, with no targeting.
+the client does. Reasons map one to one (STATIC, CACHED, STALE, DEFAULT); variants and ``flag_metadata`` are
+OFREP's, key for key (``singleton_flags.snapshot.flag_variant`` and ``flag_metadata``: ``flagSetId``, ``version``
+as a number, ``fetchedAt``, ``type``, ``contextIgnored``; a key without a value is absent, never null). The
+evaluation context is not used: the flags are application-wide, with no targeting.
 
 It fails closed. A fallback (the item missing, DynamoDB failing past ``max_stale``, a flag missing or unusable
 in the item) is returned as a value with reason DEFAULT and **no error code**: with an error code the SDK would
@@ -16,12 +17,15 @@ PROVIDER_STALE when it starts serving stale values, PROVIDER_ERROR when it start
 PROVIDER_READY when it reads the table again after either, PROVIDER_CONFIGURATION_CHANGED (with the keys whose
 values changed) when a read sees a new version.
 
-Register it with ``register(flags)``: it blocks until the provider is ready on SDKs whose ``set_provider`` does
-not (0.10 and later), so that no evaluation is answered PROVIDER_NOT_READY with the caller's default.
+Register it with ``register(flags)`` (``api.set_provider_and_wait``): until the provider is READY the SDK answers
+every evaluation with the caller's default, and ``initialize`` is one read. ``initialize`` never raises, and no
+read failure makes the provider NOT_READY or FATAL (the two states in which the SDK answers with the caller's
+default): a table that cannot be read is served as the declared fallbacks, reason DEFAULT.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,12 +37,12 @@ from openfeature.flag_evaluation import FlagResolutionDetails, FlagValueType, Re
 from openfeature.provider import AbstractProvider, Metadata
 
 from singleton_flags.client import Flags
-from singleton_flags.codec import iso_time
-from singleton_flags.snapshot import FlagState, flag_reason
-from singleton_flags.vocabulary import DEFAULT, STALE
+from singleton_flags.snapshot import FlagState, flag_metadata, flag_reason, flag_variant
+from singleton_flags.vocabulary import DEFAULT, DEFAULT_SERVICE, STALE
 
 __all__ = ["PROVIDER_NAME", "SingletonFlagsProvider", "register"]
 
+logger = logging.getLogger(__name__)
 PROVIDER_NAME = "singleton-flags"
 _READING, _STALE, _FALLING_BACK = "reading", "stale", "falling back"
 
@@ -46,9 +50,11 @@ _READING, _STALE, _FALLING_BACK = "reading", "stale", "falling back"
 class SingletonFlagsProvider(AbstractProvider):
     """OpenFeature's view of a ``Flags`` client (create the client once, at module scope)."""
 
-    def __init__(self, flags: Flags) -> None:
+    def __init__(self, flags: Flags, flag_set_id: str = DEFAULT_SERVICE) -> None:
+        """``flag_set_id``: the metadata's ``flagSetId``; the service's name by default, as OFREP answers it."""
         super().__init__()
         self.flags = flags
+        self.flag_set_id = flag_set_id
         self._mode = _READING  # what the SDK believes after READY
         self._version: int | None = None
         self._values: dict[str, Any] = {}
@@ -57,8 +63,13 @@ class SingletonFlagsProvider(AbstractProvider):
         return Metadata(name=PROVIDER_NAME)
 
     def initialize(self, evaluation_context: EvaluationContext) -> None:
-        """Warm the cache with one read; never raises (a table that cannot be read is served as fallbacks)."""
-        state = self.flags.state()
+        """Warm the cache with one read; never raises (a table that cannot be read is served as fallbacks, and a
+        client without declarations answers each evaluation with that error: READY either way)."""
+        try:
+            state = self.flags.state()
+        except Exception:  # noqa: BLE001 - a raise here would leave the provider in ERROR or FATAL
+            logger.warning("the flags could not be read at initialize", exc_info=True)
+            return
         if state.reason not in (STALE, DEFAULT):
             self._version, self._values = state.version, dict(state.values)
 
@@ -110,15 +121,11 @@ class SingletonFlagsProvider(AbstractProvider):
             )
         state = self.flags.state()
         self._observe(state)
-        metadata: dict[str, bool | int | float | str] = {}
-        if state.version is not None:
-            metadata["version"] = state.version
-        if state.fetched_at is not None and state.reason != DEFAULT:
-            metadata["fetched_at"] = iso_time(state.fetched_at)
         return FlagResolutionDetails(
             value=state.values[flag_key],
             reason=OpenFeatureReason(flag_reason(state, flag_key).value),
-            flag_metadata=metadata,
+            variant=flag_variant(state, flag_key),
+            flag_metadata=flag_metadata(state, spec.type, self.flag_set_id),
         )
 
     # -- events ---------------------------------------------------------------------------------------------
@@ -148,9 +155,9 @@ class SingletonFlagsProvider(AbstractProvider):
         self._version, self._values = state.version, dict(state.values)
 
 
-def register(flags: Flags, domain: str | None = None) -> SingletonFlagsProvider:
+def register(flags: Flags, domain: str | None = None, flag_set_id: str = DEFAULT_SERVICE) -> SingletonFlagsProvider:
     """Set a provider over ``flags`` (for ``domain``, else as the default one) and return once it is ready."""
-    provider = SingletonFlagsProvider(flags)
+    provider = SingletonFlagsProvider(flags, flag_set_id)
     wait = getattr(api, "set_provider_and_wait", None)  # 0.10+: set_provider initializes in a thread
     if wait is not None and domain is not None:
         wait(provider, domain)

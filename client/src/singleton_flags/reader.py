@@ -11,6 +11,11 @@ The item is cached in one place: the provider's, Powertools' own cache. Every re
 (``Snapshot.as_cached``); the reader keeps no copy of its own of what it served. The last good snapshot it keeps is
 served only as STALE, once a fetch has failed.
 
+A failed fetch is told in words (``ReadCause``: table not found, access denied, no credentials, no region, ...),
+once per cause per execution environment, in the log message itself; every failed fetch is counted, and one made
+before any successful read is counted apart (``never_read``: a deployment that cannot read its table at all, not
+a table that failed after serving). The cause changes nothing that is served.
+
 After a failed fetch the reader backs off (exponential with jitter, capped) instead of calling DynamoDB
 on every request. A window whose end never arrived still ends: a maintenance switched on by a window is
 reported off once the deadline stored with it has passed (``maintenance_deadline_passed``).
@@ -24,15 +29,25 @@ import time
 from collections.abc import Callable
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+    ReadTimeoutError,
+)
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.emf import NO_COUNT, Counter
 from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.snapshot import FlagState, Snapshot, flag_reason
-from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC
+from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC, ReadCause
 
-__all__ = ["FlagReader", "FlagState", "flag_reason"]
+__all__ = ["FlagReader", "FlagState", "failure_cause", "flag_reason"]
 
 logger = logging.getLogger(__name__)  # the library's logger (stdlib); the functions attach Powertools' handler
 
@@ -67,6 +82,8 @@ class FlagReader:
         self._last_good: Snapshot | None = None  # served only as STALE, after a failed fetch
         self._failures = 0
         self._retry_at = 0.0
+        self._read_once = False  # a fetch has succeeded in this environment (the item found or not)
+        self._told: set[ReadCause] = set()  # causes already told in the log: each once per environment
 
     def read(self) -> FlagState:
         cached = self._cache_lookup()
@@ -91,20 +108,12 @@ class FlagReader:
             delay = min(self._backoff_max, self._backoff_base * 2 ** (self._failures - 1))
             self._retry_at = failed_at + delay * (0.5 + self._jitter() / 2)
             state = self._degraded(failed_at)
-            logger.warning(
-                "cannot read the flags item, serving degraded values",
-                extra={
-                    "reason": state.reason,
-                    "version": state.version,
-                    "error": str(exc),
-                    "consecutive_failures": self._failures,
-                    "retry_in_seconds": round(self._retry_at - failed_at, 3),
-                },
-            )
-            self._counter.record(state.reason, refresh_failed=True)
+            cause = self._tell(exc, state, failed_at)
+            self._counter.record(state.reason, refresh_failed=True, never_read=None if self._read_once else cause)
             return state
         refreshed = self.provider.fetches != fetches_before  # else another thread's fetch filled the cache
         self._failures = 0
+        self._read_once = True
         if snapshot.found:
             self._last_good = snapshot
         elif refreshed:
@@ -119,9 +128,71 @@ class FlagReader:
         self.provider.prime(self._sort_key, snapshot, self._max_age)
         self._last_good = snapshot
         self._failures = 0
+        self._read_once = True
+
+    def _tell(self, exc: BaseException, state: FlagState, failed_at: float) -> ReadCause:
+        """Log a failed fetch: a warning naming its cause in words the first time that cause is seen in this
+        environment, a debug line after that (the metrics count every one). Returns the cause."""
+        cause, detail = failure_cause(exc)
+        if state.reason == STALE:
+            served = f"serving the last good values (STALE, version {state.version})"
+        else:
+            served = "serving the declared fallbacks (DEFAULT: maintenance on, features off)"
+        first = cause not in self._told
+        self._told.add(cause)
+        never = "" if self._read_once else ", never read in this environment"
+        words = cause.words if cause is not ReadCause.MISCONFIGURED else f"{cause.words} ({detail.partition(': ')[2]})"
+        message = f"cannot read the flags item: {words}{never}; {served}"
+        (logger.warning if first else logger.debug)(
+            message,
+            extra={
+                "cause": cause.value,
+                "never_read": not self._read_once,
+                "reason": state.reason,
+                "version": state.version,
+                "error": detail,
+                "consecutive_failures": self._failures,
+                "retry_in_seconds": round(self._retry_at - failed_at, 3),
+            },
+        )
+        return cause
 
     def _degraded(self, now: float) -> FlagState:
         last = self._last_good
         if last is not None and now - last.fetched_at <= self._max_stale:
             return last.state(STALE, now)
         return FlagState(values=self._declarations.fallbacks(), version=None, reason=DEFAULT, fetched_at=None)
+
+
+_UNREACHABLE = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError)
+_CLIENT_ERROR_CAUSES = {
+    "ResourceNotFoundException": ReadCause.TABLE_NOT_FOUND,
+    "AccessDeniedException": ReadCause.ACCESS_DENIED,
+    "UnrecognizedClientException": ReadCause.INVALID_CREDENTIALS,
+    "InvalidSignatureException": ReadCause.INVALID_CREDENTIALS,
+    "ExpiredTokenException": ReadCause.INVALID_CREDENTIALS,
+    "MissingAuthenticationTokenException": ReadCause.NO_CREDENTIALS,
+    "ProvisionedThroughputExceededException": ReadCause.THROTTLED,
+    "ThrottlingException": ReadCause.THROTTLED,
+    "RequestLimitExceeded": ReadCause.THROTTLED,
+}
+
+
+def failure_cause(exc: BaseException) -> tuple[ReadCause, str]:
+    """Why a fetch failed, and the error's own text. Powertools wraps the failure (``GetParameterError``): the
+    error it wraps decides. An error may name its own cause (a ``read_cause`` attribute)."""
+    origin = (exc.__cause__ or exc.__context__ or exc) if isinstance(exc, GetParameterError) else exc
+    own = getattr(origin, "read_cause", None)
+    if isinstance(own, ReadCause):
+        cause = own
+    elif isinstance(origin, ClientError):
+        cause = _CLIENT_ERROR_CAUSES.get(origin.response.get("Error", {}).get("Code", ""), ReadCause.UNEXPECTED)
+    elif isinstance(origin, (NoCredentialsError, PartialCredentialsError)):
+        cause = ReadCause.NO_CREDENTIALS
+    elif isinstance(origin, NoRegionError):
+        cause = ReadCause.NO_REGION
+    elif isinstance(origin, _UNREACHABLE):
+        cause = ReadCause.UNREACHABLE
+    else:
+        cause = ReadCause.UNEXPECTED
+    return cause, f"{type(origin).__name__}: {origin}"

@@ -27,9 +27,16 @@ from singleton_flags.keys import (
     UPDATED_BY_ATTR,
     VERSION_ATTR,
 )
-from singleton_flags.vocabulary import CACHED, DEFAULT, Reason
+from singleton_flags.vocabulary import (
+    CACHED,
+    DEADLINE_ENDED_VARIANT,
+    DEFAULT,
+    FALLBACK_VARIANT,
+    STORED_VARIANT,
+    Reason,
+)
 
-__all__ = ["FlagState", "Snapshot", "flag_reason"]
+__all__ = ["FlagState", "Snapshot", "flag_metadata", "flag_reason", "flag_variant"]
 
 logger = logging.getLogger(__name__)  # the library's logger (stdlib); the functions attach Powertools' handler
 
@@ -70,6 +77,31 @@ class FlagState:
 def flag_reason(state: FlagState, name: str) -> Reason:
     """The reason of one flag: DEFAULT when that flag fell back, whatever the reason of the others."""
     return DEFAULT if name in state.fallen_back else state.reason
+
+
+def flag_variant(state: FlagState, name: str) -> str:
+    """Which value of one flag is served: ``fallback`` (its declared fallback), ``deadline_ended`` (maintenance
+    switched off by its window's stored deadline) or ``stored`` (the item's value)."""
+    if state.reason == DEFAULT or name in state.fallen_back:
+        return FALLBACK_VARIANT
+    if name == MAINTENANCE_FLAG and state.maintenance_deadline_passed:
+        return DEADLINE_ENDED_VARIANT
+    return STORED_VARIANT
+
+
+def flag_metadata(state: FlagState, flag_type: str, flag_set_id: str) -> dict[str, bool | int | str]:
+    """One evaluation's flag metadata, the same in the OpenFeature provider and OFREP: OpenFeature's well-known
+    keys (``flagSetId``; ``version``, the item's version as a number), then camelCase extras (``fetchedAt``, RFC
+    3339 UTC; ``type``, the declared type; ``contextIgnored``). A key without a value is absent, never null:
+    ``version`` for the declared fallbacks, ``fetchedAt`` when nothing was read."""
+    metadata: dict[str, bool | int | str] = {"flagSetId": flag_set_id}
+    if state.version is not None:
+        metadata["version"] = state.version
+    if state.fetched_at is not None:
+        metadata["fetchedAt"] = iso_time(state.fetched_at)
+    metadata["type"] = flag_type
+    metadata["contextIgnored"] = True
+    return metadata
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,15 +11,22 @@ __all__ = [
     "CACHED",
     "CACHE_REFRESHES",
     "CACHE_REFRESH_FAILURES",
+    "DEADLINE_ENDED_VARIANT",
     "DEFAULT",
     "DEFAULT_NAMESPACE",
     "DEFAULT_SERVICE",
+    "DIMENSION_CAUSE",
     "DIMENSION_REASON",
     "DIMENSION_SERVICE",
+    "FALLBACK_VARIANT",
+    "NEVER_READ_FAILURES",
     "READS",
     "READ_REASONS",
     "STALE",
     "STATIC",
+    "STORED_VARIANT",
+    "VARIANTS",
+    "ReadCause",
     "Reason",
 ]
 
@@ -57,3 +64,52 @@ CACHE_REFRESHES = "CacheRefreshes"
 CACHE_REFRESH_FAILURES = "CacheRefreshFailures"
 DIMENSION_SERVICE = "service"
 DIMENSION_REASON = "reason"
+DIMENSION_CAUSE = "cause"
+# Failed fetches of an environment that has never read the item: a deployment that cannot read its table at all
+# (wrong name, no grant, no region...), told apart from a table that failed after serving (``CacheRefreshFailures``).
+# Dimensions: `service` and `cause` (a ``ReadCause``).
+NEVER_READ_FAILURES = "RefreshFailuresNeverRead"
+
+
+class ReadCause(StrEnum):
+    """Why a reader cannot read its table, each with the words its log message says (``ReadCause.words``).
+
+    A cause is told once per execution environment in the log message, and counted with every failed fetch. What a
+    reader serves does not depend on it: the last good values (STALE) while young enough, else the declared
+    fallbacks (DEFAULT). A new cause (for example an item marked as replaced by another table) is one more member
+    and its words.
+    """
+
+    TABLE_NOT_FOUND = "TABLE_NOT_FOUND"
+    ACCESS_DENIED = "ACCESS_DENIED"
+    INVALID_CREDENTIALS = "INVALID_CREDENTIALS"
+    NO_CREDENTIALS = "NO_CREDENTIALS"
+    NO_REGION = "NO_REGION"
+    MISCONFIGURED = "MISCONFIGURED"
+    UNREACHABLE = "UNREACHABLE"
+    THROTTLED = "THROTTLED"
+    UNEXPECTED = "UNEXPECTED"
+
+    @property
+    def words(self) -> str:
+        return _CAUSE_WORDS[self]
+
+
+_CAUSE_WORDS = {
+    ReadCause.TABLE_NOT_FOUND: "the table was not found (wrong name, region or account?)",
+    ReadCause.ACCESS_DENIED: "access denied (the function's role lacks dynamodb:GetItem on the flags item)",
+    ReadCause.INVALID_CREDENTIALS: "the AWS credentials were refused (invalid or expired)",
+    ReadCause.NO_CREDENTIALS: "no AWS credentials were found",
+    ReadCause.NO_REGION: "no AWS region is set (set AWS_REGION or AWS_DEFAULT_REGION)",
+    ReadCause.MISCONFIGURED: "the client is misconfigured",
+    ReadCause.UNREACHABLE: "DynamoDB cannot be reached (endpoint unreachable or timed out)",
+    ReadCause.THROTTLED: "DynamoDB throttled the read",
+    ReadCause.UNEXPECTED: "an unexpected error",
+}
+
+# Which value an evaluation served, by name, the same in the OpenFeature provider and OFREP: the stored one, the
+# declared fallback, or maintenance switched off because its window's stored deadline passed.
+STORED_VARIANT = "stored"
+FALLBACK_VARIANT = "fallback"
+DEADLINE_ENDED_VARIANT = "deadline_ended"
+VARIANTS: tuple[str, ...] = (STORED_VARIANT, FALLBACK_VARIANT, DEADLINE_ENDED_VARIANT)

@@ -6,7 +6,8 @@ application-wide, one value for every caller. Answers:
 
 - an evaluation: ``{key, value, reason, variant, metadata}``; ``reason`` is the read's own OpenFeature reason
   (STATIC, CACHED, STALE, DEFAULT), ``variant`` says which value was served (``stored``, ``fallback``, or
-  ``deadline_ended`` for maintenance switched off by its window's stored deadline), ``metadata`` is flat;
+  ``deadline_ended`` for maintenance switched off by its window's stored deadline), ``metadata`` is flat; variants
+  and metadata are the in-process OpenFeature provider's, key for key (``singleton_flags.snapshot``);
 - an error: ``{key, errorCode, errorDetails}`` (no ``key`` on the bulk route), OFREP's shape, not ``{"error"}``.
 
 Nothing here is imported that a GET does not load already: a body other than none or ``{}`` is checked by the
@@ -14,27 +15,25 @@ write API's JSON rules (``singleton_flags_service.api.requests``), imported on t
 """
 
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 # pydantic reads typing's TypedDict only from Python 3.12 on (the Lambda runtime's; not the oldest supported)
 from typing_extensions import NotRequired, TypedDict  # noqa: UP035
 
 from singleton_flags.declarations import TYPES, Declarations
-from singleton_flags.keys import MAINTENANCE_FLAG
 from singleton_flags.reader import FlagState
+from singleton_flags.snapshot import flag_metadata, flag_reason, flag_variant
+from singleton_flags.vocabulary import DEADLINE_ENDED_VARIANT, FALLBACK_VARIANT, STORED_VARIANT, VARIANTS
 from singleton_flags_service.api.http import FlagValue
 from singleton_flags_service.errors import FlagsError
-from singleton_flags_service.vocabulary import DEFAULT, READ_REASONS
+from singleton_flags_service.vocabulary import READ_REASONS
 
 PARSE_ERROR = "PARSE_ERROR"
 INVALID_CONTEXT = "INVALID_CONTEXT"
 FLAG_NOT_FOUND = "FLAG_NOT_FOUND"
 ERROR_CODES = (PARSE_ERROR, INVALID_CONTEXT, FLAG_NOT_FOUND)
 
-STORED = "stored"
-FALLBACK = "fallback"
-DEADLINE_ENDED = "deadline_ended"
-VARIANTS = (STORED, FALLBACK, DEADLINE_ENDED)
+STORED, FALLBACK, DEADLINE_ENDED = STORED_VARIANT, FALLBACK_VARIANT, DEADLINE_ENDED_VARIANT
 
 FLAG_TYPES = tuple(sorted(TYPES))
 
@@ -47,12 +46,15 @@ class OfrepEvaluationRequest(TypedDict, total=False):
 
 
 class OfrepMetadata(TypedDict):
-    """Flat: strings, numbers and booleans only."""
+    """Flat: strings, numbers and booleans only; a key without a value is absent, never null. OpenFeature's
+    well-known keys (flagSetId, version), then this service's."""
 
+    flagSetId: str
+    """The flag set: the service's name (POWERTOOLS_SERVICE_NAME)."""
     version: NotRequired[int]
-    """The stored version; absent for fallbacks."""
+    """The stored version, a number; absent for fallbacks."""
     fetchedAt: NotRequired[str]
-    """When the values were read from the table."""
+    """When the values were read from the table (RFC 3339, UTC); absent when nothing was read."""
     type: Literal[FLAG_TYPES]  # type: ignore[valid-type]  # the declarations' types, as a Literal
     contextIgnored: Literal[True]
 
@@ -147,29 +149,21 @@ def check_key(key: str, declarations: Declarations) -> None:
 
 
 def variant(state: FlagState, key: str) -> str:
-    if state.reason == DEFAULT or key in state.fallen_back:
-        return FALLBACK
-    if key == MAINTENANCE_FLAG and state.maintenance_deadline_passed:
-        return DEADLINE_ENDED
-    return STORED
+    return flag_variant(state, key)
 
 
-def evaluation(state: FlagState, key: str, declarations: Declarations, fetched_at: str | None) -> OfrepEvaluation:
-    """One flag's OFREP evaluation. ``fetched_at``: the state's fetch time as ISO text (None: not fetched)."""
-    metadata: OfrepMetadata = {"type": declarations[key].type, "contextIgnored": True}
-    if state.version is not None:
-        metadata["version"] = state.version
-    if fetched_at is not None:
-        metadata["fetchedAt"] = fetched_at
+def evaluation(state: FlagState, key: str, declarations: Declarations, flag_set_id: str) -> OfrepEvaluation:
+    """One flag's OFREP evaluation, with the metadata the in-process provider gives (``flag_metadata``)."""
+    metadata = cast("OfrepMetadata", flag_metadata(state, declarations[key].type, flag_set_id))
     return {
         "key": key,
         "value": state.values[key],
-        "reason": state.reason,
-        "variant": variant(state, key),
+        "reason": flag_reason(state, key),  # DEFAULT for a flag served as its fallback, as GET /flags/{name}
+        "variant": flag_variant(state, key),
         "metadata": metadata,
     }
 
 
-def bulk_evaluation(state: FlagState, declarations: Declarations, fetched_at: str | None) -> OfrepBulkEvaluation:
+def bulk_evaluation(state: FlagState, declarations: Declarations, flag_set_id: str) -> OfrepBulkEvaluation:
     """Every declared flag's evaluation, in declaration order."""
-    return {"flags": [evaluation(state, key, declarations, fetched_at) for key in declarations]}
+    return {"flags": [evaluation(state, key, declarations, flag_set_id) for key in declarations]}

@@ -51,7 +51,7 @@ from singleton_flags_service.api.routes import (
 from singleton_flags_service.contract import READ_FUNCTION, Settings, load_service_declarations
 from singleton_flags_service.errors import FlagNotFound, FlagsError
 from singleton_flags_service.observability import ReadCounter, logger
-from singleton_flags_service.vocabulary import DEFAULT
+from singleton_flags_service.vocabulary import DEFAULT, DEFAULT_SERVICE
 
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_service_declarations()
@@ -130,8 +130,10 @@ class _BodyMemo:
 
 _all_flags_body = _BodyMemo(_all_flags)
 _one_flag_body = _BodyMemo(_one_flag)
-_ofrep_flag_body = _BodyMemo(lambda state, key: evaluation(state, key, DECLARATIONS, _fetched_at(state)))
-_ofrep_flags_body = _BodyMemo(lambda state: bulk_evaluation(state, DECLARATIONS, _fetched_at(state)))
+# OFREP's flagSetId: the service's name, as the in-process OpenFeature provider gives it by default
+FLAG_SET_ID = os.environ.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
+_ofrep_flag_body = _BodyMemo(lambda state, key: evaluation(state, key, DECLARATIONS, FLAG_SET_ID))
+_ofrep_flags_body = _BodyMemo(lambda state: bulk_evaluation(state, DECLARATIONS, FLAG_SET_ID))
 
 
 def _respond(state: FlagState, body: Callable[[], str]) -> Response[str]:
