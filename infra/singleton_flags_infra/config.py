@@ -684,15 +684,15 @@ def _guard_alarm_prefix(value: Any, path: str, stage: str) -> str:
     return prefix
 
 
-def load_config(path: str | Path = "cdk.json") -> FlagsConfig:
+def load_config(path: str | Path = "cdk.json", default_region: str | None = None) -> FlagsConfig:
     """Read cdk.json (a relative path from the working directory, where the CDK CLI runs the app) and validate its
-    ``singleton-flags`` context."""
+    ``singleton-flags`` context (``default_region``: as ``parse_config``'s)."""
     file = Path(path)
     try:
         document = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(CONTEXT_KEY, f"cannot read {file}: {exc}") from exc
-    return parse_config(document.get("context", {}).get(CONTEXT_KEY))
+    return parse_config(document.get("context", {}).get(CONTEXT_KEY), default_region=default_region)
 
 
 # What a window's schedule delivers to the maintenance function (the local runner passes the current time).
