@@ -150,16 +150,11 @@ class ApiGatewayAccount(Construct):
         """The SDK calls' function is the CDK's own singleton (AwsCustomResource's provider)."""
         provider = Stack.of(self).node.find_child(SDK_CALL_PROVIDER_ID)
         acknowledge(
-            provider,
+            provider.node.find_child("ServiceRole"),
             "AwsSolutions-IAM4",
             "The CDK's AwsCustomResource provider logs with AWSLambdaBasicExecutionRole; it runs two IAM calls "
             "once per account and region (create the API Gateway logging role, attach its policy).",
             finding="Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
-        )
-        acknowledge(
-            provider,
-            "AwsSolutions-L1",
-            "The CDK's AwsCustomResource provider: its Node.js runtime is the one aws-cdk-lib pins.",
         )
 
     def _build_function(self, config: FlagsConfig, code: lambda_.Code, role_arn: str) -> lambda_.Function:
