@@ -111,6 +111,7 @@ def resource_policy(policy: ApiResourcePolicy) -> iam.PolicyDocument:
     """
     invoke = "execute-api:Invoke"
     everything = "execute-api:/*"
+    condition: dict[str, dict[str, str | list[str]]]
     if policy.account:
         condition = {"StringNotEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID}}
     elif policy.organization_id:
