@@ -1,11 +1,10 @@
-"""The deployed service, as a template (``tests/infra/golden/template.json``, synthesized from cdk.json's context:
-updated only for an intended change of a stateful resource, by writing the current synth's template there), and how
-the current synth is compared with it.
+"""The deployed service before the split into distributions, as a template (``tests/infra/golden/template.json``,
+synthesized from cdk.json's context at the last commit before it), and how the current synth is compared with it.
 
 A resource is stateful when replacing it would lose data, or an identity that lives outside the stack:
 
 - it carries a ``DeletionPolicy`` or ``UpdateReplacePolicy`` (the CDK writes one only on resources that keep data:
-  the table, log groups, queues, schedule groups, the seed, the logging role's custom resource);
+  the table, log groups, queues, schedule groups, the seed, the retained logging role and its custom resource);
 - or its type keeps data (tables, queues, topics and their subscriptions, log groups, buckets, secrets, KMS keys
   and aliases, schedule groups: the functions' one-time schedules live in them), or a name or ARN that others
   hold (the event bus other stacks' rules target, the SSM parameters consumers resolve, the REST API whose id is
