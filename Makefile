@@ -12,7 +12,7 @@ NODE_STAMP := node_modules/.package-lock.json
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install dist run lint test test-unit test-integration test-infra test-e2e synth bench screenshots clean
+.PHONY: install dist run lint test test-unit test-integration test-infra test-e2e synth preflight bench screenshots clean
 
 $(RUN_STAMP): requirements.txt pyproject.toml client/pyproject.toml flagctl/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,11 @@ test-e2e: $(DEV_STAMP)
 
 synth: install
 	npx cdk synth --quiet
+
+# What to fix before a first deploy (docs/deploy.md#preflight): cdk.json's implications, then, with AWS credentials,
+# what only the account knows. Exit 0: nothing to fix. `make preflight ARGS=--offline` makes no AWS call.
+preflight: $(DEV_STAMP)
+	$(PY) -m singleton_flags_infra.preflight $(ARGS)
 
 bench: install
 	$(PY) -m bench

@@ -4,20 +4,31 @@ API Gateway writes logs to CloudWatch (access logs included) only once the accou
 CloudWatch Logs role (account setting ``cloudwatchRoleArn``); without it, creating the stage fails. That
 setting is shared by every API of the account and region, so it is never overwritten: a custom resource of
 our own function (functions/apigw_account) reads it and sets a role only where none is set, and is retained
-(as is the role it created), since other APIs may log through it once it is set. ``cdk.json``
-``apigw_account_logging_role``: ``auto`` (create a role and set it where none is), ``existing`` (the account
-already has one: nothing is created), or the ARN of a role to set where none is.
+(as is the role), since other APIs may log through it once it is set. ``cdk.json``
+``apigw_account_logging_role``: ``auto`` (one role per account and region, set where none is), ``existing`` (the
+account already has one: nothing is created), or the ARN of a role to set where none is.
+
+With ``auto`` the role is the account and region's, not the stage's: it is named from the region
+(``singleton-flags-apigw-logs-<region>``; IAM role names are unique in an account), and created by an SDK call
+(``iam:CreateRole``) whose ``EntityAlreadyExists`` is accepted, never by a CloudFormation resource of the stack. The
+first stage in an account and region creates it; every later stage finds it and uses the same ARN; no stack deletes
+it (the call has no Delete), so two stages leave one retained role, not two.
 """
 
 from __future__ import annotations
+
+import json
 
 from aws_cdk import (
     Aws,
     CustomResource,
     Duration,
+    Fn,
     RemovalPolicy,
+    Stack,
     aws_iam as iam,
     aws_lambda as lambda_,
+    custom_resources as cr,
 )
 from constructs import Construct
 
@@ -29,9 +40,25 @@ from .logs import log_group
 from .nag import acknowledge
 
 HANDLER = "singleton_flags_service.handlers.apigw_account.handler"
+# The construct id of the CDK's AwsCustomResource provider function, a singleton of the stack.
+SDK_CALL_PROVIDER_ID = "AWS" + cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace("-", "")
 RESOURCE_TYPE = "Custom::ApiGatewayAccountLoggingRole"
 # AWS's managed policy for this role, as API Gateway's "Set up CloudWatch logging for REST APIs" page names it.
 PUSH_TO_LOGS_POLICY = "service-role/AmazonAPIGatewayPushToCloudWatchLogs"
+# The account and region's role (``auto``): one name per region, since IAM role names are account-wide.
+ACCOUNT_ROLE_PREFIX = f"{vocabulary.DEFAULT_SERVICE}-apigw-logs-"
+ROLE_EXISTS = "EntityAlreadyExists"
+APIGATEWAY_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "apigateway.amazonaws.com"}, "Action": "sts:AssumeRole"}
+    ],
+}
+
+
+def account_role_name() -> str:
+    """``singleton-flags-apigw-logs-<region>`` (at most 47 characters of IAM's 64), resolved at deploy time."""
+    return Fn.join("", [ACCOUNT_ROLE_PREFIX, Aws.REGION])
 
 
 class ApiGatewayAccount(Construct):
@@ -44,7 +71,12 @@ class ApiGatewayAccount(Construct):
         mode = config.apigw_account_logging_role
         if mode == LOGGING_ROLE_EXISTING:
             return
-        role_arn = self._build_role().role_arn if mode == LOGGING_ROLE_AUTO else mode
+        created: list[cr.AwsCustomResource] = []
+        if mode == LOGGING_ROLE_AUTO:
+            role_arn = self._account_role_arn()
+            created = self._build_account_role(config, role_arn)
+        else:
+            role_arn = mode
         function = self._build_function(config, code, role_arn)
         self.setting = CustomResource(
             self,
@@ -55,24 +87,75 @@ class ApiGatewayAccount(Construct):
             service_timeout=Duration.seconds(constants.CUSTOM_RESOURCE_TIMEOUT_SECONDS),
             removal_policy=RemovalPolicy.RETAIN,  # the account setting outlives the stack: never undone
         )
+        for call in created:
+            self.setting.node.add_dependency(call)
 
-    def _build_role(self) -> iam.Role:
-        self.role = iam.Role(
+    def _account_role_arn(self) -> str:
+        return Fn.join("", [f"arn:{Aws.PARTITION}:iam::{Aws.ACCOUNT_ID}:role/", account_role_name()])
+
+    def _build_account_role(self, config: FlagsConfig, role_arn: str) -> list[cr.AwsCustomResource]:
+        """Create the account and region's role unless it exists, then attach AWS's managed policy (idempotent).
+        Both calls run on Create only, and nothing runs on Delete: the role outlives every stage."""
+        name = account_role_name()
+        policy_arn = f"arn:{Aws.PARTITION}:iam::aws:policy/{PUSH_TO_LOGS_POLICY}"
+        logs_group = log_group(self, "AccountRoleLogs", config.log_retention_days)
+        statements = [
+            iam.PolicyStatement(actions=["iam:CreateRole", "iam:TagRole"], resources=[role_arn]),
+            iam.PolicyStatement(
+                actions=["iam:AttachRolePolicy"],
+                resources=[role_arn],
+                conditions={"ArnEquals": {"iam:PolicyARN": policy_arn}},
+            ),
+        ]
+        create = cr.AwsCustomResource(
             self,
-            "ApiGatewayLogsRole",
-            assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"),
-            description="API Gateway's account-level CloudWatch Logs role (set by singleton-flags where none was set)",
-            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(PUSH_TO_LOGS_POLICY)],
+            "AccountRole",
+            on_create=cr.AwsSdkCall(
+                service="IAM",
+                action="createRole",
+                parameters={
+                    "RoleName": name,
+                    "AssumeRolePolicyDocument": json.dumps(APIGATEWAY_TRUST),
+                    "Description": "API Gateway's account-level CloudWatch Logs role (one per account and region, "
+                    "created by singleton-flags where none was set)",
+                    "Tags": [{"Key": constants.TAG_PROJECT, "Value": vocabulary.DEFAULT_SERVICE}],
+                },
+                physical_resource_id=cr.PhysicalResourceId.of(ACCOUNT_ROLE_PREFIX + "role"),
+                ignore_error_codes_matching=ROLE_EXISTS,
+            ),
+            policy=cr.AwsCustomResourcePolicy.from_statements(statements),
+            install_latest_aws_sdk=False,
+            log_group=logs_group,
+            timeout=Duration.minutes(2),
         )
-        self.role.apply_removal_policy(RemovalPolicy.RETAIN)  # the account setting may point at it after us
+        attach = cr.AwsCustomResource(
+            self,
+            "AccountRolePolicy",
+            on_create=cr.AwsSdkCall(
+                service="IAM",
+                action="attachRolePolicy",
+                parameters={"RoleName": name, "PolicyArn": policy_arn},
+                physical_resource_id=cr.PhysicalResourceId.of(ACCOUNT_ROLE_PREFIX + "policy"),
+            ),
+            policy=cr.AwsCustomResourcePolicy.from_statements(statements),
+            install_latest_aws_sdk=False,
+            log_group=logs_group,
+            timeout=Duration.minutes(2),
+        )
+        attach.node.add_dependency(create)
+        self._acknowledge_sdk_calls()
+        return [create, attach]
+
+    def _acknowledge_sdk_calls(self) -> None:
+        """The SDK calls' function is the CDK's own singleton (AwsCustomResource's provider)."""
+        provider = Stack.of(self).node.find_child(SDK_CALL_PROVIDER_ID)
         acknowledge(
-            self.role,
+            provider.node.find_child("ServiceRole"),
             "AwsSolutions-IAM4",
-            "AmazonAPIGatewayPushToCloudWatchLogs is the policy AWS documents for API Gateway's account-level "
-            "CloudWatch Logs role; API Gateway creates the log groups of any API in the region with it.",
-            finding="Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs",
+            "The CDK's AwsCustomResource provider logs with AWSLambdaBasicExecutionRole; it runs two IAM calls "
+            "once per account and region (create the API Gateway logging role, attach its policy).",
+            finding="Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
         )
-        return self.role
 
     def _build_function(self, config: FlagsConfig, code: lambda_.Code, role_arn: str) -> lambda_.Function:
         logs_group = log_group(self, "AccountSettingLogs", config.log_retention_days)

@@ -11,10 +11,12 @@ from fnmatch import fnmatchcase
 from typing import cast
 
 from aws_cdk import (
+    Aws,
     CfnElement,
     CustomResource,
     Duration,
     aws_apigateway as apigw,
+    aws_ec2 as ec2,
     aws_iam as iam,
     aws_lambda as lambda_,
     aws_xray as xray,
@@ -26,7 +28,7 @@ from singleton_flags_service.api.routes import ROUTES, Route
 from singleton_flags_service.contract import READ_FUNCTION, WRITE_FUNCTION
 
 from . import constants
-from .config import FlagsConfig
+from .config import ApiResourcePolicy, FlagsConfig
 from .logs import log_group
 from .nag import acknowledge, logical_id
 
@@ -100,6 +102,38 @@ def method_throttling_key(route: Route) -> str:
     return f"{route.path}/{route.method}"
 
 
+def resource_policy(policy: ApiResourcePolicy) -> iam.PolicyDocument:
+    """The API's resource policy (``api_resource_policy``): it narrows who may call, it grants nothing.
+
+    The Allow names the stack's account as principal: within the account, a caller still needs the reader or admin
+    policy (an account principal delegates to the account's IAM policies); a private API needs an Allow. The Deny
+    refuses every request outside the configured account, organization or VPC endpoints, whatever any policy says.
+    """
+    invoke = "execute-api:Invoke"
+    everything = "execute-api:/*"
+    condition: dict[str, dict[str, str | list[str]]]
+    if policy.account:
+        condition = {"StringNotEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID}}
+    elif policy.organization_id:
+        condition = {"StringNotEquals": {"aws:PrincipalOrgID": policy.organization_id}}
+    else:
+        condition = {"StringNotEquals": {"aws:SourceVpce": list(policy.vpc_endpoint_ids)}}
+    return iam.PolicyDocument(
+        statements=[
+            iam.PolicyStatement(
+                actions=[invoke], resources=[everything], principals=[iam.AccountPrincipal(Aws.ACCOUNT_ID)]
+            ),
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                actions=[invoke],
+                resources=[everything],
+                principals=[iam.AnyPrincipal()],
+                conditions=condition,
+            ),
+        ]
+    )
+
+
 class Api(Construct):
     """RestApi + stage (throttling, access logs, tracing) + the reader and admin managed policies."""
 
@@ -160,12 +194,28 @@ class Api(Construct):
 
     def _build_rest_api(self) -> apigw.RestApi:
         read, write = self._config.api_throttling.read, self._config.api_throttling.write
+        policy = self._config.api_resource_policy
+        private = policy is not None and bool(policy.vpc_endpoint_ids)
         return apigw.RestApi(
             self,
             "RestApi",
             rest_api_name=constants.stack_name(self._config.stage),
             description="singleton-flags: application-wide flags in one DynamoDB item",
-            endpoint_types=[apigw.EndpointType.REGIONAL],
+            endpoint_types=None if private else [apigw.EndpointType.REGIONAL],
+            endpoint_configuration=(
+                apigw.EndpointConfiguration(
+                    types=[apigw.EndpointType.PRIVATE],
+                    vpc_endpoints=[
+                        ec2.InterfaceVpcEndpoint.from_interface_vpc_endpoint_attributes(
+                            self, f"Endpoint{index}", vpc_endpoint_id=endpoint, port=443
+                        )
+                        for index, endpoint in enumerate(policy.vpc_endpoint_ids)
+                    ],
+                )
+                if private and policy is not None
+                else None
+            ),
+            policy=resource_policy(policy) if policy is not None else None,
             cloud_watch_role=False,
             default_method_options=apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM),
             deploy_options=apigw.StageOptions(

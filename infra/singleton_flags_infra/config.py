@@ -117,8 +117,12 @@ _TOP_FIELDS = {
     "termination_protection",
     "guard_alarm_prefix",
     "change_events",
+    "region",
+    "api_resource_policy",
+    "read_reserved_concurrency",
 }
 _CHANGE_EVENTS_FIELDS = {"sns_topic"}
+_RESOURCE_POLICY_FIELDS = {"account", "organization_id", "vpc_endpoint_ids"}
 # `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
 # be overridden with -c).
 STAGE_CONTEXT_KEY = "stage"
@@ -132,6 +136,58 @@ ROLE_ARN_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,5
 POWERTOOLS_LAYER = "layer"
 POWERTOOLS_BUNDLED = "bundled"
 POWERTOOLS_MODES = (POWERTOOLS_LAYER, POWERTOOLS_BUNDLED)
+# The regions where Powertools' publishing workflow writes the public parameter the `layer` mode resolves
+# (/aws/service/powertools/python/<arch>/<runtime>/<version>): its SSM workflow's region matrix. Elsewhere
+# (GovCloud and China, where Powertools publishes layers but no parameter; any region launched after the matrix
+# was last extended) CloudFormation fails the change set before any resource exists.
+POWERTOOLS_PARAMETER_REGIONS = frozenset(
+    {
+        "af-south-1",
+        "ap-east-1",
+        "ap-northeast-1",
+        "ap-northeast-2",
+        "ap-northeast-3",
+        "ap-south-1",
+        "ap-south-2",
+        "ap-southeast-1",
+        "ap-southeast-2",
+        "ap-southeast-3",
+        "ap-southeast-4",
+        "ap-southeast-5",
+        "ap-southeast-7",
+        "ca-central-1",
+        "ca-west-1",
+        "eu-central-1",
+        "eu-central-2",
+        "eu-north-1",
+        "eu-south-1",
+        "eu-south-2",
+        "eu-west-1",
+        "eu-west-2",
+        "eu-west-3",
+        "il-central-1",
+        "mx-central-1",
+        "sa-east-1",
+        "us-east-1",
+        "us-east-2",
+        "us-west-1",
+        "us-west-2",
+    }
+)
+REGION_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$")
+# Where the stage's region came from: cdk.json's `region`, or the CDK CLI's CDK_DEFAULT_REGION (the region of the
+# credentials it runs with), or nowhere (an environment-agnostic synth: the Powertools mode cannot be checked).
+REGION_FROM_CONFIG = "cdk.json"
+REGION_FROM_ENVIRONMENT = "CDK_DEFAULT_REGION"
+REGION_UNKNOWN = "unknown"
+# A stage whose name has a `-guard` segment would sit under the guard prefix of the stage named by its start: the
+# alarms of `prod-guard-x` (named `singleton-flags-prod-guard-x-...` by CloudFormation) would guard `prod`'s changes.
+GUARD_SEGMENT = re.compile(r"-guard(-|$)")
+# The read function's reserved concurrency: off by default (on a new account, reserving any is what fails a deploy:
+# Lambda keeps at least 100 unreserved); at most Lambda's default regional quota.
+READ_RESERVED_CONCURRENCY = (1, 1000)
+VPC_ENDPOINT_PATTERN = re.compile(r"^vpce-[0-9a-f]{8,17}$")
+ORGANIZATION_ID_PATTERN = re.compile(r"^o-[a-z0-9]{10,32}$")
 # Lambda's platform (START/END/REPORT) log level. WARN keeps those lines out of the bill; INFO brings them back.
 SYSTEM_LOG_LEVELS = ("DEBUG", "INFO", "WARN")
 DEFAULT_SYSTEM_LOG_LEVEL = "WARN"
@@ -186,6 +242,19 @@ class ChangeEventsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ApiResourcePolicy:
+    """``api_resource_policy``: who may call the API at all, besides what their IAM policy allows (one of the three).
+
+    ``account``: principals of the stack's account only; ``organization_id``: principals of that AWS Organization;
+    ``vpc_endpoint_ids``: the API becomes PRIVATE, reachable only through those interface VPC endpoints.
+    """
+
+    account: bool = False
+    organization_id: str = ""
+    vpc_endpoint_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class FlagsConfig:
     stage: str
     cache_max_age_seconds: int
@@ -201,6 +270,10 @@ class FlagsConfig:
     termination_protection: bool = True
     guard_alarm_prefix: str = ""  # as given in cdk.json; "" means the stage's default (guard_prefix)
     change_events: ChangeEventsConfig = ChangeEventsConfig()
+    region: str = ""  # the region the stage deploys to, when known at synth ("" otherwise)
+    region_source: str = REGION_UNKNOWN
+    api_resource_policy: ApiResourcePolicy | None = None
+    read_reserved_concurrency: int | None = None
 
     @property
     def guard_prefix(self) -> str:
@@ -434,14 +507,93 @@ def _change_events(raw: Any, path: str) -> ChangeEventsConfig:
     return ChangeEventsConfig(sns_topic=sns_topic)
 
 
-def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
+def _stage(value: Any, path: str) -> str:
+    stage = _string(value, path, STAGE_PATTERN)
+    segment = GUARD_SEGMENT.search(stage)
+    if segment is not None:
+        guarded = stage[: segment.start()]
+        raise ConfigError(
+            path,
+            f"must not contain a '-guard' segment, got {stage!r}: its alarms (named "
+            f"'{vocabulary.DEFAULT_SERVICE}-{stage}-...') would match the guard prefix of stage {guarded!r} "
+            f"({default_guard_alarm_prefix(guarded)!r}) and revert its changes; choose another name",
+        )
+    return stage
+
+
+def _region(raw: Mapping[str, Any], path: str, default_region: str | None) -> tuple[str, str]:
+    if "region" in raw:
+        return _string(raw["region"], f"{path}.region", REGION_PATTERN), REGION_FROM_CONFIG
+    if default_region:
+        return default_region, REGION_FROM_ENVIRONMENT
+    return "", REGION_UNKNOWN
+
+
+def powertools_parameter_published(region: str) -> bool:
+    """Whether Powertools publishes the public parameter the ``layer`` mode resolves in ``region``."""
+    return region in POWERTOOLS_PARAMETER_REGIONS
+
+
+def _powertools(raw: Mapping[str, Any], path: str, region: str, region_source: str) -> str:
+    powertools = _string(raw.get("powertools", POWERTOOLS_LAYER), f"{path}.powertools")
+    if powertools not in POWERTOOLS_MODES:
+        raise ConfigError(f"{path}.powertools", f"must be one of {list(POWERTOOLS_MODES)}, got {powertools!r}")
+    if powertools == POWERTOOLS_LAYER and region and not powertools_parameter_published(region):
+        source = f"{path}.region" if region_source == REGION_FROM_CONFIG else REGION_FROM_ENVIRONMENT
+        raise ConfigError(
+            f"{path}.powertools",
+            f"'{POWERTOOLS_LAYER}' resolves Powertools' public SSM parameter, which is not published in {region} "
+            f'(the region of {source}); set "powertools": "{POWERTOOLS_BUNDLED}" (the pinned release installed '
+            "at synth as a layer of the stack), or deploy to a region of Powertools' parameter matrix",
+        )
+    return powertools
+
+
+def _api_resource_policy(raw: Any, path: str) -> ApiResourcePolicy | None:
+    if raw is None:
+        return None
+    raw = _object(raw, path, _RESOURCE_POLICY_FIELDS)
+    if len(raw) != 1:
+        raise ConfigError(
+            path, f"give exactly one of {sorted(_RESOURCE_POLICY_FIELDS)} (or leave the key out: no resource policy)"
+        )
+    if "account" in raw:
+        if raw["account"] is not True:
+            raise ConfigError(
+                f"{path}.account", f"must be true (principals of the stack's account only), got {raw['account']!r}"
+            )
+        return ApiResourcePolicy(account=True)
+    if "organization_id" in raw:
+        return ApiResourcePolicy(
+            organization_id=_string(raw["organization_id"], f"{path}.organization_id", ORGANIZATION_ID_PATTERN)
+        )
+    ids = raw["vpc_endpoint_ids"]
+    if not isinstance(ids, list) or not ids:
+        raise ConfigError(f"{path}.vpc_endpoint_ids", f"must be a non-empty list of VPC endpoint ids, got {ids!r}")
+    endpoints = tuple(
+        _string(item, f"{path}.vpc_endpoint_ids[{index}]", VPC_ENDPOINT_PATTERN) for index, item in enumerate(ids)
+    )
+    if len(set(endpoints)) != len(endpoints):
+        raise ConfigError(f"{path}.vpc_endpoint_ids", f"lists an endpoint twice: {list(endpoints)}")
+    return ApiResourcePolicy(vpc_endpoint_ids=endpoints)
+
+
+def _reserved_concurrency(raw: Mapping[str, Any], path: str) -> int | None:
+    value = raw.get("read_reserved_concurrency")
+    if value is None:
+        return None
+    return _int(value, f"{path}.read_reserved_concurrency", *READ_RESERVED_CONCURRENCY)
+
+
+def parse_config(raw: Any, stage: Any = None, default_region: str | None = None) -> FlagsConfig:
     """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``).
 
     ``stage`` (the context's top-level ``stage``, from ``-c stage=<name>``) overrides the object's ``stage``.
+    ``default_region`` (the CDK CLI's ``CDK_DEFAULT_REGION``) is the stage's region when the object names none.
     """
     path = CONTEXT_KEY
     if stage is not None:
-        _string(stage, STAGE_CONTEXT_KEY, STAGE_PATTERN)
+        _stage(stage, STAGE_CONTEXT_KEY)
     if raw is None:
         raise ConfigError(path, "is missing from cdk.json's context")
     if isinstance(raw, str):
@@ -460,14 +612,15 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
         raise ConfigError(
             f"{path}.system_log_level", f"must be one of {list(SYSTEM_LOG_LEVELS)}, got {system_log_level!r}"
         )
-    powertools = _string(raw.get("powertools", POWERTOOLS_LAYER), f"{path}.powertools")
-    if powertools not in POWERTOOLS_MODES:
-        raise ConfigError(f"{path}.powertools", f"must be one of {list(POWERTOOLS_MODES)}, got {powertools!r}")
+    region, region_source = _region(raw, path, default_region)
+    powertools = _powertools(raw, path, region, region_source)
     termination_protection = raw.get("termination_protection", True)
     if not isinstance(termination_protection, bool):
         raise ConfigError(f"{path}.termination_protection", f"must be true or false, got {termination_protection!r}")
-    final_stage = stage if stage is not None else _string(_require(raw, "stage", path), f"{path}.stage", STAGE_PATTERN)
-    guard_prefix = _guard_alarm_prefix(raw["guard_alarm_prefix"], path) if "guard_alarm_prefix" in raw else ""
+    final_stage = stage if stage is not None else _stage(_require(raw, "stage", path), f"{path}.stage")
+    guard_prefix = (
+        _guard_alarm_prefix(raw["guard_alarm_prefix"], path, final_stage) if "guard_alarm_prefix" in raw else ""
+    )
     alarm_email = _string(raw.get("alarm_email", ""), f"{path}.alarm_email")
     if alarm_email and not EMAIL_PATTERN.match(alarm_email):
         raise ConfigError(f"{path}.alarm_email", f"must be an email address or empty, got {alarm_email!r}")
@@ -490,6 +643,10 @@ def parse_config(raw: Any, stage: Any = None) -> FlagsConfig:
         termination_protection=termination_protection,
         guard_alarm_prefix=guard_prefix,
         change_events=_change_events(raw.get("change_events", {}), f"{path}.change_events"),
+        region=region,
+        region_source=region_source,
+        api_resource_policy=_api_resource_policy(raw.get("api_resource_policy"), f"{path}.api_resource_policy"),
+        read_reserved_concurrency=_reserved_concurrency(raw, path),
     )
 
 
@@ -503,7 +660,9 @@ def default_guard_alarm_prefix(stage: str) -> str:
     return f"{vocabulary.DEFAULT_SERVICE}-{stage}-guard-"
 
 
-def _guard_alarm_prefix(value: Any, path: str) -> str:
+def _guard_alarm_prefix(value: Any, path: str, stage: str) -> str:
+    """A configured prefix, refused where it would match the alarms of another stage: within the service's names
+    (``singleton-flags-...``, where every stage's stack names its alarms), only this stage's own guard prefix."""
     key = f"{path}.guard_alarm_prefix"
     prefix = _string(value, key)
     if not GUARD_ALARM_PREFIX_PATTERN.match(prefix):
@@ -512,18 +671,28 @@ def _guard_alarm_prefix(value: Any, path: str) -> str:
             f"must be {GUARD_ALARM_PREFIX_RULE} (the start of the CloudWatch alarm names that may guard a change), "
             f"got {prefix!r}",
         )
+    service = f"{vocabulary.DEFAULT_SERVICE}-"
+    own = default_guard_alarm_prefix(stage)
+    overlaps_service = prefix.startswith(service) or service.startswith(prefix)
+    if overlaps_service and not prefix.startswith(own):
+        raise ConfigError(
+            key,
+            f"{prefix!r} would match alarms of other stages (every stage's alarms are named '{service}<stage>-...'); "
+            f"leave it out (the stage's default, {own!r}), start it with {own!r}, or choose a prefix outside "
+            f"'{service}'",
+        )
     return prefix
 
 
-def load_config(path: str | Path = "cdk.json") -> FlagsConfig:
+def load_config(path: str | Path = "cdk.json", default_region: str | None = None) -> FlagsConfig:
     """Read cdk.json (a relative path from the working directory, where the CDK CLI runs the app) and validate its
-    ``singleton-flags`` context."""
+    ``singleton-flags`` context (``default_region``: as ``parse_config``'s)."""
     file = Path(path)
     try:
         document = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(CONTEXT_KEY, f"cannot read {file}: {exc}") from exc
-    return parse_config(document.get("context", {}).get(CONTEXT_KEY))
+    return parse_config(document.get("context", {}).get(CONTEXT_KEY), default_region=default_region)
 
 
 # What a window's schedule delivers to the maintenance function (the local runner passes the current time).

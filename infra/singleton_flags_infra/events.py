@@ -38,6 +38,7 @@ from singleton_flags_service.events import DETAIL_TYPE, SOURCE, STREAM_FILTER
 
 from . import constants
 from .config import FlagsConfig
+from .nag import acknowledge
 from .queues import last_stop_queue
 
 # What reading a stream takes (DynamoDB's policy for a Lambda function reading a table's stream), on this
@@ -46,8 +47,10 @@ STREAM_READ_ACTIONS = (
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
-    "dynamodb:ListStreams",
 )
+# ListStreams has no resource type (the Service Authorization Reference lists none for it): a statement naming the
+# stream's ARN never matches it. Its own statement, on "*"; it lists stream ARNs, never reads a record.
+LIST_STREAMS_ACTION = "dynamodb:ListStreams"
 FORWARD_RULE_SUFFIX = "to-sns"
 
 
@@ -115,6 +118,14 @@ class ChangeEvents(Construct):
         if role is None:
             raise ValueError("the change-events function has no role")
         role.add_to_principal_policy(iam.PolicyStatement(actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]))
+        role.add_to_principal_policy(iam.PolicyStatement(actions=[LIST_STREAMS_ACTION], resources=["*"]))
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "dynamodb:ListStreams has no resource type (Service Authorization Reference, Amazon DynamoDB): it is "
+            "authorised on '*' only, in its own statement; it lists stream ARNs and reads no record.",
+            finding="Resource::*",
+        )
         put = iam.PolicyStatement(actions=["events:PutEvents"], resources=[self.bus.event_bus_arn])
         role.add_to_principal_policy(put)
 

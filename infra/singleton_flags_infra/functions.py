@@ -234,6 +234,9 @@ class Functions(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel[self._config.system_log_level],
+            # Off unless configured: reserving concurrency fails the deploy where it would leave the account less
+            # than Lambda's minimum unreserved (new accounts start at that minimum); the preflight checks it.
+            reserved_concurrent_executions=self._config.read_reserved_concurrency if name == READ_FUNCTION else None,
         )
         acknowledge(
             function,
