@@ -17,8 +17,13 @@ retries are 0 and the function's asynchronous retries 0; a failure is seen on th
 
 from __future__ import annotations
 
-from aws_cdk import Duration, aws_iam as iam, aws_lambda as lambda_, aws_scheduler as scheduler
-from aws_cdk import aws_scheduler_targets as targets
+from aws_cdk import (
+    Duration,
+    aws_iam as iam,
+    aws_lambda as lambda_,
+    aws_scheduler as scheduler,
+    aws_scheduler_targets as targets,
+)
 from constructs import Construct
 
 from singleton_flags_service.contract import GUARD_CLOSE_TARGET, SCHEDULED_CHANGE_TARGET, OneTimeTarget
@@ -47,7 +52,9 @@ class Reconciler(Construct):
             for name, value in variables.environment(target).items():
                 function.add_environment(name, value)
         self._grant(function, (scheduled_changes, guard_closes))
-        function.configure_async_invoke(retry_attempts=0, max_event_age=Duration.minutes(constants.RECONCILE_RATE_MINUTES))
+        function.configure_async_invoke(
+            retry_attempts=0, max_event_age=Duration.minutes(constants.RECONCILE_RATE_MINUTES)
+        )
         default_group = scheduler.ScheduleGroup.from_default_schedule_group(self, "DefaultGroup")
         self.role = scheduler_role(
             self, "SchedulerRole", default_group, function, "singleton-flags reconciler: invoke the reconcile function"
@@ -96,4 +103,3 @@ class Reconciler(Construct):
                 finding="Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/"
                 f"{target.group}/*",
             )
-

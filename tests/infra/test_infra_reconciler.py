@@ -110,8 +110,13 @@ def test_overdue_scheduled_work_is_alarmed_on_the_stacks_alarm_topic(variant: Sy
     assert alarm["Namespace"] == f"SingletonFlags/{variant.config.stage}"
     assert (alarm["Statistic"], alarm["Period"], alarm["Threshold"]) == ("Sum", 300, 0)
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
-    (topic_id,) = variant.resources("AWS::SNS::Topic")
-    assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+    (failures,) = [
+        a["Properties"]
+        for a in variant.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == "ScheduledChangeFailures"
+    ]
+    assert alarm["AlarmActions"] and alarm["AlarmActions"] == failures["AlarmActions"]  # the stack's alarm topic
+    assert tt.referenced_id(alarm["AlarmActions"][0]) in variant.resources("AWS::SNS::Topic")
     # and the reconcile function's own errors are alarmed like every function's
     function_id, _ = reconcile(variant)
     errors = [

@@ -94,7 +94,7 @@ def test_two_closes_of_one_guard_close_it_once(
                 FlagStore(client, flags_table, declarations, sleep=lambda _: None),
                 GuardBook(client, flags_table),
                 Alarms(),
-                clock=lambda: at_end,
+                clock=partial(float, at_end),
             )
             for client in (client_factory(), client_factory())
         ]

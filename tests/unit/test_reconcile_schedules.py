@@ -108,7 +108,11 @@ def replaced(api: WriteApi, clock: Clock, monkeypatch: pytest.MonkeyPatch, lambd
     patched = api(
         "PATCH",
         "/flags",
-        body={"flags": {"signup_enabled": False}, "reason": "try", "guard": {"alarms": [ALARM_NAME], "bake_minutes": 30}},
+        body={
+            "flags": {"signup_enabled": False},
+            "reason": "try",
+            "guard": {"alarms": [ALARM_NAME], "bake_minutes": 30},
+        },
     )
     assert patched["statusCode"] == 200, patched["body"]
     version = body_of(patched)["version"]

@@ -107,7 +107,13 @@ class Reconciler:
                 partial(create_close, self._close_schedules, guard),
                 partial(self._guards.mark_overdue, guard.version),
             )
-        logger.info("schedules reconciled", **report.as_dict())
+        logger.info(
+            "schedules reconciled",
+            checked=report.checked,
+            recreated=report.recreated,
+            overdue=report.overdue,
+            failed=report.failed,
+        )
         if report.failed:
             raise ReconcileFailed(f"EventBridge Scheduler failed for {', '.join(report.failed)}; the rest reconciled")
         return report
@@ -141,7 +147,9 @@ class Reconciler:
             create()
         except (SchedulerUnavailable, SchedulerFault) as exc:
             report.failed.append(name)
-            logger.error("a missing one-time schedule could not be checked or created", schedule=name, error=exc.message)
+            logger.error(
+                "a missing one-time schedule could not be checked or created", schedule=name, error=exc.message
+            )
             return
         report.recreated.append(name)
         logger.warning(
