@@ -57,6 +57,8 @@ __all__ = [
     "MAX_WINDOWS",
     "READERS",
     "READ_FUNCTION",
+    "RECONCILE_FUNCTION",
+    "RECONCILE_HANDLER",
     "SCHEDULED_CHANGE_TARGET",
     "SEED_FUNCTION",
     "SEED_HANDLER",
@@ -64,6 +66,7 @@ __all__ = [
     "ChangeEventSettings",
     "Deployment",
     "OneTimeTarget",
+    "ReconcileConfiguration",
     "Settings",
     "SettingsError",
     "WindowDefinition",
@@ -83,6 +86,7 @@ MAINTENANCE_FUNCTION = "maintenance"
 GUARD_FUNCTION = "guard"
 SEED_FUNCTION = "seed"
 CHANGE_EVENTS_FUNCTION = "change_events"
+RECONCILE_FUNCTION = "reconcile"
 
 # Each API function's handler, relative to the functions' asset root
 HANDLERS = {
@@ -93,6 +97,7 @@ HANDLERS = {
 }
 SEED_HANDLER = "singleton_flags_service.handlers.seed.handler"
 CHANGE_EVENTS_HANDLER = "singleton_flags_service.handlers.change_events.handler"
+RECONCILE_HANDLER = "singleton_flags_service.handlers.reconcile.handler"
 
 # The flags this service is deployed for: shipped in the functions' asset, read by every function at cold start.
 DECLARATIONS_FILE = Path(__file__).with_name("declarations.json")
@@ -557,6 +562,25 @@ class WriteConfiguration:
         return cls(settings, windows, scheduled_changes, GUARD_CLOSE_TARGET.read(env))
 
 
+@dataclass(frozen=True, slots=True)
+class ReconcileConfiguration:
+    """The reconcile function's: its settings and both kinds of one-time schedule it re-creates (the write
+    function's own targets: the same groups, targets and roles)."""
+
+    settings: Settings
+    scheduled_changes: OneTimeTarget
+    guard_closes: OneTimeTarget
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ReconcileConfiguration:
+        settings = Settings.from_env(env)
+        scheduled_changes, guard_closes = SCHEDULED_CHANGE_TARGET.read(env), GUARD_CLOSE_TARGET.read(env)
+        if scheduled_changes is None or guard_closes is None:
+            variables = SCHEDULED_CHANGE_TARGET if scheduled_changes is None else GUARD_CLOSE_TARGET
+            raise SettingsError(f"one-time schedules need {', '.join(variables.names)} in the environment")
+        return cls(settings, scheduled_changes, guard_closes)
+
+
 # What each function's handler reads at module scope, by function name (the stack's writers take the same names).
 READERS: dict[str, Callable[[Mapping[str, str]], object]] = {
     READ_FUNCTION: Settings.from_env,
@@ -565,4 +589,5 @@ READERS: dict[str, Callable[[Mapping[str, str]], object]] = {
     GUARD_FUNCTION: WindowsConfiguration.from_env,
     SEED_FUNCTION: Settings.from_env,
     CHANGE_EVENTS_FUNCTION: ChangeEventSettings.from_env,
+    RECONCILE_FUNCTION: ReconcileConfiguration.from_env,
 }

@@ -50,6 +50,8 @@ __all__ = [
     "SCHEDULED_CHANGES_APPLIED",
     "SCHEDULED_CHANGE_FAILURES",
     "SCHEDULED_CHANGE_SKIPS",
+    "SCHEDULES_OVERDUE",
+    "SCHEDULES_RECREATED",
     "STALE",
     "STATIC",
     "VERSION_KINDS",
@@ -100,4 +102,6 @@ CHANGE_EVENTS_REFUSED = "ChangeEventsRefused"  # PutEvents entries refused (Fail
 SCHEDULED_CHANGES_APPLIED = "ScheduledChangesApplied"
 SCHEDULED_CHANGE_SKIPS = "ScheduledChangeSkips"  # if_version no longer matched: recorded, nothing changed
 SCHEDULED_CHANGE_FAILURES = "ScheduledChangeFailures"  # a delivery no retry can fix: rejected, unknown, failed
+SCHEDULES_RECREATED = "SchedulesRecreated"  # a pending item's missing one-time schedule created again
+SCHEDULES_OVERDUE = "SchedulesOverdue"  # a pending item's time passed with no delivery (alarmed; once per item)
 DIMENSION_CODE = "code"

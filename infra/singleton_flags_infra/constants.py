@@ -44,6 +44,7 @@ def event_bus_name(stage: str) -> str:
 # The function the table's stream invokes (not an API function:
 # functions/singleton_flags_service/handlers/change_events.py), named by the contract
 CHANGE_EVENTS_FUNCTION = contract.CHANGE_EVENTS_FUNCTION
+RECONCILE_FUNCTION = contract.RECONCILE_FUNCTION
 
 # Construct ids (the stack's is its name: constants.stack_name)
 STORAGE_ID = "Storage"
@@ -61,6 +62,7 @@ SCHEDULED_CHANGES_ID = "ScheduledChanges"
 MONITORING_ID = "Monitoring"
 DISCOVERY_ID = "Discovery"
 CHANGE_EVENTS_ID = "ChangeEvents"
+RECONCILER_ID = "Reconciler"
 
 # Stack outputs
 OUTPUT_API_URL = "ApiUrl"
@@ -71,11 +73,30 @@ OUTPUT_EVENT_BUS_NAME = "EventBusName"
 OUTPUT_CHANGE_EVENTS_TOPIC_ARN = "ChangeEventsTopicArn"
 
 # Function settings (names are those of singleton_flags_service.contract.HANDLERS)
-MEMORY_MB = {"read": 256, "write": 512, "maintenance": 256, "guard": 256, "seed": 256, CHANGE_EVENTS_FUNCTION: 256}
+MEMORY_MB = {
+    "read": 256,
+    "write": 512,
+    "maintenance": 256,
+    "guard": 256,
+    "seed": 256,
+    CHANGE_EVENTS_FUNCTION: 256,
+    RECONCILE_FUNCTION: 256,
+}
 # The write function works against a deadline taken from its remaining time; 20 s leaves API Gateway's 29 s
 # integration limit a margin, so a caller gets the function's answer, never a gateway timeout.
 # change_events: one batch (one PutEvents request, 3 calls of at most 2 x 7 s each, with backoff) fits in 60 s
-TIMEOUT_SECONDS = {"read": 5, "write": 20, "maintenance": 30, "guard": 30, "seed": 60, CHANGE_EVENTS_FUNCTION: 60}
+# reconcile: a Query per partition, then a GetSchedule (3 s, one retry) per pending item still due later
+TIMEOUT_SECONDS = {
+    "read": 5,
+    "write": 20,
+    "maintenance": 30,
+    "guard": 30,
+    "seed": 60,
+    CHANGE_EVENTS_FUNCTION: 60,
+    RECONCILE_FUNCTION: 120,
+}
+# The reconciler's recurring run (infra/reconciler.py): every 5 minutes
+RECONCILE_RATE_MINUTES = 5
 # Explicit on every Lambda integration: REST API Gateway's maximum (50 ms - 29 s without a quota increase).
 INTEGRATION_TIMEOUT_SECONDS = 29
 

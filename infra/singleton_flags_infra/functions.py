@@ -33,6 +33,8 @@ from singleton_flags_service.contract import (
     HANDLERS,
     MAINTENANCE_FUNCTION,
     READ_FUNCTION,
+    RECONCILE_FUNCTION,
+    RECONCILE_HANDLER,
     SEED_FUNCTION,
     SEED_HANDLER,
     WRITE_FUNCTION,
@@ -66,6 +68,8 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     GUARD_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
     # FlagStore.seed: read the item, restore it from the trail (Query), add flags as a version (transaction)
     SEED_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
+    # the pending items (Query), each overdue one recorded once (UpdateItem): infra/reconciler.py
+    RECONCILE_FUNCTION: ("dynamodb:Query", "dynamodb:UpdateItem"),
 }
 TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
@@ -78,6 +82,7 @@ PARTITIONS: dict[str, tuple[str, ...]] = {
     MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK),
     GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
     SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK),
+    RECONCILE_FUNCTION: (SCHEDULE_PK, GUARD_PK),
 }
 
 
@@ -127,6 +132,7 @@ class Functions(Construct):
         # Not in `functions` (alarmed per invocation): CloudFormation reports a failed seed as a failed deploy.
         self.seed = self._build_function(SEED_FUNCTION, SEED_HANDLER)
         self.change_events = self._build_function(CHANGE_EVENTS_FUNCTION, CHANGE_EVENTS_HANDLER)
+        self.reconcile = self._build_function(RECONCILE_FUNCTION, RECONCILE_HANDLER)  # infra/reconciler.py
 
     @property
     def read(self) -> lambda_.Function:

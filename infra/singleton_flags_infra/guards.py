@@ -154,7 +154,7 @@ class Guards(Construct):
             finding=f"Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/"
             f"{self.group.schedule_group_name}/*",
         )
-        closes = OneTimeTarget(
+        self.close_target = closes = OneTimeTarget(
             group=self.group.schedule_group_name,
             target_arn=self._guard.function_arn,
             role_arn=self.scheduler_role.role_arn,

@@ -131,7 +131,7 @@ class Maintenance(Construct):
 def scheduler_role(
     scope: Construct,
     construct_id: str,
-    group: scheduler.ScheduleGroup,
+    group: scheduler.IScheduleGroup,
     function: lambda_.IFunction,
     description: str,
 ) -> iam.Role:

@@ -231,6 +231,13 @@ class Monitoring(Construct):
             "longer declared, a value out of its rules, the item too large), an unknown id, or a payload that "
             "is not a scheduled change's. GET /flags/schedules shows why; see the maintenance function's ERROR logs.",
         )
+        self._alarm(
+            "ScheduledWorkOverdue",
+            flags_metric(self._config.stage, vocabulary.SCHEDULES_OVERDUE, FIVE_MINUTES),
+            "A scheduled change or a guard's close is still pending past its time: its one-time schedule never "
+            "delivered (its schedule group replaced or deleted under it). The reconcile function's ERROR log names "
+            "it; cancel it (DELETE /flags/schedules/{id}) or apply it by hand (docs/operations.md).",
+        )
 
     def _build_read_alarms(self) -> None:
         self._alarm(
@@ -354,6 +361,8 @@ class Monitoring(Construct):
                     vocabulary.SCHEDULED_CHANGES_APPLIED,
                     vocabulary.SCHEDULED_CHANGE_SKIPS,
                     vocabulary.SCHEDULED_CHANGE_FAILURES,
+                    vocabulary.SCHEDULES_RECREATED,
+                    vocabulary.SCHEDULES_OVERDUE,
                 ),
             ),
             self._graph(

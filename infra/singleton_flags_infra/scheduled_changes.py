@@ -43,16 +43,15 @@ class ScheduledChanges(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         group = maintenance.group.schedule_group_name
-        environment = SCHEDULED_CHANGE_TARGET.environment(
-            OneTimeTarget(
-                group=group,
-                target_arn=target.function_arn,
-                role_arn=maintenance.role.role_arn,
-                dead_letter_arn=maintenance.dead_letter_queue.queue_arn,
-                retry_attempts=constants.SCHEDULE_RETRY_ATTEMPTS,
-                max_event_age_seconds=constants.SCHEDULE_MAX_EVENT_AGE_SECONDS,
-            )
+        self.target = OneTimeTarget(
+            group=group,
+            target_arn=target.function_arn,
+            role_arn=maintenance.role.role_arn,
+            dead_letter_arn=maintenance.dead_letter_queue.queue_arn,
+            retry_attempts=constants.SCHEDULE_RETRY_ATTEMPTS,
+            max_event_age_seconds=constants.SCHEDULE_MAX_EVENT_AGE_SECONDS,
         )
+        environment = SCHEDULED_CHANGE_TARGET.environment(self.target)
         for name, value in environment.items():
             writer.add_environment(name, value)
         writer.add_to_role_policy(

@@ -20,6 +20,7 @@ from .functions import Functions
 from .guards import Guards
 from .maintenance import Maintenance
 from .monitoring import Monitoring
+from .reconciler import Reconciler
 from .scheduled_changes import ScheduledChanges
 from .storage import Storage
 
@@ -68,12 +69,19 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
     guards = Guards(
         scope, constants.GUARDS_ID, config=config, guard_function=functions.guard, write_function=functions.write
     )
+    Reconciler(
+        scope,
+        constants.RECONCILER_ID,
+        function=functions.reconcile,
+        scheduled_changes=scheduled_changes.target,
+        guard_closes=guards.close_target,
+    )
     monitoring = Monitoring(
         scope,
         constants.MONITORING_ID,
         config=config,
         stage=api.stage,
-        functions=functions.functions,
+        functions={**functions.functions, constants.RECONCILE_FUNCTION: functions.reconcile},
         dead_letter_queue=maintenance.dead_letter_queue,
         failure_queue=maintenance.failure_queue,
         change_events=change_events,

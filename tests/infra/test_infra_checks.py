@@ -78,6 +78,10 @@ ACKNOWLEDGED = {
     ("AwsSolutions-IAM5[Resource::<execute-api>/DELETE/flags/schedules/*]", "Api/AdminPolicy/Resource"),
     # the write function creates and deletes the one-time schedules of its stack's group (infra/scheduled_changes.py)
     ("AwsSolutions-IAM5[Resource::<schedules of the group>]", "Functions/WriteRole/DefaultPolicy/Resource"),
+    # the reconciler: its function, its recurring schedule's role, the schedules of both groups (infra/reconciler.py)
+    ("AwsSolutions-L1", "Functions/ReconcileFunction/Resource"),
+    ("AwsSolutions-IAM5[Resource::<ReconcileFunction.Arn>:*]", "Reconciler/SchedulerRole/DefaultPolicy/Resource"),
+    ("AwsSolutions-IAM5[Resource::<schedules of the group>]", "Functions/ReconcileRole/DefaultPolicy/Resource"),
 }
 # API Gateway's account-level logging role: our function sets a role unless the account has one (`existing`)
 ACKNOWLEDGED_BY_LOGGING_ROLE_MODE = {
@@ -104,7 +108,10 @@ def expected_acknowledgments(synth: Synth) -> set[tuple[str, str]]:
     schedules = (
         f"arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/{group['Properties']['Name']}/*"
     )
-    guard_schedules = {(f"AwsSolutions-IAM5[Resource::{schedules}]", "Functions/WriteRole/DefaultPolicy/Resource")}
+    guard_schedules = {
+        (f"AwsSolutions-IAM5[Resource::{schedules}]", f"Functions/{role}/DefaultPolicy/Resource")
+        for role in ("WriteRole", "ReconcileRole")
+    }
     by_mode = ACKNOWLEDGED_BY_LOGGING_ROLE_MODE[mode if mode in ("auto", "existing") else "arn"]
     # the forwarding rule's dead-letter queue exists with the change events topic only
     forwarding = (

@@ -16,13 +16,18 @@ import pytest
 from singleton_flags_infra import environment_size
 from singleton_flags_infra.constants import SCHEDULE_MAX_EVENT_AGE_SECONDS
 from singleton_flags_service import contract
-from singleton_flags_service.contract import CHANGE_EVENTS_HANDLER, HANDLERS, SEED_HANDLER
+from singleton_flags_service.contract import CHANGE_EVENTS_HANDLER, HANDLERS, RECONCILE_HANDLER, SEED_HANDLER
 from tests.support import templates as tt
 from tests.support.synth import Synth, cdk_json_context, synthesize
 
 pytestmark = pytest.mark.infra
 
-HANDLER_OF = {**HANDLERS, contract.SEED_FUNCTION: SEED_HANDLER, contract.CHANGE_EVENTS_FUNCTION: CHANGE_EVENTS_HANDLER}
+HANDLER_OF = {
+    **HANDLERS,
+    contract.SEED_FUNCTION: SEED_HANDLER,
+    contract.CHANGE_EVENTS_FUNCTION: CHANGE_EVENTS_HANDLER,
+    contract.RECONCILE_FUNCTION: RECONCILE_HANDLER,
+}
 # What CloudFormation resolves a reference to, for the readers to read (a deployment's values, made up).
 ACCOUNT, REGION = "123456789012", "eu-west-1"
 RESOLVED = {
@@ -106,11 +111,15 @@ def asked_for(synth: Synth, name: str) -> object:
         return settings
     if name in ("maintenance", "guard"):
         return contract.WindowsConfiguration(settings, windows)
+    scheduled_changes = target(synth, "Maintenance", "maintenance", "MaintenanceDeadLetterQueue")
+    guard_closes = target(synth, "Guards", "guard", "GuardsScheduleDeadLetterQueue")
+    if name == contract.RECONCILE_FUNCTION:
+        return contract.ReconcileConfiguration(settings, scheduled_changes, guard_closes)
     return contract.WriteConfiguration(
         dataclasses.replace(settings, guard_alarm_prefix=config.guard_prefix),
         windows,
-        scheduled_changes=target(synth, "Maintenance", "maintenance", "MaintenanceDeadLetterQueue"),
-        guard_closes=target(synth, "Guards", "guard", "GuardsScheduleDeadLetterQueue"),
+        scheduled_changes=scheduled_changes,
+        guard_closes=guard_closes,
     )
 
 

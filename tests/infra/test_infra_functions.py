@@ -162,7 +162,7 @@ def test_function_runtime_and_settings(synth: Synth, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(HANDLERS))
 def test_function_environment(synth: Synth, name: str) -> None:
     _, resource = function(synth, name)
-    environment = resource["Properties"]["Environment"]["Variables"]
+    environment = dict(resource["Properties"]["Environment"]["Variables"])  # a copy: the synth is shared
     table_id, _ = synth.one("AWS::DynamoDB::GlobalTable")
     expected = {
         "TABLE_NAME": {"Ref": table_id},

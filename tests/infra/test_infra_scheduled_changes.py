@@ -103,7 +103,7 @@ def test_one_time_schedules_deliver_to_the_maintenance_function_with_the_mainten
 
 def test_the_scheduler_role_may_invoke_the_target_and_dead_letter_without_any_window(no_windows: Synth) -> None:
     # Given a deployment with no maintenance window (no schedule grants the role anything)
-    assert not no_windows.resources("AWS::Scheduler::Schedule")
+    assert not [lid for lid in no_windows.resources("AWS::Scheduler::Schedule") if lid.startswith("Maintenance")]
     maintenance_id, _ = function(no_windows, "maintenance")
     statements = tt.role_statements(no_windows.template, scheduler_role_id(no_windows))
     granted = {

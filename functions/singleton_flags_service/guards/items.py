@@ -33,6 +33,7 @@ from singleton_flags.keys import (
     guard_version,
 )
 from singleton_flags_service.errors import InvalidRequest
+from singleton_flags_service.schedules.changes import mark_overdue_item
 from singleton_flags_service.writes import transaction
 from singleton_flags_service.writes.audit import decode_cursor, encode_cursor
 
@@ -273,6 +274,24 @@ class GuardBook:
             if not last:
                 return guards
             params["ExclusiveStartKey"] = last
+
+    def all_baking(self) -> list[Guard]:
+        """Every guard whose item says ``baking``, newest first (its close not yet recorded)."""
+        params: dict[str, Any] = {**self._query(), "FilterExpression": "#state = :baking", "ConsistentRead": True}
+        params["ExpressionAttributeNames"]["#state"] = "state"
+        params["ExpressionAttributeValues"][":baking"] = {"S": BAKING}
+        guards: list[Guard] = []
+        while True:
+            answer = transaction.call(self._client, "query", **params)
+            guards.extend(Guard.from_item(item) for item in answer.get("Items", []))
+            last = answer.get("LastEvaluatedKey")
+            if not last:
+                return guards
+            params["ExclusiveStartKey"] = last
+
+    def mark_overdue(self, version: int, now: float) -> bool:
+        """Record, once, that a baking guard's close is overdue; False when it ended or was already recorded."""
+        return mark_overdue_item(self._client, self.table, guard_key(version), "state", BAKING, now)
 
     def page(self, limit: int = DEFAULT_GUARDS_LIMIT, cursor: str | None = None) -> tuple[list[Guard], str | None]:
         """Guards newest first, ``limit`` at a time (one more read, so the last page hands out no cursor)."""

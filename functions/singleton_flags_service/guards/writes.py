@@ -54,6 +54,23 @@ def close_time(ends_at: float) -> datetime:
     return datetime.fromtimestamp(math.ceil(ends_at / 60) * 60, UTC)
 
 
+def close_due(guard: Guard) -> float:
+    """Epoch seconds at which the guard's close schedule fires."""
+    return close_time(guard.bake_ends_at).timestamp()
+
+
+def create_close(schedules: CloseSchedules, guard: Guard) -> str:
+    """The guard's close schedule, created (or found: its name is its ClientToken), from its item alone: the write
+    function and the reconciler (``singleton_flags_service.schedules.reconcile``) send the same request."""
+    return schedules.create(
+        close_schedule_name(guard.version),
+        close_time(guard.bake_ends_at),
+        SCHEDULE_TIMEZONE,
+        close_payload(guard.version),
+        f"singleton-flags: close the guard of version {guard.version} at the end of its bake",
+    )
+
+
 class CloseSchedules(Protocol):
     """What creates a named one-time schedule: ``singleton_flags_service.schedules.one_time.OneTimeSchedules`` (local: a
     recorder)."""
@@ -185,13 +202,7 @@ class GuardedWrites:
             self._on_failure()
             return False
         try:
-            self.schedules.create(
-                close_schedule_name(guard.version),
-                close_time(guard.bake_ends_at),
-                SCHEDULE_TIMEZONE,
-                close_payload(guard.version),
-                f"singleton-flags: close the guard of version {guard.version} at the end of its bake",
-            )
+            create_close(self.schedules, guard)
         except (SchedulerUnavailable, SchedulerFault) as exc:
             logger.error(
                 "the guard's close schedule was not created: the change and its guard stand; the guard ends by "

@@ -85,6 +85,24 @@ def schedule_name(schedule_id: str) -> str:
     return SCHEDULE_NAME_PREFIX + schedule_id
 
 
+def due_at(change: ScheduledChange) -> float:
+    """Epoch seconds at which the change's schedule fires."""
+    return datetime.fromisoformat(change.at).timestamp()
+
+
+def create_schedule(schedules: OneTimeSchedules, change: ScheduledChange) -> str:
+    """The change's one-time schedule, created (or found: the same name is the same ClientToken), from its item
+    alone: the write API and the reconciler (``singleton_flags_service.schedules.reconcile``) send the same
+    request."""
+    return schedules.create(
+        schedule_name(change.id),
+        datetime.fromisoformat(change.at),
+        "UTC",  # the instant, already resolved from the local time and zone (schedule_time)
+        {PAYLOAD_KEY: change.id},
+        description=f"singleton-flags scheduled change {change.id}: {change.reason}",
+    )
+
+
 def new_id(now: float) -> str:
     return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}-{secrets.token_hex(4)}"
 
@@ -261,6 +279,38 @@ class ScheduleItems:
             return False
         return True
 
+    def pending(self) -> list[ScheduledChange]:
+        """Every pending change, oldest first (a Query on the schedules' partition, filtered: items expire by TTL
+        after their retention, so the partition stays small)."""
+        params: dict[str, Any] = {
+            **self._query(),
+            "FilterExpression": "#status = :pending",
+            "ConsistentRead": True,
+        }
+        params["ExpressionAttributeNames"]["#status"] = "status"
+        params["ExpressionAttributeValues"][":pending"] = {"S": PENDING}
+        found: list[ScheduledChange] = []
+        while True:
+            answer = transaction.call(self._client, "query", **params)
+            found.extend(ScheduledChange.from_item(item) for item in answer.get("Items", []))
+            last = answer.get("LastEvaluatedKey")
+            if not last:
+                return found
+            params["ExclusiveStartKey"] = last
+
+    def mark_overdue(self, schedule_id: str, now: float) -> bool:
+        """Record, once, that a pending change's time passed unapplied; False when it is no longer pending or was
+        already recorded (so each overdue change is counted once)."""
+        return mark_overdue_item(self._client, self._table, schedule_key(schedule_id), "status", PENDING, now)
+
+    def _query(self) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+            "ExpressionAttributeValues": {":pk": {"S": SCHEDULE_PK}, ":prefix": {"S": SCHEDULE_SK_PREFIX}},
+        }
+
     def page(self, limit: int, cursor: str | None) -> tuple[list[ScheduledChange], str | None]:
         """Newest first (ids sort by creation time), ``limit`` at a time; one more is read than asked, so the
         last page never hands out a cursor to an empty page."""
@@ -278,6 +328,28 @@ class ScheduleItems:
         items = transaction.call(self._client, "query", **params).get("Items", [])
         page = [ScheduledChange.from_item(item) for item in items[:limit]]
         return page, (encode_cursor(page[-1].id) if len(items) > limit else None)
+
+
+OVERDUE_ATTR = "overdue_reported_at"  # when the reconciler found the item's time passed unapplied
+
+
+def mark_overdue_item(client: Any, table: str, key: dict[str, Any], state: str, open_state: str, now: float) -> bool:
+    """Set ``OVERDUE_ATTR`` on an item still in ``open_state`` that has none; False when it was not written."""
+    try:
+        transaction.call(
+            client,
+            "update_item",
+            conditional=True,
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET #overdue = :now",
+            ConditionExpression="#state = :open AND attribute_not_exists(#overdue)",
+            ExpressionAttributeNames={"#overdue": OVERDUE_ATTR, "#state": state},
+            ExpressionAttributeValues={":now": {"S": iso_time(now)}, ":open": {"S": open_state}},
+        )
+    except transaction.Conflict:
+        return False
+    return True
 
 
 def encode_cursor(schedule_id: str) -> str:
@@ -346,14 +418,7 @@ class ScheduledChanges:
         return change, False
 
     def _schedule(self, change: ScheduledChange) -> None:
-        """The change's one-time schedule, created (or found: the same name is the same ClientToken)."""
-        self._schedules.create(
-            schedule_name(change.id),
-            datetime.fromisoformat(change.at),
-            "UTC",  # the instant, already resolved from the local time and zone (schedule_time)
-            {PAYLOAD_KEY: change.id},
-            description=f"singleton-flags scheduled change {change.id}: {change.reason}",
-        )
+        create_schedule(self._schedules, change)
 
     def _replay(self, idempotency: Idempotency) -> ScheduledChange | None:
         """The change an earlier request with this key created, as it is now (None: the key is new). A pending

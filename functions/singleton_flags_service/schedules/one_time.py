@@ -1,5 +1,5 @@
 """One-time EventBridge Scheduler schedules: create one that invokes the stack's Scheduler target once, at a
-wall-clock time in an IANA time zone, and delete one before it fires.
+wall-clock time in an IANA time zone, find one, and delete one before it fires.
 
 Every schedule made here is the same shape, so a caller only names it, says when, and gives its payload:
 
@@ -60,7 +60,7 @@ def at_expression(local_time: datetime) -> str:
 
 
 class OneTimeSchedules:
-    """Create and delete the stack's one-time schedules (see the module's docstring for their shape)."""
+    """Create, find and delete the stack's one-time schedules (see the module's docstring for their shape)."""
 
     def __init__(self, client: Any, target: OneTimeTarget) -> None:
         self._client = client
@@ -119,6 +119,14 @@ class OneTimeSchedules:
             return False
         return True
 
+    def exists(self, name: str) -> bool:
+        """Whether the schedule is in the group now (False: never made, fired and deleted, or its group replaced)."""
+        try:
+            self._call("get_schedule", Name=name, GroupName=self._target.group)
+        except _NotFound:
+            return False
+        return True
+
     def arn(self, name: str) -> str:
         """The schedule's ARN, from the target function's partition, region and account."""
         _, partition, _, region, account = self._target.target_arn.split(":")[:5]
@@ -131,7 +139,7 @@ class OneTimeSchedules:
             code = error_code(exc) if isinstance(exc, ClientError) else ""
             if code == "ConflictException" and operation == "create_schedule":
                 raise _Conflict from exc
-            if code == "ResourceNotFoundException" and operation == "delete_schedule":
+            if code == "ResourceNotFoundException" and operation in ("delete_schedule", "get_schedule"):
                 raise _NotFound from exc
             raise call_error(
                 exc, "EventBridge Scheduler", operation, _RETRYABLE, SchedulerUnavailable, SchedulerFault
