@@ -36,6 +36,7 @@ INTENDED_ADDITIONS = {
     "ApiGatewayAccountAccountRole0BB8BCB0": "the account and region's logging role, created unless it exists",
     "ApiGatewayAccountAccountRolePolicy09188F6A": "its managed policy, attached unless attached",
     "ApiGatewayAccountAccountRoleLogs7B03235B": "the log group of the custom resource creating that role",
+    "FunctionsReconcileLogsDAB0AF51": "the schedule reconciler's log group",
 }
 # logical ID -> the property paths that may differ, and why
 INTENDED_CHANGES = {
