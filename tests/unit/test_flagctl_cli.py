@@ -709,6 +709,17 @@ def test_get_while_the_fallbacks_are_served_says_so_on_stderr_and_exits_6() -> N
     assert "flagctl restore" in err
 
 
+def test_with_json_get_a_flag_the_answer_lists_as_fallen_back_has_reason_default_the_others_the_reads() -> None:
+    # Given an answer whose item was read (CACHED) but one flag is served as its declared fallback
+    body = {**FLAGS_BODY, "fallen_back": ["signup_enabled"]}
+    # When a script asks for every flag as JSON
+    code, out, _ = run(["--json", "get"], FakeTransport(200, body))
+    # Then that flag's reason is DEFAULT, every other one's is the read's
+    reasons = json.loads(out)["reasons"]
+    assert reasons.pop("signup_enabled") == "DEFAULT"
+    assert set(reasons.values()) == {"CACHED"} and code == OK
+
+
 def test_get_one_flag_served_as_its_fallback_exits_6() -> None:
     body = {"name": "signup_enabled", "value": False, "version": 4, "reason": "DEFAULT", "fetched_at": None}
     code, out, err = run(["get", "signup_enabled"], FakeTransport(200, body))

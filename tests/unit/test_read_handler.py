@@ -272,6 +272,22 @@ class TestGetOneFlag:
         assert (maintenance["value"], maintenance["reason"], maintenance["version"]) == (True, DEFAULT, 6)
         assert (signup["value"], signup["reason"], signup["version"]) == (True, CACHED, 6)
 
+    def test_every_flag_names_the_flags_that_fell_back_while_the_others_are_read(
+        self, read_api: ReadApi, put_flags: Any
+    ) -> None:
+        # Given version 6 of the item without maintenance_mode (a hand edit), the other flags intact
+        put_flags(version=6, maintenance_mode=None)
+        # When GET /flags
+        body = body_of(read_api.get("/flags", resource="/flags"))
+        # Then maintenance_mode is served as its fallback and named as such; the read's reason is the others'
+        assert (body["flags"]["maintenance_mode"], body["version"]) == (True, 6)
+        assert body["reason"] != DEFAULT
+        assert body["fallen_back"] == ["maintenance_mode"]
+
+    def test_every_flag_of_an_intact_item_names_no_fallback(self, read_api: ReadApi, put_flags: Any) -> None:
+        put_flags(version=6)
+        assert "fallen_back" not in body_of(read_api.get("/flags", resource="/flags"))
+
     def test_fallback_value_when_the_item_is_missing(self, read_api: ReadApi, ddb: Any) -> None:
         response = read_api.get("/flags/maintenance_mode", resource="/flags/{name}")
         body = body_of(response)

@@ -473,11 +473,17 @@ def main(
 
 
 def with_reasons(body: Any) -> Any:
-    """``GET /flags``' answer with ``reasons``: each flag's reason, by name (the read's, which covers every flag
-    it serves); any other answer as it came."""
+    """``GET /flags``' answer with ``reasons``: each flag's reason, by name (DEFAULT for a flag the answer lists in
+    ``fallen_back``, served as its declared fallback; the read's reason for the others); any other answer as it
+    came."""
     if not (isinstance(body, dict) and isinstance(body.get("flags"), dict)):
         return body
-    return {**body, "reasons": dict.fromkeys(body["flags"], body.get("reason"))}
+    fallen_back = body.get("fallen_back")
+    fallen = set(fallen_back) if isinstance(fallen_back, list) else set()
+    return {
+        **body,
+        "reasons": {name: DEFAULT_REASON if name in fallen else body.get("reason") for name in body["flags"]},
+    }
 
 
 def fallbacks_error() -> dict[str, str]:

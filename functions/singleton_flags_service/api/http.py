@@ -73,6 +73,9 @@ class FlagsRead(ReadMetadata):
     flags: dict[str, FlagValue]
     """Every declared flag's value, by name."""
     maintenance: Maintenance
+    fallen_back: NotRequired[list[str]]
+    """Present when the item was read but some flags are served as their declared fallback (missing from it, or
+    unusable): their names. Each one's own reason is DEFAULT, whatever ``reason`` says of the others."""
 
 
 class FlagRead(ReadMetadata):
