@@ -97,10 +97,12 @@ def test_the_stream_function_reads_this_stream_and_puts_to_its_bus_and_nothing_e
         prefix: [s for s in statements if any(a.startswith(prefix) for a in tt.as_list(s["Action"]))]
         for prefix in ("dynamodb:", "events:", "sqs:", "logs:")
     }
-    (stream,) = by_service["dynamodb:"]
+    stream, list_streams = sorted(by_service["dynamodb:"], key=lambda s: s["Resource"] == "*")
     # the stream's ARN itself: not the table's (its items), not table/*, not *
     assert stream["Resource"] == {"Fn::GetAtt": [table_id(any_synth), "StreamArn"]}
-    assert set(tt.as_list(stream["Action"])) == STREAM_ACTIONS
+    assert set(tt.as_list(stream["Action"])) == STREAM_ACTIONS - {"dynamodb:ListStreams"}
+    # ListStreams has no resource type (the Service Authorization Reference): alone, on "*"
+    assert (tt.as_list(list_streams["Action"]), list_streams["Resource"]) == (["dynamodb:ListStreams"], "*")
     bus_id, _ = bus(any_synth)
     (put,) = by_service["events:"]
     assert put["Resource"] == {"Fn::GetAtt": [bus_id, "Arn"]}

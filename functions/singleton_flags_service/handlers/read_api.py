@@ -90,7 +90,7 @@ def _metadata(state: FlagState) -> ReadMetadata:
 def _all_flags(state: FlagState) -> FlagsRead:
     # the reader's maintenance() is this shape (the fuzz tier holds every answer to the generated document)
     maintenance = cast("Maintenance", state.maintenance())
-    read: FlagsRead = {"flags": dict(state.values), **_metadata(state), "maintenance": maintenance}
+    read = cast("FlagsRead", {"flags": dict(state.values), **_metadata(state), "maintenance": maintenance})
     if state.fallen_back and state.reason != DEFAULT:
         read["fallen_back"] = sorted(state.fallen_back)
     return read
