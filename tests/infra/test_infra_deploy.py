@@ -47,11 +47,14 @@ def test_auto_mode_creates_a_logging_role_and_sets_it_only_where_none_is_set(syn
     # Given cdk.json (apigw_account_logging_role: auto)
     assert synth.config.apigw_account_logging_role == "auto"
     ((setting_id, setting),) = synth.resources(ACCOUNT_SETTING).items()
-    # Then a retained role API Gateway can assume, with AWS's documented policy, is what the setting applies
-    ((role_id, role),) = apigateway_roles(synth).items()
-    assert [tt.render(arn) for arn in role["Properties"]["ManagedPolicyArns"]] == [PUSH_TO_LOGS]
-    assert role["DeletionPolicy"] == "Retain"  # the account setting outlives the stack: so must its role
-    assert setting["Properties"]["RoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    # Then the setting applies the account and region's role (no role of the stack: one outlives every stage)
+    assert not apigateway_roles(synth)
+    assert tt.render(setting["Properties"]["RoleArn"]).endswith(":role/singleton-flags-apigw-logs-<AWS::Region>")
+    # And that role gets AWS's documented policy, attached by an SDK call the setting waits for
+    calls = {lid: json.dumps(r["Properties"]["Create"]) for lid, r in synth.resources("Custom::AWS").items()}
+    (attach,) = [lid for lid, call in calls.items() if "attachRolePolicy" in call]
+    assert PUSH_TO_LOGS.rpartition(":")[2] in calls[attach]
+    assert set(calls) <= set(synth.template["Resources"][setting_id]["DependsOn"])
     # And the setting is our own function's custom resource, retained, and the stage waits for it
     assert setting["DeletionPolicy"] == "Retain"
     function_id = tt.referenced_id(setting["Properties"]["ServiceToken"])

@@ -43,10 +43,15 @@ def maintenance_group(synth: Synth) -> list[tuple[str, dict[str, Any]]]:
     return [(lid, group) for lid, group in groups if lid.startswith("Maintenance")]
 
 
+def window_schedules(synth: Synth) -> dict[str, dict[str, Any]]:
+    """The maintenance windows' schedules (the reconciler's recurring schedule is not a window's)."""
+    return {lid: s for lid, s in synth.resources("AWS::Scheduler::Schedule").items() if lid.startswith("Maintenance")}
+
+
 def schedules(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
     """Schedules keyed by the payload they deliver."""
     found = {}
-    for schedule in synth.resources("AWS::Scheduler::Schedule").values():
+    for schedule in window_schedules(synth).values():
         payload = json.loads(schedule["Properties"]["Target"]["Input"])
         key = (payload["window"], payload["action"])
         assert key not in found, f"two schedules deliver {payload}"
@@ -63,7 +68,7 @@ def test_a_schedule_pair_per_window(which: str, request: pytest.FixtureRequest) 
     assert group["DeletionPolicy"] == "Delete"  # a retained group's fixed name would block a re-created stack
     maintenance_id, _ = tt.function_by_handler(synth.template, HANDLERS["maintenance"])
     queue_id, _ = queue(synth, "DeadLetterQueue")
-    for lid, schedule in synth.resources("AWS::Scheduler::Schedule").items():
+    for lid, schedule in window_schedules(synth).items():
         assert group_id in schedule["DependsOn"], lid
     for (window, action), properties in found.items():
         expression, timezone = EXPECTED[which][(window, action)]
