@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from flagctl import client as flagctl_client
-from flagctl.cli import BAD_INPUT, CONFLICT, OK, SERVER, exit_code, main
+from flagctl.cli import BAD_INPUT, CONFLICT, FALLBACKS, OK, SERVER, exit_code, main, with_reasons
 from flagctl.errors import FlagctlError
 from flagctl.http_client import LIMITS, Limits, exchange
 from flagctl.text import safe
@@ -149,15 +149,22 @@ def test_whatever_the_api_answers_flagctl_signs_for_it_alone_prints_nothing_raw_
             assert "never follows" in run.err and (case.location is None or safe(case.location) in run.err)
     else:
         assert case.kind == ANSWER and case.status is not None
-        check_answer(case, run, as_json)
+        check_answer(case, run, as_json, command[0])
 
 
-def check_answer(case: HostileAnswer, run: Run, as_json: bool) -> None:
+def is_fallbacks(body: object) -> bool:
+    return isinstance(body, dict) and body.get("reason") == "DEFAULT"
+
+
+def check_answer(case: HostileAnswer, run: Run, as_json: bool, command: str) -> None:
     assert case.status is not None
     if 200 <= case.status < 300 and not case.json_body:  # empty, or not JSON: the API always answers JSON
         assert (run.code, run.out) == (SERVER, "") and "bad answer" in run.err
     elif 200 <= case.status < 300 and as_json:  # the API's JSON, as valid JSON decoding to the same data
-        assert run.code == OK and json.loads(run.out) == case.body
+        # (`get` adds each flag's reason; an answer served as the fallbacks exits FALLBACKS)
+        expected = with_reasons(case.body) if command == "get" else case.body
+        assert run.code in (OK, FALLBACKS) and json.loads(run.out) == expected
+        assert (run.code == FALLBACKS) == (command == "get" and is_fallbacks(case.body))
     elif 200 <= case.status < 300:  # a table, or one line saying the answer is not one flagctl knows
         assert run.code in (OK, SERVER)
     else:
@@ -245,7 +252,7 @@ def test_json_output_writes_controls_and_bidi_as_json_escapes_and_decodes_to_the
         run = run_flagctl(api, "--json", "get")
     # Then the output is valid JSON with every one of them as an escape, decoding to the same data
     assert_clean(run)
-    assert run.code == OK and json.loads(run.out) == body
+    assert run.code == OK and json.loads(run.out) == with_reasons(body)
     for escape in ("\\u202e", "\\u0085", "\\u2066", "\\udb40\\udc01", "\\u007f", "\\u061c", "\\u2028", "\\ud800"):
         assert escape in run.out
     assert "é" in flagctl_json_text({"v": "é"})  # readable text stays readable
