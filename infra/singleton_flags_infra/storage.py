@@ -101,9 +101,7 @@ class Storage(Construct):
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["dynamodb:UpdateItem"],
-                resources=[
-                    stack.format_arn(service="dynamodb", resource="table", resource_name=f"{Aws.STACK_NAME}-*")
-                ],
+                resources=[stack.format_arn(service="dynamodb", resource="table", resource_name=f"{Aws.STACK_NAME}-*")],
                 conditions={
                     "ForAllValues:StringEquals": {
                         "dynamodb:LeadingKeys": [SINGLETON_PK],
@@ -126,7 +124,7 @@ class Storage(Construct):
                 "The seed marks a replaced table's flags item superseded: that table's name is known only at deploy "
                 "time (the stage's table-arn parameter), so the resource is the tables this stack names "
                 "(<stack>-*), narrowed to UpdateItem on the flags partition and the marker's attributes.",
-                finding=f"Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/"
+                finding="Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/"
                 "<AWS::StackName>-*",
             )
 

@@ -137,7 +137,8 @@ def test_a_replaced_table_runs_the_seed_which_reads_the_old_arn_before_the_stack
     assert properties["TableArnParameter"] == f"/singleton-flags/{synth.config.stage}/table-arn"
     # And the parameter is updated only after the seed has run (it still names the old table then)
     (parameter,) = [
-        r for r in synth.resources("AWS::SSM::Parameter").values()
+        r
+        for r in synth.resources("AWS::SSM::Parameter").values()
         if r["Properties"]["Name"] == properties["TableArnParameter"]
     ]
     assert seed_id in tt.as_list(parameter.get("DependsOn", []))
@@ -152,8 +153,7 @@ def test_the_seed_may_only_read_its_stage_parameter_and_set_the_marker_on_the_fl
     assert tt.as_list(read_parameter["Action"]) == ["ssm:GetParameter"]
     assert f"parameter/singleton-flags/{synth.config.stage}/table-arn" in json.dumps(read_parameter["Resource"])
     (marking,) = [
-        s for s in statements
-        if "dynamodb:UpdateItem" in tt.as_list(s["Action"]) and "Fn::GetAtt" not in s["Resource"]
+        s for s in statements if "dynamodb:UpdateItem" in tt.as_list(s["Action"]) and "Fn::GetAtt" not in s["Resource"]
     ]
     # UpdateItem only (no read, no put, no delete), on the tables this stack names...
     assert tt.as_list(marking["Action"]) == ["dynamodb:UpdateItem"]
@@ -161,6 +161,4 @@ def test_the_seed_may_only_read_its_stage_parameter_and_set_the_marker_on_the_fl
     # ...on the flags partition, touching the marker's attributes and the key only
     condition = marking["Condition"]["ForAllValues:StringEquals"]
     assert condition["dynamodb:LeadingKeys"] == ["SETTINGS#APP"]
-    assert set(condition["dynamodb:Attributes"]) == {
-        "PK", "SK", "superseded_by", "superseded_at", "superseded_reason"
-    }
+    assert set(condition["dynamodb:Attributes"]) == {"PK", "SK", "superseded_by", "superseded_at", "superseded_reason"}

@@ -79,7 +79,10 @@ def test_an_operators_change_of_a_superseded_item_is_refused_and_a_window_start_
         store.seed(actor="cloudformation:old", reason="deploy")
     # And a window's start, a safety write, is applied on what the item stores, the marker kept
     result = store.change(
-        {MAINTENANCE_FLAG: True}, actor="scheduler:nightly", reason="window", kind=KIND_WINDOW_START,
+        {MAINTENANCE_FLAG: True},
+        actor="scheduler:nightly",
+        reason="window",
+        kind=KIND_WINDOW_START,
         ownership=Ownership(owner="nightly", deadline=2_000_000_000),
     )
     assert result.applied and result.snapshot.version == 3

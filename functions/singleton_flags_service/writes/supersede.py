@@ -29,7 +29,7 @@ from singleton_flags.keys import (
 )
 from singleton_flags_service.observability import logger
 
-__all__ = ["MARKED", "NOT_MARKED", "NOTHING_TO_MARK", "Outcome", "mark_replaced_table", "mark_superseded"]
+__all__ = ["MARKED", "NOTHING_TO_MARK", "NOT_MARKED", "Outcome", "mark_replaced_table", "mark_superseded"]
 
 MARKED = "marked"  # the old item now says it is superseded
 NOTHING_TO_MARK = "nothing-to-mark"  # no other table published, no item in it, or already marked
