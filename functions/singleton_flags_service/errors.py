@@ -18,6 +18,7 @@ __all__ = [
     "DeclarationError",
     "FlagNotFound",
     "FlagsError",
+    "FlagsSuperseded",
     "GuardAlarmActive",
     "GuardAlarmNotFound",
     "IdempotencyKeyReused",
@@ -75,6 +76,16 @@ class PreconditionFailed(FlagsError):
         """``flags``: the current values from the writer's consistent read, so a client sees what changed."""
         super().__init__(message, current_version=current_version, flags=flags)
         self.current_version = current_version
+
+
+class FlagsSuperseded(FlagsError):
+    """The flags item is marked superseded (its table was replaced, or the item retired for another key): an
+    operator's write is refused, naming the successor. 409: the item's state, not the request, refuses it, and no
+    retry changes that; the fix is to write where ``superseded_by`` says."""
+
+    status = HTTPStatus.CONFLICT
+    code = "FLAGS_SUPERSEDED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"superseded_by": str, "superseded_at": str}
 
 
 class ItemTooLarge(FlagsError):

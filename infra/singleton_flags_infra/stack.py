@@ -9,6 +9,7 @@ from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from singleton_flags.declarations import Declarations
+from singleton_flags_cdk.construct import TABLE_ARN_PARAMETER
 
 from . import constants
 from .account import ApiGatewayAccount
@@ -46,7 +47,7 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
     ``singleton_flags_cdk.SingletonFlags`` in another stack."""
     storage = Storage(scope, constants.STORAGE_ID, declarations=declarations)
     functions = Functions(scope, constants.FUNCTIONS_ID, config=config, table=storage.table)
-    storage.add_seed(functions.seed)
+    seed = storage.add_seed(functions.seed, stage=config.stage)
     apigw_account = ApiGatewayAccount(scope, constants.ACCOUNT_ID, config=config, code=functions.code)
     api = Api(
         scope,
@@ -95,6 +96,8 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         api_url=api.rest_api.url,
         declarations=declarations,
     )
+    # the seed reads the ARN the stage published before this deploy: the parameter is updated after it runs
+    discovery.parameters[TABLE_ARN_PARAMETER].node.add_dependency(seed)
     return Service(
         storage,
         functions,

@@ -2,7 +2,10 @@
 
 The seed is a custom resource of our own function (functions/seed: ``FlagStore.seed``). CloudFormation runs a
 custom resource's Update only when its properties change, so the seed runs on the first deploy and whenever
-the declarations change (their fingerprint is a property), not on every deploy.
+the declarations change (their fingerprint is a property), not on every deploy. The table's ARN is a property
+too: a replaced table runs the seed's Update, which marks the flags item of the table the stage published before
+superseded by the new one (``singleton_flags_service.writes.supersede``). The stage's ``table-arn`` parameter
+depends on the seed (``Discovery`` is told to wait for it), so the seed reads the old ARN before it is overwritten.
 """
 
 from __future__ import annotations
@@ -10,13 +13,32 @@ from __future__ import annotations
 import hashlib
 import json
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, aws_dynamodb as dynamodb, aws_lambda as lambda_
+from aws_cdk import (
+    Aws,
+    CustomResource,
+    Duration,
+    RemovalPolicy,
+    Stack,
+    aws_dynamodb as dynamodb,
+    aws_iam as iam,
+    aws_lambda as lambda_,
+)
 from constructs import Construct
 
 from singleton_flags.declarations import Declarations
+from singleton_flags.keys import (
+    PARTITION_KEY,
+    SINGLETON_PK,
+    SORT_KEY,
+    SUPERSEDED_AT_ATTR,
+    SUPERSEDED_BY_ATTR,
+    SUPERSEDED_REASON_ATTR,
+)
+from singleton_flags_cdk.construct import TABLE_ARN_PARAMETER, discovery_parameter
 from singleton_flags_service.contract import load_service_declarations
 
 from . import constants
+from .nag import acknowledge
 from .table import table_definition
 
 SEED_RESOURCE_TYPE = "Custom::FlagsSeed"
@@ -46,18 +68,65 @@ class Storage(Construct):
         self.table = self._build_table()
         self.seed: CustomResource | None = None
 
-    def add_seed(self, function: lambda_.IFunction) -> CustomResource:
-        """The seed custom resource, served by ``function`` (functions/singleton_flags_service/handlers/seed.py)."""
+    def add_seed(self, function: lambda_.IFunction, *, stage: str) -> CustomResource:
+        """The seed custom resource, served by ``function`` (functions/singleton_flags_service/handlers/seed.py),
+        with the rights to mark the item of the table ``stage`` published before this one superseded."""
+        parameter = discovery_parameter(stage, TABLE_ARN_PARAMETER)
+        self._grant_marking(function, parameter)
         self.seed = CustomResource(
             self,
             constants.SEED_ID,
             service_token=function.function_arn,
             resource_type=SEED_RESOURCE_TYPE,
-            properties={"DeclarationsFingerprint": declarations_fingerprint(self.declarations)},
+            properties={
+                "DeclarationsFingerprint": declarations_fingerprint(self.declarations),
+                "TableArn": self.table.table_arn,  # a replaced table changes it: the seed's Update runs
+                "TableArnParameter": parameter,
+            },
             service_timeout=Duration.seconds(constants.CUSTOM_RESOURCE_TIMEOUT_SECONDS),
             removal_policy=RemovalPolicy.DESTROY,  # its Delete does nothing: the table is retained
         )
         return self.seed
+
+    def _grant_marking(self, function: lambda_.IFunction, parameter: str) -> None:
+        """Read the stage's ``table-arn`` parameter; set the superseded marker, and nothing else, on the flags
+        item of a table this stack created before (its generated name starts with the stack's name)."""
+        stack = Stack.of(self)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ssm:GetParameter"],
+                resources=[stack.format_arn(service="ssm", resource="parameter", resource_name=parameter.lstrip("/"))],
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:UpdateItem"],
+                resources=[stack.format_arn(service="dynamodb", resource="table", resource_name=f"{Aws.STACK_NAME}-*")],
+                conditions={
+                    "ForAllValues:StringEquals": {
+                        "dynamodb:LeadingKeys": [SINGLETON_PK],
+                        "dynamodb:Attributes": [
+                            PARTITION_KEY,
+                            SORT_KEY,
+                            SUPERSEDED_BY_ATTR,
+                            SUPERSEDED_AT_ATTR,
+                            SUPERSEDED_REASON_ATTR,
+                        ],
+                    },
+                    "StringEqualsIfExists": {"dynamodb:ReturnValues": "NONE"},
+                },
+            )
+        )
+        if function.role is not None:
+            acknowledge(
+                function.role,
+                "AwsSolutions-IAM5",
+                "The seed marks a replaced table's flags item superseded: that table's name is known only at deploy "
+                "time (the stage's table-arn parameter), so the resource is the tables this stack names "
+                "(<stack>-*), narrowed to UpdateItem on the flags partition and the marker's attributes.",
+                finding="Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/"
+                "<AWS::StackName>-*",
+            )
 
     def _build_table(self) -> dynamodb.TableV2:
         definition = table_definition()

@@ -40,6 +40,10 @@ INTENDED_ADDITIONS = {
 }
 # logical ID -> the property paths that may differ, and why
 INTENDED_CHANGES = {
+    "StorageSeed873561D9": (
+        {".Properties.TableArn", ".Properties.TableArnParameter"},
+        "the seed runs when the table is replaced and marks the old table's flags item superseded",
+    ),
     "ApiGatewayAccountLoggingRole752148A9": (
         {".Properties.RoleArn.Fn::GetAtt", ".Properties.RoleArn.Fn::Join"},
         "the account's setting names the account and region's logging role instead of the stage's",

@@ -16,6 +16,12 @@ pytestmark = pytest.mark.infra
 # What cdk-nag reports and the stack acknowledges, each next to its resource with its reason (infra/*.py).
 # (rule id as reported, construct path below the stack with the stage name as {stage})
 ACKNOWLEDGED = {
+    # the seed marks a replaced table's flags item: that table is named only at deploy time (storage.py)
+    (
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/"
+        "<AWS::StackName>-*]",
+        "Functions/SeedRole/DefaultPolicy/Resource",
+    ),
     ("AwsSolutions-IAM5[Resource::*]", "Functions/ChangeEventsRole/DefaultPolicy/Resource"),
     ("AwsSolutions-L1", "Functions/SeedFunction/Resource"),
     ("AwsSolutions-SQS3", "Maintenance/FailureQueue/Resource"),

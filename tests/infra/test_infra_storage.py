@@ -113,16 +113,53 @@ def test_seed_role_has_the_stores_rights_on_the_singleton_partition_only(synth: 
     role_id = tt.referenced_id(synth.template["Resources"][function_id]["Properties"]["Role"])
     statements = tt.role_statements(synth.template, role_id)
     table_id, _ = table(synth)
-    (table_statement,) = [s for s in statements if any(a.startswith("dynamodb:") for a in tt.as_list(s["Action"]))]
+    (table_statement,) = [s for s in statements if s["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}]
     assert set(tt.as_list(table_statement["Action"])) == SEED_TABLE_ACTIONS
     assert table_statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
     # the flags and the audit trail (a restore reads the newest record, every version writes one)
     assert table_statement["Condition"] == {
         "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP"]}
     }
-    assert tt.actions(statements) - SEED_TABLE_ACTIONS <= {
+    assert tt.actions(statements) - SEED_TABLE_ACTIONS - {"ssm:GetParameter"} <= {
         "logs:CreateLogStream",
         "logs:PutLogEvents",
         "xray:PutTraceSegments",
         "xray:PutTelemetryRecords",
     }
+
+
+def test_a_replaced_table_runs_the_seed_which_reads_the_old_arn_before_the_stack_overwrites_it(synth: Synth) -> None:
+    # Given the synthesized seed and the stage's table-arn parameter
+    seed_id, resource = seed(synth)
+    table_id, _ = table(synth)
+    properties = resource["Properties"]
+    # Then a new table (a new ARN) is a changed property: CloudFormation sends the seed an Update
+    assert properties["TableArn"] == {"Fn::GetAtt": [table_id, "Arn"]}
+    assert properties["TableArnParameter"] == f"/singleton-flags/{synth.config.stage}/table-arn"
+    # And the parameter is updated only after the seed has run (it still names the old table then)
+    (parameter,) = [
+        r
+        for r in synth.resources("AWS::SSM::Parameter").values()
+        if r["Properties"]["Name"] == properties["TableArnParameter"]
+    ]
+    assert seed_id in tt.as_list(parameter.get("DependsOn", []))
+
+
+def test_the_seed_may_only_read_its_stage_parameter_and_set_the_marker_on_the_flags_item(synth: Synth) -> None:
+    _, resource = seed(synth)
+    function_id = tt.referenced_id(resource["Properties"]["ServiceToken"])
+    role_id = tt.referenced_id(synth.template["Resources"][function_id]["Properties"]["Role"])
+    statements = tt.role_statements(synth.template, role_id)
+    (read_parameter,) = [s for s in statements if "ssm:GetParameter" in tt.as_list(s["Action"])]
+    assert tt.as_list(read_parameter["Action"]) == ["ssm:GetParameter"]
+    assert f"parameter/singleton-flags/{synth.config.stage}/table-arn" in json.dumps(read_parameter["Resource"])
+    (marking,) = [
+        s for s in statements if "dynamodb:UpdateItem" in tt.as_list(s["Action"]) and "Fn::GetAtt" not in s["Resource"]
+    ]
+    # UpdateItem only (no read, no put, no delete), on the tables this stack names...
+    assert tt.as_list(marking["Action"]) == ["dynamodb:UpdateItem"]
+    assert ":table/" in json.dumps(marking["Resource"]) and "AWS::StackName" in json.dumps(marking["Resource"])
+    # ...on the flags partition, touching the marker's attributes and the key only
+    condition = marking["Condition"]["ForAllValues:StringEquals"]
+    assert condition["dynamodb:LeadingKeys"] == ["SETTINGS#APP"]
+    assert set(condition["dynamodb:Attributes"]) == {"PK", "SK", "superseded_by", "superseded_at", "superseded_reason"}

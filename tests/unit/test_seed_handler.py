@@ -127,3 +127,28 @@ def test_the_response_is_a_put_of_json_without_a_content_type(monkeypatch: pytes
     assert request.get_method() == "PUT"
     assert request.data == b'{"Status": "SUCCESS"}'
     assert request.get_header("Content-type") == ""
+
+
+def test_after_seeding_the_new_table_the_seed_marks_the_one_the_stage_published_before(
+    seed: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from singleton_flags_service.writes.supersede import MARKED, Outcome
+
+    calls: list[dict[str, Any]] = []
+
+    def fake_mark(ssm: Any, dynamodb: Any, **options: Any) -> Outcome:
+        calls.append({"seeded_before": bool(seed.store.calls), **options})
+        return Outcome(MARKED, "marked")
+
+    monkeypatch.setattr(seed.module, "mark_replaced_table", fake_mark)
+    new_arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/singleton-flags-prod-StorageTable-NEW"
+    request = event("Update", PhysicalResourceId="singleton-flags-seed")
+    request["ResourceProperties"].update(TableArn=new_arn, TableArnParameter="/singleton-flags/prod/table-arn")
+    seed.module.handler(request, seed.context)
+    # Then the old table is marked once, after the new one was seeded, superseded by this table
+    [call] = calls
+    assert call["seeded_before"] is True
+    assert (call["own_table_arn"], call["parameter_name"]) == (new_arn, "/singleton-flags/prod/table-arn")
+    assert "singleton-flags-prod" in call["reason"]
+    [(_, body)] = seed.sent
+    assert body["Status"] == "SUCCESS" and body["Data"]["Superseded"] == MARKED

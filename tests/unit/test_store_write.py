@@ -118,7 +118,7 @@ def store(declarations: Declarations, stub: Stubber, client: Any) -> Store:
 
 
 def conditioned_on(update: dict[str, Any]) -> int:
-    assert update["ConditionExpression"] == "#version = :current"
+    assert update["ConditionExpression"] == "#version = :current AND attribute_not_exists(#superseded)"
     return int(update["ExpressionAttributeValues"][":current"]["N"])
 
 

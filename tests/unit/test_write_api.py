@@ -73,7 +73,7 @@ def test_patch_sets_only_the_changed_attributes(api: WriteApi) -> None:
         UPDATED_BY_ATTR,
     }
     assert "REMOVE" not in update["UpdateExpression"]
-    assert update["ConditionExpression"] == "#version = :current"
+    assert update["ConditionExpression"] == "#version = :current AND attribute_not_exists(#superseded)"
     assert update["ExpressionAttributeNames"]["#version"] == VERSION_ATTR
     assert update["ExpressionAttributeValues"][":current"] == {"N": "1"}
     # and a Put of AUDIT#2 that may not overwrite

@@ -18,6 +18,9 @@ __all__ = [
     "SINGLETON_PK",
     "SINGLETON_SK",
     "SORT_KEY",
+    "SUPERSEDED_AT_ATTR",
+    "SUPERSEDED_BY_ATTR",
+    "SUPERSEDED_REASON_ATTR",
     "TTL_ATTR",
     "UPDATED_AT_ATTR",
     "UPDATED_BY_ATTR",
@@ -58,6 +61,13 @@ UPDATED_BY_ATTR = "updated_by"
 MAINTENANCE_OWNER_ATTR = "maintenance_owner"  # name of the window that switched maintenance on, if any
 MAINTENANCE_DEADLINE_ATTR = "maintenance_deadline"  # epoch seconds after which that window is over
 TTL_ATTR = "expires_at"
+# The superseded marker: the item is no longer the live one. Set once, by the seed of the table that replaced it
+# or by an operator (never by a flag write), and honoured by every reader (the declared fallbacks, and the cause
+# logged) and by every operator write (refused, naming the successor). The same marker retires an item in place
+# (FLAGS#V1 superseded by FLAGS#V2 in the same table).
+SUPERSEDED_BY_ATTR = "superseded_by"  # what replaces it: the new table's ARN, or the key of the item that does
+SUPERSEDED_AT_ATTR = "superseded_at"  # when it was marked (RFC 3339, UTC)
+SUPERSEDED_REASON_ATTR = "superseded_reason"  # why, in words
 
 MAINTENANCE_FLAG = "maintenance_mode"
 
@@ -71,6 +81,9 @@ BOOKKEEPING_ATTRS = frozenset(
         MAINTENANCE_OWNER_ATTR,
         MAINTENANCE_DEADLINE_ATTR,
         TTL_ATTR,
+        SUPERSEDED_BY_ATTR,
+        SUPERSEDED_AT_ATTR,
+        SUPERSEDED_REASON_ATTR,
     }
 )
 

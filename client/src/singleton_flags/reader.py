@@ -11,6 +11,11 @@ The item is cached in one place: the provider's, Powertools' own cache. Every re
 (``Snapshot.as_cached``); the reader keeps no copy of its own of what it served. The last good snapshot it keeps is
 served only as STALE, once a fetch has failed.
 
+An item marked superseded (its table was replaced, ``keys.SUPERSEDED_BY_ATTR``) is read, never served: every
+read of it answers the declared fallbacks (DEFAULT), never its values (not even as STALE); the cause SUPERSEDED,
+with the successor, is told once per environment and counted with every fetch that finds it, as a fetch of an
+environment that has never read a live item.
+
 A failed fetch is told in words (``ReadCause``: table not found, access denied, no credentials, no region, ...),
 once per cause per execution environment, in the log message itself; every failed fetch is counted, and one made
 before any successful read is counted apart (``never_read``: a deployment that cannot read its table at all, not
@@ -114,6 +119,14 @@ class FlagReader:
         refreshed = self.provider.fetches != fetches_before  # else another thread's fetch filled the cache
         self._failures = 0
         self._read_once = True
+        if snapshot.superseded_by is not None:
+            self._last_good = None  # a replaced item's values are never served, not even as STALE
+            self._read_once = False  # no live item read: a later failure counts as never read, too
+            state = snapshot.state(DEFAULT, now)
+            if refreshed:
+                self._tell_superseded(snapshot)
+            self._counter.record(state.reason, refreshed=refreshed, never_read=ReadCause.SUPERSEDED)
+            return state
         if snapshot.found:
             self._last_good = snapshot
         elif refreshed:
@@ -156,6 +169,27 @@ class FlagReader:
             },
         )
         return cause
+
+    def _tell_superseded(self, snapshot: Snapshot) -> None:
+        """Log that the item is superseded, naming its successor: a warning once per environment, then debug."""
+        cause = ReadCause.SUPERSEDED
+        first = cause not in self._told
+        self._told.add(cause)
+        message = (
+            f"cannot read the flags item: {cause.words}; superseded by {snapshot.superseded_by}"
+            f"{f' at {snapshot.superseded_at}' if snapshot.superseded_at else ''}; "
+            "serving the declared fallbacks (DEFAULT: maintenance on, features off)"
+        )
+        (logger.warning if first else logger.debug)(
+            message,
+            extra={
+                "cause": cause.value,
+                "superseded_by": snapshot.superseded_by,
+                "superseded_at": snapshot.superseded_at,
+                "reason": DEFAULT,
+                "sort_key": self._sort_key,
+            },
+        )
 
     def _degraded(self, now: float) -> FlagState:
         last = self._last_good

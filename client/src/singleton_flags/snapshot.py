@@ -23,6 +23,8 @@ from singleton_flags.keys import (
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_FLAG,
     MAINTENANCE_OWNER_ATTR,
+    SUPERSEDED_AT_ATTR,
+    SUPERSEDED_BY_ATTR,
     UPDATED_AT_ATTR,
     UPDATED_BY_ATTR,
     VERSION_ATTR,
@@ -117,6 +119,10 @@ class Snapshot:
     maintenance_owner: str | None = None
     maintenance_deadline: float | None = None
     fallen_back: tuple[str, ...] = field(default=())  # flags whose stored value was missing or invalid
+    # The item carries the superseded marker: what replaces it, and when. Its values are never served: a
+    # superseded snapshot holds the declared fallbacks and every read of it is DEFAULT (fail closed).
+    superseded_by: str | None = None
+    superseded_at: str | None = None
     # What a cached read of this snapshot serves, when that does not depend on the time of the read (a window's
     # deadline could pass between two reads): None then, and ``state`` builds it per read.
     as_cached: FlagState | None = field(init=False, repr=False, compare=False)
@@ -134,9 +140,10 @@ class Snapshot:
         )
 
     def state(self, reason: Reason, now: float) -> FlagState:
-        """What a read at ``now`` serves from this snapshot with ``reason`` (DEFAULT for an item not found)."""
+        """What a read at ``now`` serves from this snapshot with ``reason`` (DEFAULT for an item not found or
+        superseded)."""
         values = self.effective_values(now)
-        if not self.found or reason == DEFAULT:
+        if not self.found or reason == DEFAULT or self.superseded_by is not None:
             return FlagState(values=values, version=None, reason=DEFAULT, fetched_at=self.fetched_at)
         return FlagState(
             values=values,
@@ -173,6 +180,16 @@ class Snapshot:
     def from_item(cls, item: Mapping[str, Any] | None, declarations: Declarations, fetched_at: float) -> Snapshot:
         if item is None:
             return cls.missing(declarations, fetched_at)
+        successor = item.get(SUPERSEDED_BY_ATTR, {}).get("S")
+        if successor is not None:  # the marker wins over every value: nothing of a replaced item is served
+            return cls(
+                found=True,
+                values=declarations.fallbacks(),
+                version=_int_or_none(item.get(VERSION_ATTR, {}).get("N")),
+                fetched_at=fetched_at,
+                superseded_by=successor,
+                superseded_at=item.get(SUPERSEDED_AT_ATTR, {}).get("S"),
+            )
         values: dict[str, FlagValue] = {}
         fallen_back: list[str] = []
         for name, spec in declarations.items():

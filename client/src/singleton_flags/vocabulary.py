@@ -76,8 +76,11 @@ class ReadCause(StrEnum):
 
     A cause is told once per execution environment in the log message, and counted with every failed fetch. What a
     reader serves does not depend on it: the last good values (STALE) while young enough, else the declared
-    fallbacks (DEFAULT). A new cause (for example an item marked as replaced by another table) is one more member
-    and its words.
+    fallbacks (DEFAULT). A new cause is one more member and its words.
+
+    SUPERSEDED is the one cause found in a successful read: the item carries the superseded marker (its table was
+    replaced, or the item retired for another key). Its values are never served, not even as STALE: the declared
+    fallbacks are (fail closed), and the log names the successor.
     """
 
     TABLE_NOT_FOUND = "TABLE_NOT_FOUND"
@@ -89,6 +92,7 @@ class ReadCause(StrEnum):
     UNREACHABLE = "UNREACHABLE"
     THROTTLED = "THROTTLED"
     UNEXPECTED = "UNEXPECTED"
+    SUPERSEDED = "SUPERSEDED"
 
     @property
     def words(self) -> str:
@@ -105,6 +109,10 @@ _CAUSE_WORDS = {
     ReadCause.UNREACHABLE: "DynamoDB cannot be reached (endpoint unreachable or timed out)",
     ReadCause.THROTTLED: "DynamoDB throttled the read",
     ReadCause.UNEXPECTED: "an unexpected error",
+    ReadCause.SUPERSEDED: (
+        "the table was replaced: its flags item is marked superseded, operators now change another one "
+        "(redeploy this function so it binds the new table)"
+    ),
 }
 
 # Which value an evaluation served, by name, the same in the OpenFeature provider and OFREP: the stored one, the

@@ -3,24 +3,33 @@ its properties change: the declarations' fingerprint). Create and Update call ``
 singleton is restored from the audit trail, newly declared flags are added as a new version, live values
 never change; a brand-new table gets version 0 with the declared initials). Delete does nothing: the table
 is retained, and so is what it holds.
+
+The table's ARN is a property too, so a replaced table runs an Update: after seeding its own table, the seed marks
+the flags item of the table the stage published before (``TableArnParameter``, read before the stack overwrites
+it) superseded by this one (``writes.supersede``), so the consumers still bound to it fail closed and say why.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
+
+import boto3
 
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags_service.contract import Settings, load_service_declarations
 from singleton_flags_service.custom_resource import run, send_response
 from singleton_flags_service.writes.store import FlagStore
+from singleton_flags_service.writes.supersede import mark_replaced_table
 
 PHYSICAL_ID = "singleton-flags-seed"  # the same on every request: an Update never replaces the resource
 
 SETTINGS = Settings.from_env(os.environ)
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
 STORE = FlagStore.for_function(CLIENT, SETTINGS, load_service_declarations())
+SSM = boto3.client("ssm", config=WRITE_CLIENT_CONFIG)
 
 
 def _stack_name(stack_id: str) -> str:
@@ -33,12 +42,26 @@ def seed(event: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
     request_type = event["RequestType"]
     if request_type == "Delete":
         return PHYSICAL_ID, {}
-    fingerprint = event.get("ResourceProperties", {}).get("DeclarationsFingerprint", "?")
+    properties = event.get("ResourceProperties", {})
+    fingerprint = properties.get("DeclarationsFingerprint", "?")
+    stack = _stack_name(event["StackId"])
     result = STORE.seed(
-        actor=f"cloudformation:{_stack_name(event['StackId'])}",
+        actor=f"cloudformation:{stack}",
         reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}",
     )
-    return PHYSICAL_ID, {"Version": str(result.snapshot.version), "Applied": str(result.applied).lower()}
+    data = {"Version": str(result.snapshot.version), "Applied": str(result.applied).lower()}
+    own_arn, parameter = properties.get("TableArn"), properties.get("TableArnParameter")
+    if isinstance(own_arn, str) and isinstance(parameter, str):
+        outcome = mark_replaced_table(
+            SSM,
+            CLIENT,
+            parameter_name=parameter,
+            own_table_arn=own_arn,
+            reason=f"table replaced by stack {stack}'s deploy ({request_type.lower()})",
+            now=time.time(),
+        )
+        data["Superseded"] = outcome.status
+    return PHYSICAL_ID, data
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

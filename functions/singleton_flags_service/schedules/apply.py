@@ -31,7 +31,14 @@ from typing import Any
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.snapshot import Snapshot
-from singleton_flags_service.errors import FlagsError, InvalidRequest, InvalidValue, ItemTooLarge, UnknownFlag
+from singleton_flags_service.errors import (
+    FlagsError,
+    FlagsSuperseded,
+    InvalidRequest,
+    InvalidValue,
+    ItemTooLarge,
+    UnknownFlag,
+)
 from singleton_flags_service.observability import logger
 from singleton_flags_service.schedules.changes import (
     APPLIED,
@@ -117,7 +124,7 @@ class ScheduledChangeRunner:
             return self._fail(found, f"no longer valid: {exc.message}")
         try:
             return self._apply(found, changes, time_budget)
-        except ItemTooLarge as exc:
+        except (ItemTooLarge, FlagsSuperseded) as exc:  # no retry changes either: failed, said why
             return self._fail(found, exc.message)
         except FlagsError as exc:
             logger.error(

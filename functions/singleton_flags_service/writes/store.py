@@ -25,6 +25,14 @@ token while the time budget allows (DynamoDB answers a repeated token with succe
 twice); then the audit record of the version it tried to write says whether it committed (the record
 stores the token). What still cannot be known is ``OutcomeUnknown``, never a plain outage.
 
+A superseded item (``keys.SUPERSEDED_BY_ATTR``: its table was replaced) refuses every operator write
+(``FlagsSuperseded``, naming the successor), the seed's and a scheduled change's included; the automatic safety
+writes (a window's start or end, a guard's revert, a restore) are never blocked and go on as on any item, with a
+warning: readers of a superseded item serve the declared fallbacks whatever it holds, so what they write is seen
+by no reader, and refusing them would only turn a window's end or a guard's revert into retries and alarms. Every
+operator write is conditioned on the marker's absence, so a marker set between the read and the commit is a
+conflict (re-read, then refused), never a write past it.
+
 One version names one state. A missing singleton is restored only by an accepted write, in the same
 transaction: the restore is version L+1 (kind ``restore``, the newest audit record's state) and the change
 L+2. With no audit record at all, the item is recreated as version 0 with the declared initial values
@@ -49,6 +57,9 @@ from singleton_flags.keys import (
     MAINTENANCE_OWNER_ATTR,
     PARTITION_KEY,
     SINGLETON_SK,
+    SUPERSEDED_AT_ATTR,
+    SUPERSEDED_BY_ATTR,
+    SUPERSEDED_REASON_ATTR,
     UPDATED_AT_ATTR,
     UPDATED_BY_ATTR,
     VERSION_ATTR,
@@ -59,6 +70,7 @@ from singleton_flags.snapshot import Snapshot
 from singleton_flags_service.api.requests import validate_version
 from singleton_flags_service.contract import Settings
 from singleton_flags_service.errors import (
+    FlagsSuperseded,
     InvalidRequest,
     InvalidValue,
     ItemTooLarge,
@@ -70,7 +82,15 @@ from singleton_flags_service.errors import (
     WriteConflict,
 )
 from singleton_flags_service.observability import logger
-from singleton_flags_service.vocabulary import KIND_CHANGE, KIND_RESTORE, KIND_REVERT, KIND_SEED
+from singleton_flags_service.vocabulary import (
+    KIND_CHANGE,
+    KIND_GUARD_REVERT,
+    KIND_RESTORE,
+    KIND_REVERT,
+    KIND_SEED,
+    KIND_WINDOW_END,
+    KIND_WINDOW_START,
+)
 from singleton_flags_service.writes import transaction
 from singleton_flags_service.writes.audit import (
     BOOKKEEPING_IN_STATE,
@@ -101,6 +121,9 @@ Companions = Callable[[int, float], list[dict[str, Any]]]
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
 RESERVED_DEADLINE = {"N": "9999999999"}  # the widest maintenance_deadline a window start can store
+# Automatic safety writes: never refused on a superseded item (see the module's docstring).
+SAFETY_KINDS = frozenset({KIND_WINDOW_START, KIND_WINDOW_END, KIND_GUARD_REVERT, KIND_RESTORE})
+_MARKER_ATTRS = (SUPERSEDED_BY_ATTR, SUPERSEDED_AT_ATTR, SUPERSEDED_REASON_ATTR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +198,10 @@ class _Current:
     snapshot: Snapshot
     missing: bool = False  # the item does not exist: ``raw`` is what a restore would write
     restored_from: int | None = None  # the audit version a restore takes its state from
+
+    @property
+    def superseded_by(self) -> str | None:
+        return self.raw.get(SUPERSEDED_BY_ATTR, {}).get("S") if not self.missing else None
 
     @property
     def version(self) -> int:
@@ -262,8 +289,9 @@ class FlagStore:
         ``seeding``: the deploy-time seed, for which a table with neither item nor record is a new table (its
         first version, said at INFO), not a lost item (a WARNING otherwise)."""
         item = self._get(singleton_key(self._sort_key))
-        if item is not None:
-            return _Current(raw=item, snapshot=self._snapshot(item))
+        if item is not None:  # decided on what it stores: a superseded item's marker hides its values from readers
+            stored = {name: value for name, value in item.items() if name not in _MARKER_ATTRS}
+            return _Current(raw=item, snapshot=self._snapshot(stored))
         newest = self._newest_record()
         if newest is None:
             raw = {**singleton_key(self._sort_key), VERSION_ATTR: {"N": "0"}}
@@ -434,6 +462,7 @@ class FlagStore:
             if not budget.allows():
                 break
             current = self._read_current(seeding=write.kind == KIND_SEED)
+            self._check_superseded(current, write)
             if expected is not None and (current.missing or current.version not in expected):
                 raise self._stale(current, expected)
             plan = plan_for(current.snapshot)
@@ -447,7 +476,7 @@ class FlagStore:
                 if plan is None or (not delta.applied and not current.missing):  # a no-op: no version
                     if idempotency is not None:
                         self._remember_no_op(current, idempotency, budget)
-                    return self._result(current.snapshot, applied=False, attempts=attempt)
+                    return self._result(self._snapshot(current.raw), applied=False, attempts=attempt)
                 new_raw = self._commit(current, delta, write, budget)
             except transaction.Conflict:
                 if idempotency is not None:  # a race for the key: the winner's answer is this request's answer
@@ -480,6 +509,28 @@ class FlagStore:
                 f"the flags kept changing under this write; gave up after {conflicts} attempts", attempts=conflicts
             )
         raise StoreUnavailable("the request's time budget ran out before the write could be attempted")
+
+    def _check_superseded(self, current: _Current, write: Write) -> None:
+        """Refuse an operator's write to a superseded item, naming its successor; let a safety write through."""
+        successor = current.superseded_by
+        if successor is None:
+            return
+        superseded_at = current.raw.get(SUPERSEDED_AT_ATTR, {}).get("S")
+        if write.kind in SAFETY_KINDS:
+            logger.warning(
+                "a safety write on a superseded flags item: applied, though no reader serves its values",
+                kind=write.kind,
+                actor=write.actor,
+                superseded_by=successor,
+            )
+            return
+        raise FlagsSuperseded(
+            f"the flags item is superseded by {successor}"
+            f"{f' since {superseded_at}' if superseded_at else ''}: its readers serve their declared fallbacks "
+            "and nothing is written here; change the flags where it points",
+            superseded_by=successor,
+            superseded_at=superseded_at,
+        )
 
     def _result(self, snapshot: Snapshot, **outcome: Any) -> ChangeResult:
         return ChangeResult(snapshot=snapshot, values=snapshot.effective_values(self._clock()), **outcome)
@@ -640,15 +691,19 @@ class FlagStore:
         }
 
     def _expects(self, current: _Current) -> dict[str, Any]:
-        """The singleton's key with the condition that it is still as ``current`` found it: at its version, or
-        still missing."""
+        """The singleton's key with the condition that it is still as ``current`` found it: at its version (and
+        not superseded, when it was not), or still missing."""
         check: dict[str, Any] = {"TableName": self._table, "Key": singleton_key(self._sort_key)}
         if current.missing:
             check["ConditionExpression"] = "attribute_not_exists(#pk)"
             check["ExpressionAttributeNames"] = {"#pk": PARTITION_KEY}
-        else:
+        elif current.superseded_by is not None:  # a safety write, let through a marker it has seen
             check["ConditionExpression"] = "#version = :current"
             check["ExpressionAttributeNames"] = {"#version": VERSION_ATTR}
+            check["ExpressionAttributeValues"] = {":current": {"N": str(current.version)}}
+        else:  # and still not superseded: a marker set since the read is a conflict (re-read, then refused)
+            check["ConditionExpression"] = "#version = :current AND attribute_not_exists(#superseded)"
+            check["ExpressionAttributeNames"] = {"#version": VERSION_ATTR, "#superseded": SUPERSEDED_BY_ATTR}
             check["ExpressionAttributeValues"] = {":current": {"N": str(current.version)}}
         return check
 
