@@ -15,17 +15,15 @@ from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, Error as PlaywrightError, Page, Route, expect, sync_playwright
+from playwright.sync_api import Error as PlaywrightError, Page, Route, expect
 
 from singleton_flags_service.api.routes import ROUTES
 from tests.support.console import (
+    PHONE_WIDTH,
     VIEWS,
-    Session,
     apply_with_reason,
     edit_value,
-    launch,
     open_console,
-    require_chromium,
     session,
     show_view,
 )
@@ -39,16 +37,6 @@ from tests.support.runner import (
 )
 
 WINDOW = "weekly-patching"  # cdk.json's window
-PHONE_WIDTH = 375
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    require_chromium()
-    with sync_playwright() as playwright:
-        launched = launch(playwright)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -56,25 +44,6 @@ def console_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]
     """A runner of its own: these tests switch maintenance on, which the other e2e tests do not expect."""
     with running(tmp_path_factory.mktemp("console") / "runner.log") as started:
         yield started
-
-
-def assert_stayed_local(opened: Session) -> None:
-    assert opened.offsite == [], f"the console tried to reach beyond loopback: {opened.offsite}"
-    assert opened.errors == [], f"script errors in the page: {opened.errors}"
-
-
-@pytest.fixture
-def console(browser: Browser) -> Iterator[Session]:
-    with session(browser) as opened:
-        yield opened
-        assert_stayed_local(opened)
-
-
-@pytest.fixture
-def phone(browser: Browser) -> Iterator[Session]:
-    with session(browser, width=PHONE_WIDTH, height=800, is_mobile=True, has_touch=True) as opened:
-        yield opened
-        assert_stayed_local(opened)
 
 
 def declarations(runner: Runner) -> list[dict[str, Any]]:

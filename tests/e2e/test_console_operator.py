@@ -17,51 +17,29 @@ from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from local.dynamodb_local import local_client
 from singleton_flags.keys import SINGLETON_SK, singleton_key
 from singleton_flags_infra.config import load_config
-from tests.support.console import Session, launch, open_console, require_chromium, session, show_view
+from tests.support.console import (
+    PHONE_HEIGHT,
+    PHONE_WIDTH,
+    assert_stayed_local,
+    open_console,
+    session,
+    show_view,
+)
 from tests.support.runner import Runner, eventually, running, start_runner
 
-PHONE_WIDTH, PHONE_HEIGHT = 375, 800
 TABLE = "singleton-flags-console-missing"
 GUARD_PREFIX = load_config().guard_prefix
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    require_chromium()
-    with sync_playwright() as playwright:
-        launched = launch(playwright)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")
 def fresh_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
     with running(tmp_path_factory.mktemp("operator") / "runner.log") as started:
         yield started
-
-
-def stayed_local(opened: Session) -> None:
-    assert opened.offsite == [], f"the console tried to reach beyond loopback: {opened.offsite}"
-    assert opened.errors == [], f"script errors in the page: {opened.errors}"
-
-
-@pytest.fixture
-def console(browser: Browser) -> Iterator[Session]:
-    with session(browser) as opened:
-        yield opened
-        stayed_local(opened)
-
-
-@pytest.fixture
-def phone(browser: Browser) -> Iterator[Session]:
-    with session(browser, width=PHONE_WIDTH, height=PHONE_HEIGHT, is_mobile=True, has_touch=True) as opened:
-        yield opened
-        stayed_local(opened)
 
 
 def write(runner: Runner, flags: dict[str, Any], reason: str, **extra: Any) -> dict[str, Any]:
@@ -244,10 +222,10 @@ def test_the_guards_view_and_the_history_say_what_a_guard_and_a_schedule_did_in_
 def test_the_schedules_and_guards_views_are_axe_clean_and_fit_375_px(fresh_runner, browser, view):
     with session(browser) as opened:
         assert axe_serious(open_console(opened, fresh_runner.url, view)) == []
-        stayed_local(opened)
+        assert_stayed_local(opened)
     with session(browser, width=PHONE_WIDTH, height=PHONE_HEIGHT, is_mobile=True, has_touch=True) as opened:
         no_sideways_scroll(open_console(opened, fresh_runner.url, view))
-        stayed_local(opened)
+        assert_stayed_local(opened)
 
 
 # ---------------------------------------------------------------- history

@@ -114,3 +114,24 @@ def edit_value(page: Page, flag: str, value: str) -> None:
 def apply_with_reason(page: Page, reason: str) -> None:
     page.get_by_role("textbox", name="Reason", exact=True).fill(reason)
     page.get_by_role("button", name="Apply changes", exact=True).click()
+
+
+# A phone's viewport, as the console's narrow-screen checks use it
+PHONE_WIDTH, PHONE_HEIGHT = 375, 800
+
+
+def assert_stayed_local(opened: Session) -> None:
+    """The page reached nothing beyond loopback and raised no script error."""
+    assert opened.offsite == [], f"the console tried to reach beyond loopback: {opened.offsite}"
+    assert opened.errors == [], f"script errors in the page: {opened.errors}"
+
+
+@contextmanager
+def local_session(browser: Browser, *, phone: bool = False) -> Iterator[Session]:
+    """A session (a phone's viewport, touch, when ``phone``) that must have stayed local when it closes."""
+    options: dict[str, Any] = (
+        {"width": PHONE_WIDTH, "height": PHONE_HEIGHT, "is_mobile": True, "has_touch": True} if phone else {}
+    )
+    with session(browser, **options) as opened:
+        yield opened
+        assert_stayed_local(opened)

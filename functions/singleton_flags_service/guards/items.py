@@ -266,28 +266,14 @@ class GuardBook:
         }
         params["ExpressionAttributeNames"].update({"#state": "state", "#alarms": "alarms"})
         params["ExpressionAttributeValues"].update({":baking": {"S": BAKING}, ":alarm": {"S": alarm}})
-        guards: list[Guard] = []
-        while True:
-            answer = transaction.call(self._client, "query", **params)
-            guards.extend(Guard.from_item(item) for item in answer.get("Items", []))
-            last = answer.get("LastEvaluatedKey")
-            if not last:
-                return guards
-            params["ExclusiveStartKey"] = last
+        return transaction.query_all(self._client, params, Guard.from_item)
 
     def all_baking(self) -> list[Guard]:
         """Every guard whose item says ``baking``, newest first (its close not yet recorded)."""
         params: dict[str, Any] = {**self._query(), "FilterExpression": "#state = :baking", "ConsistentRead": True}
         params["ExpressionAttributeNames"]["#state"] = "state"
         params["ExpressionAttributeValues"][":baking"] = {"S": BAKING}
-        guards: list[Guard] = []
-        while True:
-            answer = transaction.call(self._client, "query", **params)
-            guards.extend(Guard.from_item(item) for item in answer.get("Items", []))
-            last = answer.get("LastEvaluatedKey")
-            if not last:
-                return guards
-            params["ExclusiveStartKey"] = last
+        return transaction.query_all(self._client, params, Guard.from_item)
 
     def mark_overdue(self, version: int, now: float) -> bool:
         """Record, once, that a baking guard's close is overdue; False when it ended or was already recorded."""

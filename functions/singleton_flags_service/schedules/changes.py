@@ -289,14 +289,7 @@ class ScheduleItems:
         }
         params["ExpressionAttributeNames"]["#status"] = "status"
         params["ExpressionAttributeValues"][":pending"] = {"S": PENDING}
-        found: list[ScheduledChange] = []
-        while True:
-            answer = transaction.call(self._client, "query", **params)
-            found.extend(ScheduledChange.from_item(item) for item in answer.get("Items", []))
-            last = answer.get("LastEvaluatedKey")
-            if not last:
-                return found
-            params["ExclusiveStartKey"] = last
+        return transaction.query_all(self._client, params, ScheduledChange.from_item)
 
     def mark_overdue(self, schedule_id: str, now: float) -> bool:
         """Record, once, that a pending change's time passed unapplied; False when it is no longer pending or was

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
@@ -96,6 +96,22 @@ def call(client: Any, operation: str, *, conditional: bool = False, **params: An
         raise fault(operation, exc) from exc
     except BotoCoreError as exc:
         raise StoreUnavailable(f"DynamoDB {operation} failed: {type(exc).__name__}") from exc
+
+
+T = TypeVar("T")
+
+
+def query_all(client: Any, params: dict[str, Any], parse: Callable[[dict[str, Any]], T]) -> list[T]:
+    """Every item a Query matches, page after page, each parsed (``call``'s errors)."""
+    params = dict(params)
+    found: list[T] = []
+    while True:
+        answer = call(client, "query", **params)
+        found.extend(parse(item) for item in answer.get("Items", []))
+        last = answer.get("LastEvaluatedKey")
+        if not last:
+            return found
+        params["ExclusiveStartKey"] = last
 
 
 def send(client: Any, request: dict[str, Any], budget: Budget) -> None:
