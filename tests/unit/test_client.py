@@ -8,6 +8,8 @@ import logging
 import pkgutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +192,9 @@ class TestTheApplicationsDeclarations:
         # Then there is nothing declared to fall back on: the read raises, naming what is missing
         with pytest.raises(FlagsConfigError, match="declarations are required"):
             flags.get("maintenance_mode")
+        # And so does every later read
+        with pytest.raises(FlagsConfigError, match="declarations are required"):
+            flags.get("maintenance_mode")
 
 
 class TestFromEnv:
@@ -244,6 +249,46 @@ class TestFromEnv:
         # Then it is configured by the environment as it is now: the table's values
         assert flags.details("signup_enabled").version == 4
         assert type(flags) is Flags
+
+    def test_first_reads_from_many_threads_configure_the_client_once(
+        self, ddb: Any, table_name: str, declarations: Any, put_flags: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Given a client whose configuration waits for its first read, and a slow configuration
+        import singleton_flags.client as client_module
+
+        env: dict[str, str] = {}
+        flags = Flags.from_env(env, declarations=declarations, client=ddb)
+        put_flags(version=4)
+        env.update({ENV_TABLE: table_name, ENV_REGION: "us-east-1"})
+        configured = []
+        settings = client_module._settings
+
+        def slow_settings(*args: Any) -> dict[str, Any]:
+            configured.append(1)
+            time.sleep(0.05)
+            return settings(*args)
+
+        monkeypatch.setattr(client_module, "_settings", slow_settings)
+        # When eight threads read it first, at once
+        start = threading.Barrier(8)
+        versions: list[int | None] = []
+        errors: list[BaseException] = []
+
+        def first_read() -> None:
+            start.wait()
+            try:
+                versions.append(flags.details("signup_enabled").version)
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(exc)
+
+        threads = [threading.Thread(target=first_read) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        # Then it was configured once, and every read got the table's values
+        assert errors == []
+        assert (len(configured), versions) == (1, [4] * 8)
 
     def test_a_constructor_without_any_region_names_the_variables(self, monkeypatch: pytest.MonkeyPatch) -> None:
         # Given no region anywhere (no variable, no profile)

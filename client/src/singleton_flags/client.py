@@ -27,6 +27,7 @@ value its declaration refuses, is served as its fallback with reason DEFAULT (th
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -241,9 +242,27 @@ class _Deferred(Flags):
     """
 
     def __getattr__(self, name: str) -> Any:
-        if name not in _CONFIGURED or "_pending" not in self.__dict__:
+        if name not in _CONFIGURED:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        cls, env, declarations, options = self.__dict__["_pending"]
+        with _CONFIGURING:  # two threads' first reads configure it once
+            pending = self.__dict__.pop("_pending", None)
+            if pending is not None:
+                try:
+                    self._configure(*pending)
+                except FlagsConfigError:  # no declarations at all: every read says so, nothing to fall back on
+                    self.__dict__["_pending"] = pending
+                    raise
+        if name not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self.__dict__[name]
+
+    def _configure(
+        self,
+        cls: type[Flags],
+        env: Mapping[str, str],
+        declarations: Declarations | str | os.PathLike[str] | None,
+        options: dict[str, Any],
+    ) -> None:
         try:
             cls.__init__(self, **_settings(env, declarations), **options)
         except (FlagsConfigError, DeclarationError) as exc:
@@ -251,11 +270,10 @@ class _Deferred(Flags):
             error = exc if isinstance(exc, FlagsConfigError) else FlagsConfigError(str(exc))
             kept = {key: value for key, value in options.items() if key not in ("client", "region")}
             cls.__init__(self, table_name="unconfigured", declarations=loaded, client=_Unconfigured(error), **kept)
-        del self.__dict__["_pending"]
         object.__setattr__(self, "__class__", cls)
-        return getattr(self, name)
 
 
+_CONFIGURING = threading.Lock()
 _CONFIGURED = frozenset({"_reader", "_names", "declarations"})
 
 
