@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -175,22 +176,24 @@ def running(log: Path, **overrides: str | None) -> Iterator[Runner]:
 @contextmanager
 def flagctl_console(args: Sequence[str], env: Mapping[str, str]) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``python -m flagctl ARGS`` (a console) started, with the first line it printed (its URL); stopped as
-    Ctrl-C stops it on the way out."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flagctl", *args],
-        cwd=REPO_ROOT,
-        env={**env, "PYTHONPATH": str(REPO_ROOT)},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        yield process, process.stdout.readline()
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
+    Ctrl-C stops it on the way out. Its request log (stderr) goes to a file: a pipe nobody reads fills up, and the
+    process would then block on its next log line, or on its last flush at exit."""
+    with tempfile.TemporaryFile(mode="w+") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "flagctl", *args],
+            cwd=REPO_ROOT,
+            env={**env, "PYTHONPATH": str(REPO_ROOT)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            yield process, process.stdout.readline()
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
 
 
 def eventually(probe: Callable[[], Any], accept: Callable[[Any], bool], timeout: float = 5.0) -> Any:
