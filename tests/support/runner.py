@@ -129,6 +129,13 @@ RUNNER_COMMAND = (sys.executable, "-m", "local")
 MAKE_RUN = ("make", "--no-print-directory", "run")  # what the README tells a user to type
 
 
+def ctrl_c_stops_it() -> None:
+    """In a child, before it runs: SIGINT back to its default, so that Python turns it into KeyboardInterrupt as a
+    terminal's Ctrl-C would. A process started with SIGINT ignored (a background job of a shell without job
+    control, as CI runners start them) passes that on, and Python then leaves it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def launch(
     log: Path, env: Mapping[str, str], cwd: Path = REPO_ROOT, command: Sequence[str] = RUNNER_COMMAND
 ) -> subprocess.Popen[bytes]:
@@ -142,6 +149,7 @@ def launch(
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=ctrl_c_stops_it,  # noqa: PLW1509 - a signal disposition only, before exec
         )
 
 
@@ -187,6 +195,7 @@ def flagctl_console(args: Sequence[str], env: Mapping[str, str]) -> Iterator[tup
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
+            preexec_fn=ctrl_c_stops_it,  # noqa: PLW1509 - a signal disposition only, before exec
         )
         try:
             assert process.stdout is not None
