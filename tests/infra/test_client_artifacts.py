@@ -13,12 +13,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from aws_cdk import App, Stack, aws_dynamodb as dynamodb, aws_lambda as lambda_
+from aws_cdk import App, Stack, aws_dynamodb as dynamodb
 
 from singleton_flags.declarations import parse_declarations
 from singleton_flags_cdk import SingletonFlags
 from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.packaging import build_wheel, imported_modules, python_modules
+from tests.support.synth import application_function
 
 pytestmark = pytest.mark.infra
 
@@ -85,13 +86,7 @@ def test_the_layer_bind_attaches_holds_the_run_time_client_and_the_applications_
     table = dynamodb.TableV2.from_table_name(stack, "FlagsTable", "singleton-flags-prod-table")
     declarations = parse_declarations(APPLICATION_DECLARATIONS)
     flags = SingletonFlags(stack, "Flags", table=table, declarations=declarations, build_dir=tmp_path / "build")
-    function = lambda_.Function(
-        stack,
-        "Checkout",
-        runtime=lambda_.Runtime.PYTHON_3_13,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
-    )
+    function = application_function(stack, "Checkout")
     # When a function is bound and the app synthesizes
     flags.bind(function)
     assembly = app.synth()

@@ -22,6 +22,7 @@ from singleton_flags_service.api.routes import ROUTES
 from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
 from tests.support.packaging import wheel_package_files
+from tests.support.synth import application_function, layer_directory
 
 pytestmark = pytest.mark.infra
 
@@ -43,14 +44,7 @@ def application(
     else:
         table = dynamodb.TableV2.from_table_name(stack, "FlagsTable", "singleton-flags-prod-table")
         flags = SingletonFlags(stack, "Flags", table=table, declarations=DECLARATIONS_FILE, max_age=10, max_stale=120)
-    function = lambda_.Function(
-        stack,
-        "Checkout",
-        runtime=lambda_.Runtime.PYTHON_3_13,
-        architecture=architecture,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
-    )
+    function = application_function(stack, "Checkout", architecture)
     flags.bind(function, layer=layer)
     return stack, flags, function
 
@@ -108,13 +102,7 @@ def test_the_pages_cdk_example_synthesizes_with_the_grant(tmp_path: Path, monkey
     page: dict[str, Any] = {
         "self": stack,
         "config": config,
-        "my_function": lambda_.Function(
-            stack,
-            "MyFunction",
-            runtime=lambda_.Runtime.PYTHON_3_13,
-            handler="index.handler",
-            code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
-        ),
+        "my_function": application_function(stack, "MyFunction"),
         "another_role": iam.Role(stack, "AnotherRole", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com")),
     }
     # When docs/reading-flags.md's CDK example runs
@@ -137,12 +125,6 @@ def test_bind_sets_the_variables_the_client_reads() -> None:
         "SINGLETON_FLAGS_MAX_AGE": "10",
         "SINGLETON_FLAGS_MAX_STALE": "120",
     }
-
-
-def layer_directory(template: dict[str, Any], outdir: Path, layer_ref: dict[str, Any]) -> Path:
-    """The asset directory of the layer version ``layer_ref`` points at, in the synthesized cloud assembly."""
-    layer = template["Resources"][layer_ref["Ref"]]
-    return outdir / layer["Metadata"]["aws:asset:path"]
 
 
 @pytest.mark.parametrize(
@@ -178,14 +160,7 @@ def test_the_client_layer_carries_the_wheels_files_powertools_and_the_applicatio
     stack = Stack(app, "Application", env={"region": "eu-west-1"})
     table = dynamodb.TableV2.from_table_name(stack, "FlagsTable", "singleton-flags-prod-table")
     flags = SingletonFlags(stack, "Flags", table=table, declarations=declarations, build_dir=tmp_path / "build")
-    function = lambda_.Function(
-        stack,
-        "Checkout",
-        runtime=lambda_.Runtime.PYTHON_3_13,
-        architecture=lambda_.Architecture.ARM_64,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
-    )
+    function = application_function(stack, "Checkout", lambda_.Architecture.ARM_64)
     flags.bind(function)
     assembly = app.synth()
     template = assembly.get_stack_artifact(stack.artifact_id).template
@@ -270,13 +245,7 @@ def test_a_layer_needs_the_applications_declarations_and_a_python_runtime() -> N
     stack = Stack(App(), "Application")
     table = dynamodb.TableV2.from_table_name(stack, "FlagsTable", "singleton-flags-prod-table")
     flags = SingletonFlags(stack, "Flags", table=table)
-    function = lambda_.Function(
-        stack,
-        "Checkout",
-        runtime=lambda_.Runtime.PYTHON_3_13,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
-    )
+    function = application_function(stack, "Checkout")
     with pytest.raises(ValueError, match="declarations="):
         flags.bind(function)
     node = lambda_.Function(

@@ -164,3 +164,23 @@ def cli_environment() -> dict[str, str]:
         **JSII_QUIET,
     )
     return env
+
+
+def application_function(stack: Any, construct_id: str, architecture: Any = None) -> Any:
+    """An application's Python function that does nothing: what a test binds the flags to."""
+    from aws_cdk import aws_lambda as lambda_
+
+    return lambda_.Function(
+        stack,
+        construct_id,
+        runtime=lambda_.Runtime.PYTHON_3_13,
+        architecture=architecture,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
+    )
+
+
+def layer_directory(template: dict[str, Any], outdir: Path, layer_ref: dict[str, Any]) -> Path:
+    """The asset directory of the layer version ``layer_ref`` points at, in the synthesized cloud assembly."""
+    layer = template["Resources"][layer_ref["Ref"]]
+    return outdir / layer["Metadata"]["aws:asset:path"]
