@@ -106,13 +106,7 @@ def test_the_scheduler_role_may_invoke_the_target_and_dead_letter_without_any_wi
     assert not [lid for lid in no_windows.resources("AWS::Scheduler::Schedule") if lid.startswith("Maintenance")]
     maintenance_id, _ = function(no_windows, "maintenance")
     statements = tt.role_statements(no_windows.template, scheduler_role_id(no_windows))
-    granted = {
-        (action, tt.render(resource))
-        for statement in statements
-        for action in tt.as_list(statement["Action"])
-        for resource in tt.as_list(statement["Resource"])
-    }
-    assert granted == {
+    assert tt.grants(statements) == {
         ("lambda:InvokeFunction", f"<{maintenance_id}.Arn>"),
         ("lambda:InvokeFunction", f"<{maintenance_id}.Arn>:*"),
         ("sqs:SendMessage", f"<{dead_letter_queue_id(no_windows)}.Arn>"),

@@ -68,6 +68,16 @@ def actions(statements: list[dict[str, Any]]) -> set[str]:
     return {action for statement in statements for action in as_list(statement["Action"])}
 
 
+def grants(statements: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """Every (action, rendered resource) pair the statements allow."""
+    return {
+        (action, render(resource))
+        for statement in statements
+        for action in as_list(statement["Action"])
+        for resource in as_list(statement["Resource"])
+    }
+
+
 def all_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every statement of every policy document in the template, with the logical id that holds it."""
     for resource_type, keys in POLICY_DOCUMENTS.items():
