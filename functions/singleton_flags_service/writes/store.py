@@ -564,7 +564,7 @@ class FlagStore:
         """The back-off after ``attempt`` conflicted, which grants the next attempt: jittered, doubling from
         ``backoff_base`` up to ``backoff_max``, cut short at the last moment the next attempt may start (its worst
         case still ending within the budget); None when that moment has passed: no next attempt."""
-        pause = self._jitter() * min(self._backoff_max, self._backoff_base * 2 ** min(attempt - 1, 32))
+        pause = self._jitter() * min(self._backoff_max, self._backoff_base * 2.0 ** min(attempt - 1, 32))
         room = budget.room(ATTEMPT_CALLS)
         if room is None:
             return pause
