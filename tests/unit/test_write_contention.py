@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from singleton_flags.codec import iso_time
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import SUPERSEDED_BY_ATTR
 from singleton_flags.snapshot import Snapshot
 from singleton_flags_service.errors import FlagsSuperseded, InvalidRequest, PreconditionFailed, WriteConflict
+from singleton_flags_service.maintenance.windows import MaintenanceWindows, Window
 from singleton_flags_service.writes.store import ATTEMPT_CALLS, MAX_ATTEMPTS, FlagStore
-from tests.support.unit import Clock, flags_item
+from tests.support.unit import START, Clock, flags_item
 
 TABLE = "flags"
 
@@ -250,3 +252,19 @@ def test_a_write_without_a_budget_stops_at_the_safety_net(declarations: Declarat
     assert refused.value.details["attempts"] == 25 == len(client.requests)
     assert "safety limit" in refused.value.message
     assert client.read_versions == list(range(1, 26))  # each attempt re-read the moved item
+
+
+def test_a_window_start_waits_its_turn_within_the_budget_the_maintenance_function_gives(
+    declarations: Declarations,
+) -> None:
+    # Given other writers who win every race, and a window's start delivered with 10 s of budget
+    time = FakeTime()
+    client = Contended(declarations, time, call_time=0.01)
+    window = Window(name="nightly", duration_seconds=3600)
+    windows = MaintenanceWindows(store_on(client, call_seconds=1.0), {window.name: window}, clock=Clock())
+
+    # When it is applied / Then it retried until that budget was spent (the last attempt at 8 s at the latest),
+    # and raised for Lambda to retry the invocation
+    with pytest.raises(WriteConflict):
+        windows.handle({"action": "start", "window": "nightly", "scheduled_time": iso_time(START)}, time_budget=10.0)
+    assert client.read_at[-1] <= 8.0 < time.now and len(client.requests) > 6
