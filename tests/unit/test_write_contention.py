@@ -9,7 +9,7 @@ fixed number of attempts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from singleton_flags.snapshot import Snapshot
 from singleton_flags_service.errors import FlagsSuperseded, InvalidRequest, PreconditionFailed, WriteConflict
 from singleton_flags_service.maintenance.windows import MaintenanceWindows, Window
 from singleton_flags_service.writes.store import ATTEMPT_CALLS, MAX_ATTEMPTS, FlagStore
-from tests.support.unit import START, Clock, flags_item
+from tests.support.unit import START, Clock, WriteApi, body_of, flags_item, headers_of
 
 TABLE = "flags"
 
@@ -268,3 +268,46 @@ def test_a_window_start_waits_its_turn_within_the_budget_the_maintenance_functio
     with pytest.raises(WriteConflict):
         windows.handle({"action": "start", "window": "nightly", "scheduled_time": iso_time(START)}, time_budget=10.0)
     assert client.read_at[-1] <= 8.0 < time.now and len(client.requests) > 6
+
+
+class CommitsFirst:
+    """A client on which ``other`` runs once, right before this request's first transaction: a request with the
+    same Idempotency-Key that read after it and commits before it."""
+
+    def __init__(self, real: Any, other: Callable[[], None]) -> None:
+        self._real = real
+        self._other: Callable[[], None] | None = other
+        self.transactions = 0
+
+    def transact_write_items(self, **params: Any) -> Any:
+        self.transactions += 1
+        if self._other is not None:
+            other, self._other = self._other, None
+            other()
+        return self._real.transact_write_items(**params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def test_a_keyed_write_that_loses_its_race_to_the_same_key_replays_the_winner_and_writes_nothing(
+    api: WriteApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a keyed PATCH that has read version 1, and its duplicate (same key, same body) committing first
+    def duplicate() -> None:
+        api.use_store(monkeypatch, api.client)
+        answer = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "same"})
+        assert body_of(answer)["version"] == 2
+        api.use_store(monkeypatch, racing)
+
+    racing = CommitsFirst(api.client, duplicate)
+    api.use_store(monkeypatch, racing)
+
+    # When its transaction is cancelled (the version moved, the key is taken), with budget left for many retries
+    answer = api.patch({"signup_enabled": False}, headers={"Idempotency-Key": "same"})
+
+    # Then it answers the winner's answer, replayed, after one transaction: no second version, no retry
+    assert answer["statusCode"] == 200 and headers_of(answer)["Idempotent-Replayed"] == "true"
+    assert (body_of(answer)["applied"], body_of(answer)["version"]) == (True, 2)
+    assert racing.transactions == 1
+    assert [record["version"] for record in api.module.STORE.history()[0]] == [2, 1]
