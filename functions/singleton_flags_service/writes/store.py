@@ -133,7 +133,8 @@ __all__ = [
 # (version about to be written, its time) -> more TransactWriteItems entries committed with it
 Companions = Callable[[int, float], list[dict[str, Any]]]
 # (the state this attempt read, what it would change there: flag -> {"old", "new"}) -> None, or raise a refusal
-# (a FlagsError): run on every attempt that would write, after the plan and before the transaction
+# (a FlagsError): run on every attempt that would write, after the plan and before the transaction. A check that
+# calls AWS spends the request's time: the transaction is still never sent when its worst case no longer fits.
 AttemptCheck = Callable[[Snapshot, Mapping[str, Mapping[str, Any]]], None]
 
 # A safety net, not a rule: with a time budget the retries stop when it is spent, long before this many attempts
