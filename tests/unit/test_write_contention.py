@@ -16,10 +16,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from local.functions import Functions
 from singleton_flags.codec import iso_time
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import SUPERSEDED_BY_ATTR
 from singleton_flags.snapshot import Snapshot
+from singleton_flags_infra.constants import TIMEOUT_SECONDS
+from singleton_flags_service.contract import WRITE_FUNCTION
 from singleton_flags_service.errors import FlagsSuperseded, InvalidRequest, PreconditionFailed, WriteConflict
 from singleton_flags_service.maintenance.windows import MaintenanceWindows, Window
 from singleton_flags_service.writes.store import ATTEMPT_CALLS, MAX_ATTEMPTS, FlagStore
@@ -311,3 +314,12 @@ def test_a_keyed_write_that_loses_its_race_to_the_same_key_replays_the_winner_an
     assert (body_of(answer)["applied"], body_of(answer)["version"]) == (True, 2)
     assert racing.transactions == 1
     assert [record["version"] for record in api.module.STORE.history()[0]] == [2, 1]
+
+
+def test_the_local_runner_gives_the_write_function_its_deployed_timeout_as_its_budget() -> None:
+    # Given the local runner's functions, the write function reporting the time it was given
+    functions = Functions({WRITE_FUNCTION: lambda event, context: context.get_remaining_time_in_millis()})
+
+    # When it is invoked / Then it has the deployed timeout: its writes get the deployed budget, retries included
+    remaining_ms = functions.invoke(WRITE_FUNCTION, {})
+    assert TIMEOUT_SECONDS[WRITE_FUNCTION] * 1000 - 1000 < remaining_ms <= TIMEOUT_SECONDS[WRITE_FUNCTION] * 1000
