@@ -7,6 +7,9 @@ Attempts per write:
 - without If-Match: every TransactWriteItems the store made for that write, including the ones spent in
   requests that ended in 409 (the writer, like an HTTP client honouring Retry-After, sends it again);
 - with If-Match: read-then-conditional-write rounds until one was accepted (a 412 costs one round).
+
+Latency per write: from its first request to its acknowledgement, every 409 or 412 and its pause included (what
+the writer waited).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class Ack:
     values: dict[str, Any]
     changed: dict[str, dict[str, Any]]
     attempts: int
+    seconds: float = 0.0  # from the first request to the acknowledgement
 
 
 @dataclass
@@ -75,12 +79,12 @@ def seed_table(client: Any, table: str, declarations: Declarations) -> None:
 
 
 def _write_retrying_conflicts(
-    store: FlagStore, values: dict[str, Any], actor: str, result: RunResult
+    store: FlagStore, values: dict[str, Any], actor: str, result: RunResult, time_budget: float | None
 ) -> tuple[Any, int]:
     attempts = 0
     for _ in range(MAX_REQUESTS_PER_WRITE):
         try:
-            change = store.change(values, actor=actor, reason="bench: concurrent writer")
+            change = store.change(values, actor=actor, reason="bench: concurrent writer", time_budget=time_budget)
         except WriteConflict as exc:
             result.conflicts += 1
             attempts += exc.details["attempts"]
@@ -90,11 +94,19 @@ def _write_retrying_conflicts(
     raise RuntimeError(f"{actor}: {MAX_REQUESTS_PER_WRITE} requests in a row answered 409")
 
 
-def _write_if_match(store: FlagStore, values: dict[str, Any], actor: str, result: RunResult) -> tuple[Any, int]:
+def _write_if_match(
+    store: FlagStore, values: dict[str, Any], actor: str, result: RunResult, time_budget: float | None
+) -> tuple[Any, int]:
     for rounds in range(1, MAX_IF_MATCH_ROUNDS + 1):
         seen = store.current()
         try:
-            change = store.change(values, actor=actor, reason="bench: If-Match writer", expected_version=seen.version)
+            change = store.change(
+                values,
+                actor=actor,
+                reason="bench: If-Match writer",
+                expected_version=seen.version,
+                time_budget=time_budget,
+            )
         except PreconditionFailed:
             result.stale += 1
             time.sleep(random.uniform(0, min(0.2, 0.005 * 2 ** min(rounds, 6))))  # noqa: S311 - jittered back-off
@@ -112,8 +124,10 @@ def run_writers(
     changes: int = CHANGES_PER_WRITER,
     if_match: bool = False,
     store_options: dict[str, Any] | None = None,
+    time_budget: float | None = None,
 ) -> RunResult:
-    """``writers`` threads, each with its own client and FlagStore, make ``changes`` writes each, together."""
+    """``writers`` threads, each with its own client and FlagStore, make ``changes`` writes each, together;
+    ``time_budget`` is each request's (as the write function passes its remaining time; None: no deadline)."""
     declarations = declarations or load_service_declarations()
     result = RunResult()
     lock = threading.Lock()
@@ -127,9 +141,11 @@ def run_writers(
         try:
             for change in range(changes):
                 values = writer_values(writer, change)
-                outcome, attempts = write(store, values, f"writer-{writer}", local)
+                began = time.perf_counter()
+                outcome, attempts = write(store, values, f"writer-{writer}", local, time_budget)
+                seconds = time.perf_counter() - began
                 local.acks.append(
-                    Ack(writer, change, outcome.snapshot.version, values, dict(outcome.changed), attempts)
+                    Ack(writer, change, outcome.snapshot.version, values, dict(outcome.changed), attempts, seconds)
                 )
         except Exception as exc:  # noqa: BLE001 - recorded and asserted on by the caller
             local.failures.append(f"writer-{writer}: {type(exc).__name__}: {exc}")

@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from local.gateway import LambdaContext
+from singleton_flags_infra.constants import TIMEOUT_SECONDS
 
 Handler = Callable[[Any, Any], Any]
 
@@ -55,7 +56,8 @@ class Functions:
         self._lock = threading.Lock()
 
     def invoke(self, function: str, event: Any, request_id: str | None = None) -> Any:
-        context = LambdaContext(function_name=f"{self._prefix}-{function}")
+        # each function's deployed timeout: the writers' time budgets (and their retries) are the deployed ones
+        context = LambdaContext(function_name=f"{self._prefix}-{function}", timeout_seconds=TIMEOUT_SECONDS[function])
         if request_id is not None:
             context.aws_request_id = request_id
         with self._lock:

@@ -27,7 +27,8 @@ class FakeStore:
     error: Exception | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    def seed(self, *, actor: str, reason: str) -> Any:
+    def seed(self, *, actor: str, reason: str, time_budget: float | None = None) -> Any:
+        assert time_budget is not None and time_budget > 0  # the invocation's remaining time, less the margin
         self.calls.append({"actor": actor, "reason": reason})
         if self.error is not None:
             raise self.error
@@ -57,7 +58,12 @@ def seed(monkeypatch: pytest.MonkeyPatch) -> Any:
     sent: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(module, "STORE", store)
     monkeypatch.setattr(module, "send_response", lambda url, body: sent.append((url, body)))
-    yield SimpleNamespace(module=module, store=store, sent=sent, context=SimpleNamespace(log_stream_name="2026/x"))
+    yield SimpleNamespace(
+        module=module,
+        store=store,
+        sent=sent,
+        context=SimpleNamespace(log_stream_name="2026/x", get_remaining_time_in_millis=lambda: 60_000),
+    )
     sys.modules.pop(MODULE, None)
     if previous is not None:
         sys.modules[MODULE] = previous

@@ -57,11 +57,11 @@ DEADLINE_MARGIN_SECONDS = 1.0  # answer (and let Lambda retry) before the invoca
 @tracer().capture_lambda_handler(capture_response=False)
 def handler(event: Any, context: Any) -> dict[str, Any]:
     outcome: Outcome | ScheduledOutcome
+    budget = context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS  # conflicts retried within it
     if is_scheduled_change(event):
-        budget = context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS
         outcome = SCHEDULED.handle(event, time_budget=budget)
     else:
-        outcome = MAINTENANCE.handle(event)
+        outcome = MAINTENANCE.handle(event, time_budget=budget)
     if outcome.metric is not None:
         metrics.add_metric(name=outcome.metric, unit=MetricUnit.Count, value=1)
     return outcome.as_dict()

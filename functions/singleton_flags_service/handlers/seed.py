@@ -38,7 +38,12 @@ def _stack_name(stack_id: str) -> str:
     return parts[1] if len(parts) >= 3 else stack_id
 
 
-def seed(event: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+# Kept back from the remaining time for what follows the seed before the answer: marking a replaced table (SSM and
+# DynamoDB calls, each bounded by the write client) and the PUT to CloudFormation
+DEADLINE_MARGIN_SECONDS = 20.0
+
+
+def seed(event: Mapping[str, Any], time_budget: float | None = None) -> tuple[str, dict[str, str]]:
     request_type = event["RequestType"]
     if request_type == "Delete":
         return PHYSICAL_ID, {}
@@ -48,6 +53,7 @@ def seed(event: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
     result = STORE.seed(
         actor=f"cloudformation:{stack}",
         reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}",
+        time_budget=time_budget,
     )
     data = {"Version": str(result.snapshot.version), "Applied": str(result.applied).lower()}
     own_arn, parameter = properties.get("TableArn"), properties.get("TableArnParameter")
@@ -65,4 +71,7 @@ def seed(event: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return run(event, context, seed, default_physical_id=PHYSICAL_ID, send=send_response)
+    budget = context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS  # conflicts retried within it
+    return run(
+        event, context, lambda request: seed(request, budget), default_physical_id=PHYSICAL_ID, send=send_response
+    )

@@ -185,7 +185,8 @@ def _history_query() -> tuple[int, str | None]:
 
 
 def _time_budget() -> float:
-    """Seconds the store may spend: the invocation's remaining time less a margin to answer before the timeout."""
+    """Seconds the store may spend, an unconditional write's retries included: the invocation's remaining time
+    (the Lambda context's ``get_remaining_time_in_millis``) less a margin to answer before the timeout."""
     return app.lambda_context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS
 
 
@@ -270,7 +271,7 @@ def restore_flags(body: Annotated[RestoreRequest, Body()]):  # type: ignore[no-u
     """A missing flags item back now (from its newest audit record, as a new version); an existing one untouched."""
     actor = _actor()
     idempotency = _idempotency(actor, {"reason": body.reason}, None)
-    result = STORE.restore(actor=actor, reason=body.reason, idempotency=idempotency)
+    result = STORE.restore(actor=actor, reason=body.reason, idempotency=idempotency, time_budget=_time_budget())
     return _state_response(result)
 
 

@@ -320,7 +320,8 @@ class MaintenanceWindows:
         self.windows = dict(windows)
         self._clock = clock
 
-    def handle(self, event: Any) -> Outcome:
+    def handle(self, event: Any, time_budget: float | None = None) -> Outcome:
+        """Apply one delivery; ``time_budget`` (seconds from now) bounds the store's retries of a conflict."""
         try:
             command = parse_payload(event, self.windows)
         except InvalidSchedulePayload as exc:
@@ -328,8 +329,8 @@ class MaintenanceWindows:
             return Outcome(status=REJECTED, error=str(exc))
         try:
             if command.action == "start":
-                return self.start(command.window, command.scheduled_at)
-            return self.end(command.window, command.scheduled_at)
+                return self.start(command.window, command.scheduled_at, time_budget)
+            return self.end(command.window, command.scheduled_at, time_budget)
         except ItemTooLarge as exc:
             logger.error(
                 "maintenance window change failed: not retried (a retry would fail the same way)",
@@ -349,7 +350,7 @@ class MaintenanceWindows:
             )
             raise
 
-    def start(self, window: Window, scheduled_at: float | None = None) -> Outcome:
+    def start(self, window: Window, scheduled_at: float | None = None, time_budget: float | None = None) -> Outcome:
         """Open ``window``; ``scheduled_at`` (the occurrence's scheduled time) defaults to now."""
         now = self._clock()
         scheduled = now if scheduled_at is None else scheduled_at
@@ -369,9 +370,10 @@ class MaintenanceWindows:
             f"maintenance window '{window.name}' started, until {iso_time(deadline)}",
             {MAINTENANCE_FLAG: True},
             Ownership(owner=window.name, deadline=deadline),
+            time_budget,
         )
 
-    def end(self, window: Window, scheduled_at: float | None = None) -> Outcome:
+    def end(self, window: Window, scheduled_at: float | None = None, time_budget: float | None = None) -> Outcome:
         return self._apply(
             window,
             "end",
@@ -379,6 +381,7 @@ class MaintenanceWindows:
             f"maintenance window '{window.name}' ended",
             {MAINTENANCE_FLAG: False},
             Ownership(owner=None),
+            time_budget,
         )
 
     def _apply(
@@ -389,6 +392,7 @@ class MaintenanceWindows:
         reason: str,
         changes: dict[str, Any],
         ownership: Ownership,
+        time_budget: float | None = None,
     ) -> Outcome:
         """One ``FlagStore.change`` conditioned on ``decide``, which the store re-takes on every attempt
         against the consistent state that attempt read; the last decision is the one that counts."""
@@ -406,6 +410,7 @@ class MaintenanceWindows:
             condition=condition,
             kind=KIND_WINDOW_START if action == "start" else KIND_WINDOW_END,
             extra_audit={"window": window.name},
+            time_budget=time_budget,
         )
         decision = decisions[-1]
         if decision.status == LATE:

@@ -10,9 +10,22 @@ A change is ONE ``TransactWriteItems``:
       conditioned on the key not being remembered yet;
   (d) the caller's companions: items that belong to the new version (a guarded change's ``GUARD#`` item, or a
       guard's own state change when it reverts), each with its own condition.
-All commit or none does. A cancelled transaction is a conflict: consistent re-read, jittered back-off,
-retry, a bounded number of times, then ``WriteConflict``. With an expected version (HTTP If-Match) there is
+All commit or none does. A cancelled transaction is a conflict, and an unconditional write waits its turn:
+jittered exponential back-off, then a new attempt, for as long as the request's time budget allows, then
+``WriteConflict`` (409, naming the attempts and the seconds spent). The time budget is the caller's deadline (in a
+function: the invocation's remaining time less a margin to answer); an attempt starts only while its worst case (a
+read and a transaction, each bounded by the client's timeouts and retries) still ends within it, and a back-off
+never sleeps past the last moment an attempt may start. No attempt count decides: ``MAX_ATTEMPTS`` is a safety net
+far above what any budget allows, for a caller that gives none. With an expected version (HTTP If-Match) there is
 one attempt and a stale version is ``PreconditionFailed``.
+
+Every attempt starts over from a consistent read and re-takes every decision on that fresh state, in this order:
+the superseded marker, If-Match, the plan (``condition``, a window's ownership, a revert's target against the
+current maintenance), the diff, then the write's ``attempt_checks`` (the hook for checks that may refuse a write on
+what it would change now: each gets the fresh snapshot and the diff, and raises a refusal to stop the write with
+nothing written). ``before_write`` runs once, before the first attempt, for checks whose subject is not the flags
+item (a guard's alarms: a conflict says only that the item moved). Each attempt's transaction has its own
+``ClientRequestToken``.
 
 A key remembers every answer it gave: a write that changes nothing (a no-op) writes no version, but with an
 ``Idempotency-Key`` it still commits the key's item, in a transaction with a ``ConditionCheck`` that the flags
@@ -44,7 +57,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -107,6 +120,8 @@ from singleton_flags_service.writes.idempotency import Idempotency
 from singleton_flags_service.writes.itemsize import READ_BLOCK_BYTES, item_size
 
 __all__ = [
+    "MAX_ATTEMPTS",
+    "AttemptCheck",
     "ChangeResult",
     "Companions",
     "FlagStore",
@@ -117,6 +132,16 @@ __all__ = [
 
 # (version about to be written, its time) -> more TransactWriteItems entries committed with it
 Companions = Callable[[int, float], list[dict[str, Any]]]
+# (the state this attempt read, what it would change there: flag -> {"old", "new"}) -> None, or raise a refusal
+# (a FlagsError): run on every attempt that would write, after the plan and before the transaction. A check that
+# calls AWS spends the request's time: the transaction is still never sent when its worst case no longer fits.
+AttemptCheck = Callable[[Snapshot, Mapping[str, Mapping[str, Any]]], None]
+
+# A safety net, not a rule: with a time budget the retries stop when it is spent, long before this many attempts
+# (each is a consistent read and a transaction, and the back-off between them grows to ``backoff_max``); it bounds
+# a write whose caller gave no budget (tests, scripts), and a clock that does not advance.
+MAX_ATTEMPTS = 1000
+ATTEMPT_CALLS = 2  # the calls one attempt makes: the consistent read and the transaction
 
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
@@ -153,9 +178,10 @@ class Write:
     expected: frozenset[int] | None = None  # If-Match: the versions it must find (then one attempt only)
     extra_audit: Mapping[str, Any] = field(default_factory=dict)  # more fields of its audit record
     idempotency: Idempotency | None = None
-    time_budget: float | None = None  # seconds from now the DynamoDB calls may still start in
+    time_budget: float | None = None  # seconds from now by which it must have answered (None: no deadline)
     companions: Companions | None = None  # more items of its transaction, for the version it writes
     before_write: Callable[[], None] | None = None  # a check that may refuse it, run once before the first attempt
+    attempt_checks: tuple[AttemptCheck, ...] = ()  # checks that may refuse it, run on every attempt's fresh state
     seed_only_missing: bool = False  # the seed: add what the item lacks, never rewrite a value it holds
 
     @staticmethod
@@ -217,7 +243,7 @@ class FlagStore:
         *,
         sort_key: str = SINGLETON_SK,
         audit_retention_days: int = 365,
-        max_attempts: int = 6,
+        max_attempts: int = MAX_ATTEMPTS,
         backoff_base: float = 0.025,
         backoff_max: float = 0.4,
         reserve_owner: str = "",
@@ -231,7 +257,9 @@ class FlagStore:
     ) -> None:
         """``reserve_owner`` is the longest configured window name: every write keeps room in the item for a
         window start's bookkeeping. ``call_seconds`` is the longest one DynamoDB call can take with the
-        client's timeouts and retries: no call starts that could outlive a request's deadline."""
+        client's timeouts and retries: no call starts that could outlive a request's deadline. ``max_attempts`` is
+        the safety net (``MAX_ATTEMPTS``), not the rule: the time budget decides when an unconditional write
+        stops retrying."""
         self._client = client
         self._table = table_name
         self._declarations = declarations
@@ -342,19 +370,24 @@ class FlagStore:
         time_budget: float | None = None,
         companions: Companions | None = None,
         before_write: Callable[[], None] | None = None,
+        attempt_checks: Sequence[AttemptCheck] = (),
     ) -> ChangeResult:
         """Apply ``changes`` (already validated) as one new version, retrying on conflict.
 
         ``ownership`` sets (window) or clears (None owner) who holds maintenance; by default a change that
         names ``maintenance_mode`` clears it (a manual switch takes maintenance away from any window, even
         with the same value). ``condition`` is re-checked on every attempt against the fresh state; when it
-        says no, nothing is written and the result is not applied. ``time_budget`` (seconds from now) bounds
-        the DynamoDB calls the change may still start, so it answers before its caller's own timeout.
+        says no, nothing is written and the result is not applied. ``time_budget`` (seconds from now) is the
+        deadline: without If-Match, conflicts are retried until it is spent, and no DynamoDB call starts that could
+        outlive it, so the change answers before its caller's own timeout.
         ``companions`` gives, for the version about to be written and its time, more items for the same
         transaction (each with its own condition): they commit with the change or not at all, and a failed
         condition of theirs is a conflict like any other (re-read, ``condition`` re-checked, retried).
         ``before_write`` runs once before the first attempt, after an Idempotency-Key replay would have
-        answered (a check that may refuse the write, e.g. a guard's alarms).
+        answered (a check that may refuse the write and does not depend on the item, e.g. a guard's alarms).
+        ``attempt_checks`` run on every attempt that would write, with the snapshot it read and the diff it would
+        commit (flag -> {"old", "new"}); one that raises refuses the write, nothing written (the hook for checks
+        on what a write changes now, e.g. a protected flag).
         """
         if ownership is None and MAINTENANCE_FLAG in changes:
             ownership = Ownership(owner=None)
@@ -373,6 +406,7 @@ class FlagStore:
             time_budget=time_budget,
             companions=companions,
             before_write=before_write,
+            attempt_checks=tuple(attempt_checks),
         )
         return self._write(planned, write)
 
@@ -389,14 +423,16 @@ class FlagStore:
         extra_audit: Mapping[str, Any] | None = None,
         companions: Companions | None = None,
         before_write: Callable[[], None] | None = None,
+        attempt_checks: Sequence[AttemptCheck] = (),
     ) -> ChangeResult:
         """Restore the flags as they were right after ``version`` (0: the seeded state).
 
         Maintenance follows what readers would see: the target's effective ``maintenance_mode`` NOW (its
         value, owner and deadline) is compared with the current effective value. Equal: ``maintenance_mode``
         and its owner and deadline are left as they are. Different: the revert is a manual switch to the
-        target's effective value (owner and deadline removed). ``kind``, ``extra_audit``, ``companions`` and
-        ``before_write`` as for ``change`` (the record always names ``reverted_to``).
+        target's effective value (owner and deadline removed). ``kind``, ``extra_audit``, ``time_budget``,
+        ``companions``, ``before_write`` and ``attempt_checks`` as for ``change`` (the record always names
+        ``reverted_to``).
         """
         version = validate_version(version)
         state = self._state_item(version)
@@ -426,10 +462,11 @@ class FlagStore:
             time_budget=time_budget,
             companions=companions,
             before_write=before_write,
+            attempt_checks=tuple(attempt_checks),
         )
         return self._write(planned, write)
 
-    def seed(self, *, actor: str, reason: str) -> ChangeResult:
+    def seed(self, *, actor: str, reason: str, time_budget: float | None = None) -> ChangeResult:
         """The deploy-time seed: adds every declared flag the item lacks, with its initial value, as one
         version (kind ``seed``); never changes a live value. A missing item is restored first, by the same
         rule as any write (a brand-new table gets version 0 with the initial values)."""
@@ -438,29 +475,39 @@ class FlagStore:
             missing = {name: spec.initial for name, spec in self._declarations.items() if name in current.fallen_back}
             return Plan(changes=missing)
 
-        return self._write(planned, Write(actor=actor, reason=reason, kind=KIND_SEED, seed_only_missing=True))
+        write = Write(actor=actor, reason=reason, kind=KIND_SEED, seed_only_missing=True, time_budget=time_budget)
+        return self._write(planned, write)
 
-    def restore(self, *, actor: str, reason: str, idempotency: Idempotency | None = None) -> ChangeResult:
+    def restore(
+        self,
+        *,
+        actor: str,
+        reason: str,
+        idempotency: Idempotency | None = None,
+        time_budget: float | None = None,
+    ) -> ChangeResult:
         """Bring a missing item back now, by the restore rule (its newest record's state at a new version; the
         initial values at version 0 when no record remains); an item that exists is left as it is."""
-        write = Write(actor=actor, reason=reason, kind=KIND_RESTORE, idempotency=idempotency)
+        write = Write(actor=actor, reason=reason, kind=KIND_RESTORE, idempotency=idempotency, time_budget=time_budget)
         return self._write(lambda current: Plan(changes={}), write)
 
     def _write(self, plan_for: Callable[[Snapshot], Plan | None], write: Write) -> ChangeResult:
-        deadline = None if write.time_budget is None else self._monotonic() + write.time_budget
+        started = self._monotonic()
+        deadline = None if write.time_budget is None else started + write.time_budget
         budget = transaction.Budget(deadline, self._monotonic, self._call_seconds)
         expected, idempotency = write.expected, write.idempotency
-        attempts = self._max_attempts if expected is None else 1
+        limit = self._max_attempts if expected is None else 1  # If-Match: one attempt
         if idempotency is not None:
             replay = self._replay(idempotency)
             if replay is not None:
                 return replay
         if write.before_write is not None:
             write.before_write()
-        conflicts = 0
-        for attempt in range(1, attempts + 1):
-            if not budget.allows():
-                break
+        if not budget.allows(ATTEMPT_CALLS):
+            raise StoreUnavailable("the request's time budget ran out before the write could be attempted")
+        attempt = 0
+        while True:  # the first attempt fits (above); each next one is granted before its back-off (``_pause``)
+            attempt += 1
             current = self._read_current(seeding=write.kind == KIND_SEED)
             self._check_superseded(current, write)
             if expected is not None and (current.missing or current.version not in expected):
@@ -477,17 +524,19 @@ class FlagStore:
                     if idempotency is not None:
                         self._remember_no_op(current, idempotency, budget)
                     return self._result(self._snapshot(current.raw), applied=False, attempts=attempt)
+                for check in write.attempt_checks:  # on the state this attempt read: it may refuse the write
+                    check(current.snapshot, delta.diff)
                 new_raw = self._commit(current, delta, write, budget)
             except transaction.Conflict:
                 if idempotency is not None:  # a race for the key: the winner's answer is this request's answer
                     replay = self._replay(idempotency)
                     if replay is not None:
                         return replay
-                conflicts += 1
-                if attempt == attempts:
+                pause = self._pause(attempt, budget) if attempt < limit else None
+                if pause is None:  # no further attempt: If-Match's one, the safety net, or the budget spent
                     break
                 self._on_retry(attempt)
-                self._sleep(self._jitter() * min(self._backoff_max, self._backoff_base * 2 ** (attempt - 1)))
+                self._sleep(pause)  # ends at the last moment the next attempt may start, at the latest
                 continue
             snapshot = self._snapshot(new_raw)
             logger.info(
@@ -502,13 +551,25 @@ class FlagStore:
             return self._result(
                 snapshot, applied=delta.applied, attempts=attempt, changed=delta.diff, restored=current.missing
             )
-        if expected is not None and conflicts:
+        if expected is not None:
             raise self._stale(self._read_current(), expected, moved=True)
-        if conflicts:
-            raise WriteConflict(
-                f"the flags kept changing under this write; gave up after {conflicts} attempts", attempts=conflicts
-            )
-        raise StoreUnavailable("the request's time budget ran out before the write could be attempted")
+        spent = self._monotonic() - started
+        why = "its time budget is spent" if attempt < limit else "the attempts' safety limit is reached"
+        raise WriteConflict(
+            f"the flags kept changing under this write: gave up after {attempt} attempts in {spent:.1f} s ({why}); "
+            "nothing was written, retry after Retry-After",
+            attempts=attempt,
+        )
+
+    def _pause(self, attempt: int, budget: transaction.Budget) -> float | None:
+        """The back-off after ``attempt`` conflicted, which grants the next attempt: jittered, doubling from
+        ``backoff_base`` up to ``backoff_max``, cut short at the last moment the next attempt may start (its worst
+        case still ending within the budget); None when that moment has passed: no next attempt."""
+        pause = self._jitter() * min(self._backoff_max, self._backoff_base * 2.0 ** min(attempt - 1, 32))
+        room = budget.room(ATTEMPT_CALLS)
+        if room is None:
+            return pause
+        return None if room < 0 else min(pause, room)
 
     def _check_superseded(self, current: _Current, write: Write) -> None:
         """Refuse an operator's write to a superseded item, naming its successor; let a safety write through."""

@@ -42,7 +42,13 @@ class Budget:
     call_seconds: float  # the longest one call can take with the client's timeouts and retries
 
     def allows(self, calls: int = 1) -> bool:
+        """``calls`` more calls may start now: their worst case still ends by the deadline."""
         return self.deadline is None or self.monotonic() + calls * self.call_seconds <= self.deadline
+
+    def room(self, calls: int = 1) -> float | None:
+        """Seconds left before the last moment ``calls`` more calls may start (negative: it has passed; None: no
+        deadline)."""
+        return None if self.deadline is None else self.deadline - calls * self.call_seconds - self.monotonic()
 
 
 class Conflict(Exception):
