@@ -53,7 +53,6 @@ from .config import (
     FlagsConfig,
     deployment_document,
     function_environment,
-    snapstart_runtime_problem,
 )
 from .cron_layer import cron_layer_directory
 from .environment_size import SizedFunction
@@ -132,18 +131,15 @@ READ_ALIAS_NAME = "live"
 
 @jsii.implements(IValidation)
 class SnapStartRules:
-    """At synth, what Lambda would refuse of a SnapStart function at deploy: provisioned concurrency on its versions
-    or its alias, and a runtime below Python 3.12 (https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html)."""
+    """At synth, what Lambda would refuse of a SnapStart function at deploy: provisioned concurrency on its version
+    or its alias (https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html). A runtime below Python 3.12 is
+    refused earlier: by the config (``read_snapstart``) and by the CDK's ``Function`` itself."""
 
     def __init__(self, function: lambda_.Function, alias: lambda_.Alias) -> None:
         self._function = function
         self._alias = alias
 
     def validate(self) -> list[str]:
-        found = []
-        runtime = snapstart_runtime_problem(self._function.runtime.name)
-        if runtime:
-            found.append(runtime)
         stack = Stack.of(self._function)
         provisioned = [
             child.node.path
@@ -151,8 +147,7 @@ class SnapStartRules:
             if isinstance(child.node.default_child, (lambda_.CfnAlias, lambda_.CfnVersion))
             and stack.resolve(child.node.default_child.provisioned_concurrency_config) is not None
         ]
-        found += [f"{path}: SnapStart does not support provisioned concurrency" for path in provisioned]
-        return found
+        return [f"{path}: SnapStart does not support provisioned concurrency" for path in provisioned]
 
 
 class Functions(Construct):
