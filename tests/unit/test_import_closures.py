@@ -53,9 +53,9 @@ READER = frozenset(
 )
 # An application's `from singleton_flags import Flags`: the reader and the typed client over it.
 CLIENT = READER | {"singleton_flags.client"}
-# The read function: the reader, and the service's read side: its own settings (reader_contract: not every function's,
-# which contract builds), the HTTP answers, OFREP's answers (the
-# JSON rules of a request with a context come on demand), the route table, the function's logger and its names.
+# The read function: the reader, and the service's read side: its own settings (reader_contract; not contract, which
+# builds every function's), the HTTP answers, OFREP's answers (the JSON rules of a request with a context come on
+# demand), the route table, the function's logger and its names.
 READ_FUNCTION = READER | {
     "singleton_flags_service",
     *(
