@@ -38,7 +38,7 @@ from singleton_flags_service.contract import (
 from singleton_flags_service.maintenance import cron
 from singleton_flags_service.maintenance.cron import Cron, CronError, fires_at, occurrences
 
-from .constants import event_bus_name, metrics_namespace
+from .constants import LAMBDA_RUNTIME, event_bus_name, metrics_namespace
 
 __all__ = [
     "ACTIONS",
@@ -120,6 +120,7 @@ _TOP_FIELDS = {
     "region",
     "api_resource_policy",
     "read_reserved_concurrency",
+    "read_snapstart",
 }
 _CHANGE_EVENTS_FIELDS = {"sns_topic"}
 _RESOURCE_POLICY_FIELDS = {"account", "organization_id", "vpc_endpoint_ids"}
@@ -188,6 +189,14 @@ GUARD_SEGMENT = re.compile(r"-guard(-|$)")
 READ_RESERVED_CONCURRENCY = (1, 1000)
 VPC_ENDPOINT_PATTERN = re.compile(r"^vpce-[0-9a-f]{8,17}$")
 ORGANIZATION_ID_PATTERN = re.compile(r"^o-[a-z0-9]{10,32}$")
+# SnapStart for Python (``read_snapstart``): Lambda's "Improving startup performance with Lambda SnapStart"
+# (https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html) lists Python 3.12 and later, refuses provisioned
+# concurrency, and names the regions: every commercial region except Asia Pacific (New Zealand) and Asia Pacific
+# (Taipei). Other partitions (GovCloud, China, ISO, the European Sovereign Cloud) are not commercial regions: refused
+# too, as is a stage whose region is unknown at synth (nothing to check it against).
+SNAPSTART_MIN_PYTHON = (3, 12)
+SNAPSTART_UNAVAILABLE_REGIONS = frozenset({"ap-southeast-6", "ap-east-2"})
+SNAPSTART_OTHER_PARTITIONS = ("us-gov-", "cn-", "us-iso", "eusc-")
 # Lambda's platform (START/END/REPORT) log level. WARN keeps those lines out of the bill; INFO brings them back.
 SYSTEM_LOG_LEVELS = ("DEBUG", "INFO", "WARN")
 DEFAULT_SYSTEM_LOG_LEVEL = "WARN"
@@ -274,6 +283,7 @@ class FlagsConfig:
     region_source: str = REGION_UNKNOWN
     api_resource_policy: ApiResourcePolicy | None = None
     read_reserved_concurrency: int | None = None
+    read_snapstart: bool = False  # the read function as a published version + alias, restored from a snapshot
 
     @property
     def guard_prefix(self) -> str:
@@ -585,6 +595,36 @@ def _reserved_concurrency(raw: Mapping[str, Any], path: str) -> int | None:
     return _int(value, f"{path}.read_reserved_concurrency", *READ_RESERVED_CONCURRENCY)
 
 
+def snapstart_region_problem(region: str) -> str:
+    """Why SnapStart for Python cannot be turned on in ``region`` ("" when it can)."""
+    if not region:
+        return "the stage's region is unknown at synth: set the stage's region (or deploy with CDK_DEFAULT_REGION)"
+    if region in SNAPSTART_UNAVAILABLE_REGIONS or region.startswith(SNAPSTART_OTHER_PARTITIONS):
+        return f"Lambda SnapStart is not available in {region}"
+    return ""
+
+
+def snapstart_runtime_problem(runtime: str) -> str:
+    """Why SnapStart cannot be turned on for a function of ``runtime`` (``python3.13``) ("" when it can)."""
+    match = re.fullmatch(r"python(\d+)\.(\d+)", runtime)
+    if match is None or (int(match[1]), int(match[2])) < SNAPSTART_MIN_PYTHON:
+        low = ".".join(map(str, SNAPSTART_MIN_PYTHON))
+        return f"Lambda SnapStart for Python needs python{low} or later, not {runtime}"
+    return ""
+
+
+def _snapstart(raw: Mapping[str, Any], path: str, region: str) -> bool:
+    key = f"{path}.read_snapstart"
+    value = raw.get("read_snapstart", False)
+    if not isinstance(value, bool):
+        raise ConfigError(key, f"must be true or false, got {value!r}")
+    if value:
+        problem = snapstart_region_problem(region) or snapstart_runtime_problem(LAMBDA_RUNTIME)
+        if problem:
+            raise ConfigError(key, f"{problem}; leave it out (off) for this stage")
+    return value
+
+
 def parse_config(raw: Any, stage: Any = None, default_region: str | None = None) -> FlagsConfig:
     """Validate the ``singleton-flags`` context object (a mapping, or its JSON text as given by ``-c``).
 
@@ -647,6 +687,7 @@ def parse_config(raw: Any, stage: Any = None, default_region: str | None = None)
         region_source=region_source,
         api_resource_policy=_api_resource_policy(raw.get("api_resource_policy"), f"{path}.api_resource_policy"),
         read_reserved_concurrency=_reserved_concurrency(raw, path),
+        read_snapstart=_snapstart(raw, path, region),
     )
 
 

@@ -8,21 +8,27 @@ document (infra/assets.py): boto3 comes with the runtime, Powertools from AWS's 
 version, or (``powertools: bundled``) from a layer asset installed at synth for the functions' runtime and
 architecture (infra/powertools.py). Each function's environment is the contract's
 (``singleton_flags_service.contract``), checked at synth against Lambda's 4 KB (infra/environment_size.py).
+
+With ``read_snapstart`` the read function snapshots its published versions (Lambda SnapStart): each deploy that
+changes it publishes one, and the API invokes it through an alias (``api_targets``); off, nothing of it is built.
 """
 
 from __future__ import annotations
 
 from importlib import metadata
 
+import jsii
 from aws_cdk import (
     Duration,
+    RemovalPolicy,
+    Stack,
     aws_dynamodb as dynamodb,
     aws_iam as iam,
     aws_lambda as lambda_,
     aws_logs as logs,
     aws_ssm as ssm,
 )
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from singleton_flags.keys import AUDIT_PK, GUARD_PK, IDEMPOTENCY_PK_PREFIX, SCHEDULE_PK, SINGLETON_PK
 from singleton_flags_service import vocabulary
@@ -42,7 +48,12 @@ from singleton_flags_service.contract import (
 
 from . import constants
 from .assets import functions_asset_dir
-from .config import POWERTOOLS_BUNDLED, FlagsConfig, deployment_document, function_environment
+from .config import (
+    POWERTOOLS_BUNDLED,
+    FlagsConfig,
+    deployment_document,
+    function_environment,
+)
 from .cron_layer import cron_layer_directory
 from .environment_size import SizedFunction
 from .logs import log_group
@@ -114,6 +125,31 @@ ASSET_EXCLUDES = [
 ]
 
 
+READ_ALIAS_ID = "ReadAlias"
+READ_ALIAS_NAME = "live"
+
+
+@jsii.implements(IValidation)
+class SnapStartRules:
+    """At synth, what Lambda would refuse of a SnapStart function at deploy: provisioned concurrency on its version
+    or its alias (https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html). A runtime below Python 3.12 is
+    refused earlier: by the config (``read_snapstart``) and by the CDK's ``Function`` itself."""
+
+    def __init__(self, function: lambda_.Function, alias: lambda_.Alias) -> None:
+        self._function = function
+        self._alias = alias
+
+    def validate(self) -> list[str]:
+        stack = Stack.of(self._function)
+        provisioned = [
+            child.node.path
+            for child in (self._alias, self._function.current_version)
+            if isinstance(child.node.default_child, (lambda_.CfnAlias, lambda_.CfnVersion))
+            and stack.resolve(child.node.default_child.provisioned_concurrency_config) is not None
+        ]
+        return [f"{path}: SnapStart does not support provisioned concurrency" for path in provisioned]
+
+
 class Functions(Construct):
     """read, write and maintenance functions, keyed by the names of ``singleton_flags_service.contract.HANDLERS``."""
 
@@ -133,6 +169,12 @@ class Functions(Construct):
         self.seed = self._build_function(SEED_FUNCTION, SEED_HANDLER)
         self.change_events = self._build_function(CHANGE_EVENTS_FUNCTION, CHANGE_EVENTS_HANDLER)
         self.reconcile = self._build_function(RECONCILE_FUNCTION, RECONCILE_HANDLER)  # infra/reconciler.py
+        # What the API invokes for each route's function: the read function's alias where SnapStart is on
+        self.read_alias = self._build_read_alias() if config.read_snapstart else None
+        self.api_targets: dict[str, lambda_.IFunction] = {
+            **self.functions,
+            **({READ_FUNCTION: self.read_alias} if self.read_alias is not None else {}),
+        }
 
     @property
     def read(self) -> lambda_.Function:
@@ -149,6 +191,13 @@ class Functions(Construct):
     @property
     def guard(self) -> lambda_.Function:
         return self.functions[GUARD_FUNCTION]
+
+    def _build_read_alias(self) -> lambda_.Alias:
+        """SnapStart (``read_snapstart``) applies to published versions only: each deploy that changes the function
+        publishes a version (``current_version``), and the API invokes it through this alias."""
+        alias = lambda_.Alias(self, READ_ALIAS_ID, alias_name=READ_ALIAS_NAME, version=self.read.current_version)
+        alias.node.add_validation(SnapStartRules(self.read, alias))
+        return alias
 
     def _build_powertools_layer(self) -> lambda_.ILayerVersion:
         if self._config.powertools == POWERTOOLS_BUNDLED:
@@ -181,6 +230,9 @@ class Functions(Construct):
 
     def _environment(self, name: str) -> dict[str, str]:
         return function_environment(self._config, self._table.table_name, name)
+
+    def _snapstart(self, name: str) -> bool:
+        return name == READ_FUNCTION and self._config.read_snapstart
 
     def _build_role(self, name: str, logs_group: logs.ILogGroup) -> iam.Role:
         policies: dict[str, iam.PolicyDocument] = {}
@@ -243,6 +295,12 @@ class Functions(Construct):
             # Off unless configured: reserving concurrency fails the deploy where it would leave the account less
             # than Lambda's minimum unreserved (new accounts start at that minimum); the preflight checks it.
             reserved_concurrent_executions=self._config.read_reserved_concurrency if name == READ_FUNCTION else None,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if self._snapstart(name) else None,
+            # a replaced version is deleted, not retained: a published version's snapshot is cached and billed
+            # while the version is active
+            current_version_options=(
+                lambda_.VersionOptions(removal_policy=RemovalPolicy.DESTROY) if self._snapstart(name) else None
+            ),
         )
         acknowledge(
             function,

@@ -53,7 +53,7 @@ def compose(scope: Construct, *, config: FlagsConfig, declarations: Declarations
         scope,
         constants.API_ID,
         config=config,
-        functions=functions.functions,
+        functions=functions.api_targets,
         account_setting=apigw_account.setting,
     )
     maintenance = Maintenance(scope, constants.MAINTENANCE_ID, config=config, function=functions.maintenance)

@@ -45,6 +45,7 @@ READER = frozenset(
                 "reader",
                 "settings",
                 "snapshot",
+                "snapstart",
                 "vocabulary",
             )
         ),
@@ -52,8 +53,9 @@ READER = frozenset(
 )
 # An application's `from singleton_flags import Flags`: the reader and the typed client over it.
 CLIENT = READER | {"singleton_flags.client"}
-# The read function: the reader, and the service's read side: its settings, the HTTP answers, OFREP's answers (the
-# JSON rules of a request with a context come on demand), the route table, the function's logger and its names.
+# The read function: the reader, and the service's read side: its own settings (reader_contract; not contract, which
+# builds every function's), the HTTP answers, OFREP's answers (the JSON rules of a request with a context come on
+# demand), the route table, the function's logger and its names.
 READ_FUNCTION = READER | {
     "singleton_flags_service",
     *(
@@ -63,11 +65,11 @@ READ_FUNCTION = READER | {
             "api.http",
             "api.ofrep",
             "api.routes",
-            "contract",
             "errors",
             "handlers",
             "handlers.read_api",
             "observability",
+            "reader_contract",
             "vocabulary",
         )
     ),

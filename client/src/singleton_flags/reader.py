@@ -23,7 +23,12 @@ a table that failed after serving). The cause changes nothing that is served.
 
 After a failed fetch the reader backs off (exponential with jitter, capped) instead of calling DynamoDB
 on every request. A window whose end never arrived still ends: a maintenance switched on by a window is
-reported off once the deadline stored with it has passed (``maintenance_deadline_passed``).
+reported off once the deadline stored with it has passed (``maintenance_deadline_passed``). The jitter comes from
+the reader's own generator, seeded from the operating system.
+
+A SnapStart restore resumes many environments from one snapshot of an initialized one: where the runtime offers
+restore hooks, every reader registers ``reset`` (``singleton_flags.snapstart``), which forgets what the snapshot
+made them share (the cached item, the lookup's expiry, the back-off, the generator's state).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from singleton_flags.emf import NO_COUNT, Counter
 from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.snapshot import FlagState, Snapshot, flag_reason
+from singleton_flags.snapstart import register_reset
 from singleton_flags.vocabulary import CACHED, DEFAULT, STALE, STATIC, ReadCause
 
 __all__ = ["FlagReader", "FlagState", "failure_cause", "flag_reason"]
@@ -69,7 +75,7 @@ class FlagReader:
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
         clock: Callable[[], float] = time.time,
-        jitter: Callable[[], float] = random.random,
+        jitter: Callable[[], float] | None = None,
         counter: Counter | None = None,
     ) -> None:
         self.provider = provider
@@ -80,7 +86,8 @@ class FlagReader:
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._clock = clock
-        self._jitter = jitter
+        self._random = random.Random()  # noqa: S311 - jitter, not a secret: its own, reseeded after a restore
+        self._jitter = jitter or self._random.random
         self._counter = counter or NO_COUNT  # the functions pass observability's ReadCounter
         self._counting = self._counter is not NO_COUNT  # a cached read skips the call when nothing counts
         self._cache_lookup = provider.cache_lookup(sort_key)
@@ -89,6 +96,7 @@ class FlagReader:
         self._retry_at = 0.0
         self._read_once = False  # a fetch has succeeded in this environment (the item found or not)
         self._told: set[ReadCause] = set()  # causes already told in the log: each once per environment
+        register_reset(self)  # a SnapStart restore: forget what the snapshot shared (no-op outside Lambda)
 
     def read(self) -> FlagState:
         cached = self._cache_lookup()
@@ -142,6 +150,19 @@ class FlagReader:
         self._last_good = snapshot
         self._failures = 0
         self._read_once = True
+
+    def reset(self) -> None:
+        """Forget what a snapshot of this environment shares with every environment restored from it: the cached
+        item (through the provider's public ``clear_cache``), the lookup's remembered expiry, the back-off, the
+        causes already told (a restored environment is a new one), and the generator's state (reseeded from the
+        operating system). No I/O: the next read fetches. The last good values stay, served as STALE only while
+        younger than ``max_stale`` by the wall clock, as before."""
+        self.provider.clear_cache()  # type: ignore[no-untyped-call]  # Powertools' clear_cache is unannotated
+        self._cache_lookup = self.provider.cache_lookup(self._sort_key)
+        self._failures = 0
+        self._retry_at = 0.0
+        self._told = set()
+        self._random.seed()
 
     def _tell(self, exc: BaseException, state: FlagState, failed_at: float) -> ReadCause:
         """Log a failed fetch: a warning naming its cause in words the first time that cause is seen in this

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 from singleton_flags.declarations import RESERVED_FLAG_NAMES
-from singleton_flags_service.contract import READ_FUNCTION, WRITE_FUNCTION
+from singleton_flags_service.reader_contract import READ_FUNCTION, WRITE_FUNCTION
 
 
 class Route(NamedTuple):

@@ -48,9 +48,9 @@ from singleton_flags_service.api.routes import (
     Views,
     match_route,
 )
-from singleton_flags_service.contract import READ_FUNCTION, Settings, load_service_declarations
 from singleton_flags_service.errors import FlagNotFound, FlagsError
 from singleton_flags_service.observability import ReadCounter, logger
+from singleton_flags_service.reader_contract import READ_FUNCTION, Settings, load_service_declarations
 from singleton_flags_service.vocabulary import DEFAULT, DEFAULT_SERVICE
 
 SETTINGS = Settings.from_env(os.environ)
