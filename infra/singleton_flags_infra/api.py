@@ -30,7 +30,7 @@ from singleton_flags_service.contract import READ_FUNCTION, WRITE_FUNCTION
 from . import constants
 from .config import ApiResourcePolicy, FlagsConfig
 from .logs import log_group
-from .nag import acknowledge, logical_id
+from .nag import acknowledge, finding_arn, logical_id
 
 # One JSON line per request: who (the IAM identity), what, how it ended and how long it took. Every byte is
 # ingested for every request (reads included): fields another field or the function's log already carries are
@@ -424,4 +424,4 @@ class Api(Construct):
         """An execute-api ARN as cdk-nag prints it in a finding."""
         api_id = logical_id(cast(CfnElement, self.rest_api.node.default_child))  # the CfnRestApi
         stage_id = logical_id(cast(CfnElement, self.stage.node.default_child))  # the CfnStage
-        return f"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{api_id}>/<{stage_id}>/{method}{path}"
+        return finding_arn(self, "execute-api", f"<{api_id}>/<{stage_id}>/{method}{path}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from aws_cdk import Acknowledgment, CfnElement, Stack, Validations
+from aws_cdk import Acknowledgment, CfnElement, Stack, Token, Validations
 from constructs import IConstruct
 
 PACK = "AwsSolutions"
@@ -21,3 +21,16 @@ def logical_id(element: CfnElement) -> str:
     """The logical id as cdk-nag prints it inside a finding (``<LogicalId>`` / ``<LogicalId.Arn>``)."""
     stack = Stack.of(element)
     return cast(str, stack.resolve(stack.get_logical_id(element)))  # a logical id resolves to its string
+
+
+def finding_arn(scope: IConstruct, service: str, resource: str) -> str:
+    """An ARN of ``scope``'s stack as cdk-nag prints it in a finding: the partition, region and account as
+    ``<AWS::Partition>``, ``<AWS::Region>``, ``<AWS::AccountId>`` where the stack leaves them to deploy time, and as
+    themselves where the stack names them (a stage whose configuration names its region)."""
+    stack = Stack.of(scope)
+
+    def shown(value: str, pseudo: str) -> str:
+        return f"<AWS::{pseudo}>" if Token.is_unresolved(value) else value
+
+    partition, region = shown(stack.partition, "Partition"), shown(stack.region, "Region")
+    return f"arn:{partition}:{service}:{region}:{shown(stack.account, 'AccountId')}:{resource}"

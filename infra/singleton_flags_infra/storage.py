@@ -38,7 +38,7 @@ from singleton_flags_cdk.construct import TABLE_ARN_PARAMETER, discovery_paramet
 from singleton_flags_service.contract import load_service_declarations
 
 from . import constants
-from .nag import acknowledge
+from .nag import acknowledge, finding_arn
 from .table import table_definition
 
 SEED_RESOURCE_TYPE = "Custom::FlagsSeed"
@@ -124,8 +124,7 @@ class Storage(Construct):
                 "The seed marks a replaced table's flags item superseded: that table's name is known only at deploy "
                 "time (the stage's table-arn parameter), so the resource is the tables this stack names "
                 "(<stack>-*), narrowed to UpdateItem on the flags partition and the marker's attributes.",
-                finding="Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/"
-                "<AWS::StackName>-*",
+                finding="Resource::" + finding_arn(self, "dynamodb", "table/<AWS::StackName>-*"),
             )
 
     def _build_table(self) -> dynamodb.TableV2:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support import templates as tt
-from tests.support.synth import CliSynth, Synth
+from tests.support.synth import CliSynth, Synth, cdk_json_context, synthesize
 
 pytestmark = pytest.mark.infra
 
@@ -157,6 +157,17 @@ def test_cdk_nag_has_no_unacknowledged_finding(any_synth: Synth) -> None:
     report = nag_report(any_synth)
     assert report["violations"] == []
     assert report["conclusion"] == "success"
+
+
+def test_a_stage_that_names_its_region_has_every_finding_acknowledged(tmp_path: Any) -> None:
+    # Given cdk.json's stage naming its region (the stack is then pinned there: its ARNs name the region)
+    context = cdk_json_context()
+    context["singleton-flags"]["region"] = "eu-west-1"
+    # When it synthesizes (a finding without its acknowledgment fails the synth)
+    pinned = synthesize(context, tmp_path)
+    # Then cdk-nag found nothing unacknowledged, with the region spelled out in the acknowledged findings
+    report = nag_report(pinned)
+    assert (pinned.config.region, report["violations"], report["conclusion"]) == ("eu-west-1", [], "success")
 
 
 def test_cdk_nag_acknowledgments_are_the_known_ones_each_scoped_and_reasoned(any_synth: Synth) -> None:
