@@ -134,7 +134,6 @@ def resource_policy(policy: ApiResourcePolicy) -> iam.PolicyDocument:
     )
 
 
-
 def read_propagation_metrics() -> iam.PolicyStatement:
     """What ``flagctl set --wait`` needs of a deployed stage: the readers' ServedVersion, read from CloudWatch."""
     return iam.PolicyStatement(sid="ReadPropagationMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"])

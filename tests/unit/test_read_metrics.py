@@ -15,8 +15,7 @@ from botocore.stub import Stubber
 from singleton_flags.provider import SingletonProvider
 from singleton_flags_service.observability import NAMESPACE, SERVICE, ReadCounter
 from singleton_flags_service.vocabulary import CACHE_REFRESH_FAILURES, CACHE_REFRESHES, READS, SERVED_VERSION
-from tests.support.unit import Clock, Output, ReadApi, build_reader, expire
-from tests.support.unit import emf_metrics as all_metrics
+from tests.support.unit import Clock, Output, ReadApi, build_reader, emf_metrics as all_metrics, expire
 
 SERVICE_ONLY = {"service": SERVICE}
 
