@@ -18,6 +18,10 @@
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
+- ``GET /_served``: what each of the runner's readers (the read function) served at its last read, and when
+  (``{"readers": [{"function", "reason", "version", "last_read_at"}]}``; version -1 for the declared fallbacks; an
+  empty list before the first read): what ``flagctl set --wait`` watches locally; never deployed (a deployed stage
+  is watched through CloudWatch's ServedVersion);
 - ``POST /_dynamodb``: DynamoDB's ``GetItem`` on the flags item, for a handler in another process reading the flags
   through the embedded client (``local.backend.TableReads``); never deployed;
 - ``GET /openapi.json``; the console (``/``, ``/console/<file>``) and Swagger UI (``/docs``) as static files
@@ -52,7 +56,7 @@ from local.web import static_file
 from singleton_flags_infra.config import ACTIONS, FlagsConfig, schedule_payload
 from singleton_flags_service.api.http import error_body, json_response, no_route_response
 from singleton_flags_service.api.routes import ROUTES, Route, RouteMatch, match_route
-from singleton_flags_service.contract import GUARD_FUNCTION, MAINTENANCE_FUNCTION
+from singleton_flags_service.contract import GUARD_FUNCTION, HANDLERS, MAINTENANCE_FUNCTION, READ_FUNCTION
 from singleton_flags_service.guards.alarms import ALARM, STATES
 from singleton_flags_service.guards.writes import close_payload, close_schedule_name
 from singleton_flags_service.schedules.changes import PAYLOAD_KEY, schedule_name
@@ -66,6 +70,8 @@ SCHEDULED_CHANGE = "scheduled-change"
 ALARMS = "alarms"
 ALARM_STATE = "alarm-state"
 GUARD_CLOSE = "guard-close"
+SERVED = "served"
+SERVED_PATH = "/_served"
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
 SCHEDULED_CHANGE_PATH = "/_scheduler/changes/{id}"  # static "changes" wins over {window} (routes._specificity)
 THROTTLE_PATH = "/_throttle"
@@ -78,6 +84,7 @@ LOCAL_ROUTES: tuple[Route, ...] = (
     Route("GET", "/_alarms", ALARMS),
     Route("POST", "/_alarms/{name}", ALARM_STATE),
     Route("POST", "/_guards/{version}/close", GUARD_CLOSE),
+    Route("GET", SERVED_PATH, SERVED),
 )
 MAX_THROTTLED_REQUESTS = 1000
 MAX_RETRY_AFTER_SECONDS = 3600
@@ -138,6 +145,7 @@ class LocalApi:
         self._throttle_lock = threading.Lock()
         self._throttled_left = 0
         self._retry_after = 1
+        self._last_read_at: float | None = None  # when the read function was last invoked
 
     def handle(self, request: Request) -> HttpResponse:
         """The answer to ``request``; every answer carries ``x-amzn-RequestId``, as API Gateway's do."""
@@ -173,6 +181,8 @@ class LocalApi:
             return self._set_alarm(unquote(found.path_parameters["name"]), request.body)
         if found.route.function == GUARD_CLOSE:
             return self._close_guard(found.path_parameters["version"])
+        if found.route.function == SERVED:
+            return _json(200, {"readers": self._served()})
         throttled = self._throttled()
         if throttled is not None:
             return throttled
@@ -220,8 +230,20 @@ class LocalApi:
             return _error(HTTPStatus.METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", message, {"Allow": methods})
         return _from_powertools(no_route_response(request.method, request.raw_path))
 
+    def _served(self) -> list[dict[str, Any]]:
+        """What the read function's reader served at its last read (its counter's ``serving``), if it has read."""
+        module = sys.modules.get(HANDLERS[READ_FUNCTION].rpartition(".")[0])
+        counter = getattr(module, "COUNTER", None)
+        serving = getattr(counter, "serving", None)
+        if serving is None or self._last_read_at is None:
+            return []
+        reason, version = serving
+        return [{"function": READ_FUNCTION, "reason": reason, "version": version, "last_read_at": self._last_read_at}]
+
     def _proxy(self, request: Request, match: RouteMatch) -> HttpResponse:
         request_id = str(uuid.uuid4())
+        if match.route.function == READ_FUNCTION:
+            self._last_read_at = time.time()
         event = proxy_event(
             method=request.method,
             raw_path=request.raw_path,

@@ -11,15 +11,20 @@ Metric vocabulary (EMF, namespace ``SingletonFlags/<stage>``, dimension ``servic
 ``ChangesApplied``, ``Refusals`` {code}, ``WindowStarts``, ``WindowEnds``, ``WindowSkips``, ``WindowFailures``,
 ``ChangeEventsPublished``, ``ChangeEventsRefused``, ``ScheduledChangesApplied``, ``ScheduledChangeSkips``,
 ``ScheduledChangeFailures``, ``GuardReverts``, ``GuardSkips``, ``GuardCloses``, ``GuardFailures``.
+
+Propagation: ``ServedVersion`` {reason} (the read function's reader, at most once per flush interval while it
+serves reads, with its reads per flag as a property) and ``CommittedVersion`` (every version a function commits,
+printed when its transaction commits: ``publish_committed``, the store's ``on_commit``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -28,6 +33,7 @@ from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
 
 from singleton_flags import emf
 from singleton_flags_service.vocabulary import (
+    COMMITTED_VERSION,
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE,
     DIMENSION_SERVICE,
@@ -76,13 +82,28 @@ def emit_count(name: str, value: int, dimensions: dict[str, str] | None = None) 
             metric.add_dimension(name=key, value=dimension)
 
 
+def emit_served(reason: str, version: int, flag_reads: Mapping[str, int]) -> None:
+    """Print one ``ServedVersion`` record now, as every reader prints it (``singleton_flags.emf.EmfPrinter``)."""
+    emf.EmfPrinter(NAMESPACE, SERVICE).served(reason, version, flag_reads)
+
+
+def publish_committed(version: int) -> None:
+    """``FlagStore``'s ``on_commit`` in the writing functions: one ``CommittedVersion`` per committed version,
+    printed when its transaction committed (whatever committed it: a change, a revert, a window, a guard's
+    revert, a scheduled change, a restore, the seed)."""
+    line = emf.emf_blob(NAMESPACE, COMMITTED_VERSION, version, unit="None", dimensions={DIMENSION_SERVICE: SERVICE})
+    sys.stdout.write(line + "\n")
+
+
 class ReadCounter(emf.ReadCounter):
-    """``singleton_flags.emf.ReadCounter`` printing through Powertools' ``single_metric`` (the functions')."""
+    """``singleton_flags.emf.ReadCounter`` printing through Powertools' ``single_metric`` (the functions'), and
+    the served version as every reader prints it."""
 
     def __init__(
         self,
         emit: emf.Emit = emit_count,
         clock: Callable[[], float] = time.monotonic,
         flush_interval: float = 60.0,
+        served: emf.ServedEmit | None = emit_served,
     ) -> None:
-        super().__init__(emit, clock, flush_interval)
+        super().__init__(emit, clock, flush_interval, served)

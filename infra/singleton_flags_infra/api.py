@@ -134,6 +134,11 @@ def resource_policy(policy: ApiResourcePolicy) -> iam.PolicyDocument:
     )
 
 
+def read_propagation_metrics() -> iam.PolicyStatement:
+    """What ``flagctl set --wait`` needs of a deployed stage: the readers' ServedVersion, read from CloudWatch."""
+    return iam.PolicyStatement(sid="ReadPropagationMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"])
+
+
 class Api(Construct):
     """RestApi + stage (throttling, access logs, tracing) + the reader and admin managed policies."""
 
@@ -171,6 +176,15 @@ class Api(Construct):
             "Invoke every route of the singleton-flags API (read, OFREP, change, history, revert, restore)",
             allow=ROUTES,
             deny=(),
+        )
+        self.admin_policy.add_statements(read_propagation_metrics())
+        acknowledge(
+            self.admin_policy,
+            "AwsSolutions-IAM5",
+            "cloudwatch:GetMetricData has no resource-level permissions (CloudWatch's service authorization "
+            "reference): '*' is the only resource it takes. It reads metrics only; `flagctl set --wait` reads the "
+            "readers' ServedVersion with it.",
+            finding="Resource::*",
         )
 
     @property
@@ -379,6 +393,7 @@ class Api(Construct):
 
     def grant_admin(self, grantee: iam.IGrantable) -> iam.Grant:
         """What the admin policy allows (every route), added to ``grantee``'s own policy."""
+        grantee.grant_principal.add_to_principal_policy(read_propagation_metrics())
         return iam.Grant.add_to_principal(
             grantee=grantee, actions=["execute-api:Invoke"], resource_arns=self._route_arns(ROUTES)
         )

@@ -34,6 +34,10 @@ from .functions import title_of
 
 ONE_MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
+# Propagation: what the lag alarms grant beyond a reader's own bound (its cache age, plus max_stale while its
+# refreshes fail), for the minute a record may wait for its reader's next read and CloudWatch's minute periods.
+PROPAGATION_MARGIN_SECONDS = 60
+PROPAGATION_PERIOD_SECONDS = 60
 
 
 def flags_metric(stage: str, metric_name: str, period: Duration = ONE_MINUTE, **dimensions: str) -> cw.Metric:
@@ -50,6 +54,56 @@ def flags_metric(stage: str, metric_name: str, period: Duration = ONE_MINUTE, **
 def reads(stage: str, reason: str, period: Duration = ONE_MINUTE) -> cw.Metric:
     """Reads served with ``reason`` (STATIC, CACHED, STALE, DEFAULT)."""
     return flags_metric(stage, vocabulary.READS, period, **{vocabulary.DIMENSION_REASON: reason})
+
+
+def served_version(stage: str, reason: str, statistic: str, period: Duration = ONE_MINUTE) -> cw.Metric:
+    """The version readers served with ``reason``, every reader of the stage's namespace together (dimension
+    ``reason`` only, whichever service reads): ``statistic`` Minimum is the oldest one served, Maximum the newest."""
+    return cw.Metric(
+        namespace=constants.metrics_namespace(stage),
+        metric_name=vocabulary.SERVED_VERSION,
+        dimensions_map={vocabulary.DIMENSION_REASON: reason},
+        statistic=statistic,
+        period=period,
+    )
+
+
+def committed_version(stage: str, statistic: str = cw.Stats.MAXIMUM, period: Duration = ONE_MINUTE) -> cw.Metric:
+    """The versions the stage's functions committed (Maximum: the newest; SampleCount: how many)."""
+    return flags_metric(stage, vocabulary.COMMITTED_VERSION, period).with_(statistic=statistic)
+
+
+def lag_periods(bound_seconds: int) -> int:
+    """Minute periods a reader may be seen behind, outside the periods holding a commit, before it is late: its
+    bound plus the margin, in whole minutes, plus one (a record can show what was served before the last refresh)."""
+    return -(-(bound_seconds + PROPAGATION_MARGIN_SECONDS) // PROPAGATION_PERIOD_SECONDS) + 1
+
+
+def propagation_lag(stage: str, behind: tuple[str, ...]) -> cw.MathExpression:
+    """Per minute: the newest version known (committed, repeated over the minutes without a commit, or served by
+    any reader) minus the oldest one served by a reader reading with a reason in ``behind`` (DEFAULT serves
+    ``NO_VERSION``: behind every version). 0 in a minute holding a commit (readers are not late yet), no datapoint
+    without a reader in ``behind`` (an idle fleet raises nothing)."""
+    period = Duration.seconds(PROPAGATION_PERIOD_SECONDS)
+    oldest = {f"oldest{reason.lower()}": served_version(stage, reason, cw.Stats.MINIMUM, period) for reason in behind}
+    newest = {
+        f"newest{reason.lower()}": served_version(stage, reason, cw.Stats.MAXIMUM, period)
+        for reason in (vocabulary.STATIC, vocabulary.CACHED)
+    }
+    expression = (
+        f"IF(FILL(commits, 0) > 0, 0, MAX([FILL(committed, REPEAT), {', '.join(newest)}]) - MIN([{', '.join(oldest)}]))"
+    )
+    return cw.MathExpression(
+        expression=expression,
+        using_metrics={
+            "committed": committed_version(stage, cw.Stats.MAXIMUM, period),
+            "commits": committed_version(stage, cw.Stats.SAMPLE_COUNT, period),
+            **newest,
+            **oldest,
+        },
+        label="versions behind",
+        period=period,
+    )
 
 
 class Monitoring(Construct):
@@ -86,6 +140,7 @@ class Monitoring(Construct):
         self._build_dead_letter_alarm()
         self._build_scheduled_change_alarm()
         self._build_read_alarms()
+        self._build_propagation_alarms()
         self._build_change_event_alarms()
         self._build_guard_alarms()
         self.dashboard = self._build_dashboard()
@@ -256,6 +311,37 @@ class Monitoring(Construct):
             datapoints_to_alarm=constants.STALE_ALARM_DATAPOINTS,
         )
 
+    def _build_propagation_alarms(self) -> None:
+        """A committed version not served by the active readers within their bound plus the margin (docs/
+        consistency.md): readers serving from their cache or the table, or the fallbacks, within the cache age; readers
+        whose refreshes fail (STALE) within the cache age plus max_stale. No reader, no datapoint, no alarm."""
+        max_age, max_stale = self._config.cache_max_age_seconds, self._config.max_stale_seconds
+        for construct_id, behind, bound, words in (
+            (
+                "PropagationLag",
+                (vocabulary.STATIC, vocabulary.CACHED, vocabulary.DEFAULT),
+                max_age,
+                f"the cache age ({max_age} s)",
+            ),
+            (
+                "PropagationLagWhileStale",
+                (vocabulary.STALE,),
+                max_age + max_stale,
+                f"the cache age plus max_stale ({max_age + max_stale} s) while their refreshes fail",
+            ),
+        ):
+            periods = lag_periods(bound)
+            self._alarm(
+                construct_id,
+                propagation_lag(self._config.stage, behind),
+                f"Readers still served an older version than the newest committed one in {periods} minutes after "
+                f"it, beyond {words} plus {PROPAGATION_MARGIN_SECONDS} s: a change has not reached every active "
+                f"reader ({'/'.join(behind)}). Readers in other accounts or regions are not seen (docs/"
+                "consistency.md).",
+                evaluation_periods=periods + 1,
+                datapoints_to_alarm=periods,
+            )
+
     def _build_change_event_alarms(self) -> None:
         self._alarm(
             "ChangeEventsRefused",
@@ -325,6 +411,29 @@ class Monitoring(Construct):
             self._graph(
                 "Changes and conflicts",
                 self._counts(vocabulary.CHANGES_APPLIED, vocabulary.WRITE_CONFLICTS, vocabulary.WRITE_RETRIES),
+            ),
+        )
+        dashboard.add_widgets(
+            self._graph(
+                "Committed vs served versions",
+                [
+                    committed_version(self._config.stage).with_(label="committed (newest)"),
+                    *(
+                        served_version(self._config.stage, reason, cw.Stats.MINIMUM).with_(
+                            label=f"served {reason} (oldest)"
+                        )
+                        for reason in vocabulary.READ_REASONS
+                    ),
+                ],
+                width=12,
+            ),
+            self._graph(
+                "Versions behind",
+                [
+                    propagation_lag(self._config.stage, (vocabulary.STATIC, vocabulary.CACHED, vocabulary.DEFAULT)),
+                    propagation_lag(self._config.stage, (vocabulary.STALE,)).with_(label="versions behind (STALE)"),
+                ],
+                width=12,
             ),
         )
         dashboard.add_widgets(

@@ -48,6 +48,11 @@ INTENDED_CHANGES = {
         {".Properties.RoleArn.Fn::GetAtt", ".Properties.RoleArn.Fn::Join"},
         "the account's setting names the account and region's logging role instead of the stage's",
     ),
+    "ApiAdminPolicy3042CD5A": (
+        {".Properties.PolicyDocument.Statement"},
+        "the admin policy also reads the readers' ServedVersion (cloudwatch:GetMetricData) for `flagctl set --wait`; "
+        "a managed policy's statements are updated in place, under the same ARN",
+    ),
 }
 
 

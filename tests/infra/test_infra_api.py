@@ -316,7 +316,14 @@ def test_a_new_static_route_under_flags_is_denied_to_readers_by_construction() -
 
 
 def test_admin_policy_allows_every_route(synth: Synth) -> None:
-    (allow,) = managed_policy(synth, "AdminPolicyArn")
+    allow, metrics = managed_policy(synth, "AdminPolicyArn")
+    # and reads the readers' ServedVersion, for `flagctl set --wait` (GetMetricData takes no resource)
+    assert metrics == {
+        "Sid": "ReadPropagationMetrics",
+        "Effect": "Allow",
+        "Action": "cloudwatch:GetMetricData",
+        "Resource": "*",
+    }
     assert allow["Effect"] == "Allow"
     assert invoke_arns(synth, allow) == {
         "GET/flags",

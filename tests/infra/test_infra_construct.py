@@ -235,10 +235,12 @@ def test_grant_admin_allows_every_route_of_the_services_api() -> None:
         for r in template["Resources"].values()
         if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"]["Roles"]
     ]
-    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    metrics, statement = sorted(policy["Properties"]["PolicyDocument"]["Statement"], key=lambda s: s["Action"])
     # Then one execute-api:Invoke statement naming every route, and nothing of the table
     assert statement["Action"] == "execute-api:Invoke"
     assert len(statement["Resource"]) == len(ROUTES)
+    # And, as the admin policy, the readers' ServedVersion for `flagctl set --wait` (no resource-level permission)
+    assert (metrics["Action"], metrics["Resource"]) == ("cloudwatch:GetMetricData", "*")
 
 
 def test_a_layer_needs_the_applications_declarations_and_a_python_runtime() -> None:

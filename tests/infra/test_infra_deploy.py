@@ -122,11 +122,13 @@ def test_the_logging_role_setting_accepts_its_three_forms(value: str) -> None:
 
 
 def flags_alarm_namespaces(synth: Synth) -> set[str]:
-    return {
-        alarm["Properties"]["Namespace"]
-        for alarm in synth.resources("AWS::CloudWatch::Alarm").values()
-        if not alarm["Properties"]["Namespace"].startswith("AWS/")
-    }
+    """Every namespace an alarm watches: its metric's, or each metric its expression queries."""
+    namespaces = set()
+    for alarm in synth.resources("AWS::CloudWatch::Alarm").values():
+        properties = alarm["Properties"]
+        queries = [query["MetricStat"]["Metric"] for query in properties.get("Metrics", []) if "MetricStat" in query]
+        namespaces.update(metric["Namespace"] for metric in [properties, *queries] if "Namespace" in metric)
+    return {namespace for namespace in namespaces if not namespace.startswith("AWS/")}
 
 
 def test_two_stages_in_one_app_share_no_name_and_no_metric(two_stages: dict[str, Synth]) -> None:

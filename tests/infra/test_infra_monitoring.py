@@ -34,8 +34,8 @@ def find(synth: Synth, namespace: str, metric: str, **dimension_values: Any) -> 
     found = [
         alarm
         for alarm in alarms(synth)
-        if alarm["Namespace"] == namespace
-        and alarm["MetricName"] == metric
+        if alarm.get("Namespace") == namespace
+        and alarm.get("MetricName") == metric
         and all({"Name": k, "Value": v} in alarm.get("Dimensions", []) for k, v in dimension_values.items())
     ]
     assert len(found) == 1, f"{namespace}/{metric} {dimension_values}: {len(found)} alarms"

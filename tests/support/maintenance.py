@@ -58,6 +58,7 @@ class MaintenanceFunction:
             self.declarations,
             clock=self.clock,
             on_retry=self.module.STORE._on_retry,
+            on_commit=self.module.STORE._on_commit,
             **store_options,
         )
         service = MaintenanceWindows(store, self.configured, clock=self.clock)

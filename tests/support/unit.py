@@ -225,6 +225,7 @@ def install(module: ModuleType, client: Any, table: str, clock: Clock, monkeypat
         clock=clock,
         sleep=lambda _: None,
         on_retry=module.STORE._on_retry,
+        on_commit=module.STORE._on_commit,
     )
     provider = SingletonProvider(client=client, table_name=table, declarations=module.DECLARATIONS, clock=clock)
     reader = FlagReader(provider, module.DECLARATIONS, sort_key=settings.item_sort_key, clock=clock)

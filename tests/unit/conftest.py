@@ -20,7 +20,7 @@ from local.functions import load_module
 from singleton_flags.declarations import Declarations
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
-from singleton_flags_service.observability import logger
+from singleton_flags_service.observability import ReadCounter, logger
 from singleton_flags_service.writes.store import FlagStore
 from tests.support.maintenance import DURATIONS, MaintenanceFunction, deploy_windows, fresh_module
 from tests.support.unit import (
@@ -144,9 +144,13 @@ def read_api(
     module = load_module("singleton_flags_service.handlers.read_api")
 
     provider = SingletonProvider(client=ddb, table_name=table_name, declarations=module.DECLARATIONS, clock=clock)
-    reader = build_reader(provider, module.DECLARATIONS, clock, max_stale=module.SETTINGS.max_stale_seconds)
+    counter = ReadCounter(clock=clock)
+    reader = build_reader(
+        provider, module.DECLARATIONS, clock, max_stale=module.SETTINGS.max_stale_seconds, counter=counter
+    )
     monkeypatch.setattr(module, "PROVIDER", provider)
     monkeypatch.setattr(module, "READER", reader)
+    monkeypatch.setattr(module, "FLAG_READS", counter.flag_reads)
     return ReadApi(module, provider, reader, clock, make_event, lambda_context)
 
 

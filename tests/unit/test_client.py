@@ -328,10 +328,11 @@ class TestQuiet:
         # When its first read fetches the item
         flags.all()
         blobs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-        # Then one EMF blob per count: Reads{reason=STATIC} and CacheRefreshes
+        # Then one EMF blob per count: Reads{reason=STATIC} and CacheRefreshes, then the version it serves
         assert [(b["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"], b.get("reason")) for b in blobs] == [
             ("Reads", STATIC),
             ("CacheRefreshes", None),
+            ("ServedVersion", STATIC),
         ]
         assert blobs[0]["Reads"] == 1 and blobs[0]["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [
             ["service", "reason"]

@@ -1,7 +1,8 @@
 """Read-path metrics: Reads{reason}, CacheRefreshes, CacheRefreshFailures as EMF on stdout.
 
 A cached read prints nothing; counts accumulate in the environment and go out with the next refresh, after
-the flush interval, or at once for a STALE or DEFAULT read.
+the flush interval, or at once for a STALE or DEFAULT read. (The served version, printed at most once per flush
+interval, has its own tests: tests/unit/test_served_version.py.)
 """
 
 from __future__ import annotations
@@ -13,10 +14,15 @@ from botocore.stub import Stubber
 
 from singleton_flags.provider import SingletonProvider
 from singleton_flags_service.observability import NAMESPACE, SERVICE, ReadCounter
-from singleton_flags_service.vocabulary import CACHE_REFRESH_FAILURES, CACHE_REFRESHES, READS
-from tests.support.unit import Clock, Output, ReadApi, build_reader, emf_metrics, expire
+from singleton_flags_service.vocabulary import CACHE_REFRESH_FAILURES, CACHE_REFRESHES, READS, SERVED_VERSION
+from tests.support.unit import Clock, Output, ReadApi, build_reader, emf_metrics as all_metrics, expire
 
 SERVICE_ONLY = {"service": SERVICE}
+
+
+def emf_metrics(records: list[dict[str, Any]]) -> list[tuple[str, float, dict[str, str]]]:
+    """The counts among the EMF blobs (the served version left out)."""
+    return [metric for metric in all_metrics(records) if metric[0] != SERVED_VERSION]
 
 
 def reads(reason: str, count: int) -> tuple[str, float, dict[str, str]]:
@@ -45,11 +51,16 @@ class TestThroughTheHandler:
         read_api.get()
         records = stdout.records()
         # Then one EMF blob per metric, in the project's namespace, with the documented dimensions
-        assert emf_metrics(records) == [reads("STATIC", 1), (CACHE_REFRESHES, 1.0, SERVICE_ONLY)]
+        assert all_metrics(records) == [
+            reads("STATIC", 1),
+            (CACHE_REFRESHES, 1.0, SERVICE_ONLY),
+            (SERVED_VERSION, 1, {"reason": "STATIC"}),
+        ]
         for record in records:
             (directive,) = record["_aws"]["CloudWatchMetrics"]
             assert directive["Namespace"] == NAMESPACE
-            assert all(metric["Unit"] == "Count" for metric in directive["Metrics"])
+            unit = "None" if directive["Metrics"][0]["Name"] == SERVED_VERSION else "Count"
+            assert all(metric["Unit"] == unit for metric in directive["Metrics"])
 
     def test_cached_counts_go_out_with_the_next_refresh(
         self, read_api: ReadApi, put_flags: Any, stdout: Output

@@ -16,7 +16,10 @@ DynamoDB costs a read at most ~1.5 s, then nothing until the back-off ends.
 
 What this module never does: create a Powertools Logger, Metrics or Tracer, write to the application's logs on
 a cached read (warnings go to the standard library's ``singleton_flags`` logger, on a failed or degraded fetch
-only), or print metrics unless asked (``metrics=True``: EMF blobs on stdout, as the read function prints them).
+only), or print metrics unless asked (``metrics=True``: EMF blobs on stdout, as the read function prints them:
+reads by reason, and at most once per flush interval while it serves reads the version it serves,
+``ServedVersion``, with its reads counted per flag; a read of one flag counts one for its name, a read of them
+all (``all``, ``all_details``, ``state``) one for ``*``).
 
 The declarations are the application's (a path to its declarations file or a ``Declarations``), never the
 sample flags bundled with the package. When the application's copy and the table differ: attributes of the
@@ -50,7 +53,7 @@ from singleton_flags.settings import (
     int_setting,
 )
 from singleton_flags.snapshot import FlagState, flag_reason
-from singleton_flags.vocabulary import DEFAULT_NAMESPACE, DEFAULT_SERVICE, ReadCause, Reason
+from singleton_flags.vocabulary import ALL_FLAGS, DEFAULT_NAMESPACE, DEFAULT_SERVICE, ReadCause, Reason
 
 __all__ = [
     "ENV_DECLARATIONS",
@@ -149,11 +152,13 @@ class Flags:
         if client is None:
             client = _dynamodb_client(region)
         counter: Counter = NO_COUNT
+        self._flag_reads: dict[str, int] | None = None  # reads per flag, counted only when metrics are printed
         if metrics:
             printer = EmfPrinter(
                 metrics_namespace, service or os.environ.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
             )
-            counter = ReadCounter(printer)
+            counter = ReadCounter(printer, served=printer.served)
+            self._flag_reads = counter.flag_reads
         provider = SingletonProvider(client=client, table_name=table_name, declarations=self.declarations, clock=clock)
         self._reader = FlagReader(
             provider,
@@ -191,22 +196,28 @@ class Flags:
 
     def state(self) -> FlagState:
         """One read of every flag (cached, fresh, stale or fallbacks), as the read function answers it."""
+        self._count(ALL_FLAGS)
         return self._reader.read()
 
     def details(self, name: str) -> FlagDetails:
         self._check(name)
+        self._count(name)
         return _details(self._reader.read(), name)
 
     def all(self) -> dict[str, FlagValue]:
+        self._count(ALL_FLAGS)
         return dict(self._reader.read().values)
 
     def all_details(self) -> dict[str, FlagDetails]:
+        self._count(ALL_FLAGS)
         state = self._reader.read()
         return {name: _details(state, name) for name in self.declarations}
 
     def get(self, name: str) -> FlagValue:
         if name not in self._names:  # _check, inlined: this is the hot read
             raise UndeclaredFlag(name)
+        if self._flag_reads is not None:  # _count, inlined
+            self._flag_reads[name] += 1
         return self._reader.read().values[name]
 
     def get_bool(self, name: str) -> bool:
@@ -225,11 +236,16 @@ class Flags:
         if name not in self._names:
             raise UndeclaredFlag(name)
 
+    def _count(self, name: str) -> None:
+        if self._flag_reads is not None:
+            self._flag_reads[name] += 1
+
     def _typed(self, name: str, flag_type: str, python_type: type[_T]) -> _T:
         self._check(name)
         declared = self.declarations[name].type
         if declared != flag_type:
             raise FlagTypeMismatch(name, declared, flag_type)
+        self._count(name)
         # the snapshot holds only values of the declared type (a stored value of another type is its fallback)
         return cast(_T, self._reader.read().values[name])
 
@@ -274,7 +290,7 @@ class _Deferred(Flags):
 
 
 _CONFIGURING = threading.Lock()
-_CONFIGURED = frozenset({"_reader", "_names", "declarations"})
+_CONFIGURED = frozenset({"_reader", "_names", "_flag_reads", "declarations"})
 
 
 class _Unconfigured:

@@ -1,9 +1,16 @@
-"""Read counts, printed rarely as CloudWatch embedded-metric-format (EMF) blobs. No Powertools here.
+"""Read counts and the served version, printed rarely as CloudWatch embedded-metric-format (EMF) blobs. No
+Powertools here.
 
 ``ReadCounter`` is the policy (a cached read only bumps a counter); what prints a blob is injected: the
 functions pass Powertools' ``single_metric`` (``singleton_flags_service.observability``), the embedded client
 (``singleton_flags.client``, ``metrics=True``) passes ``EmfPrinter``, which writes the same JSON with the
 standard library. A reader built without a counter counts nothing (``NO_COUNT``).
+
+Propagation: at most once per flush interval while it serves reads, a counter given a ``served`` printer prints
+the version its reader serves now as ``ServedVersion`` (dimension ``reason``; ``NO_VERSION`` for the declared
+fallbacks), with the reads counted per flag since the previous one as a property (``flag_reads``). It goes out
+with the first read after the interval: an idle reader prints nothing, and counts are lower bounds (an
+environment can be reclaimed before its next read).
 """
 
 from __future__ import annotations
@@ -12,8 +19,8 @@ import json
 import sys
 import time
 from collections import Counter as Tally
-from collections.abc import Callable
-from typing import Protocol, TextIO
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TextIO
 
 from singleton_flags.vocabulary import (
     CACHE_REFRESH_FAILURES,
@@ -22,8 +29,11 @@ from singleton_flags.vocabulary import (
     DIMENSION_CAUSE,
     DIMENSION_REASON,
     DIMENSION_SERVICE,
+    FLAG_READS,
     NEVER_READ_FAILURES,
+    NO_VERSION,
     READS,
+    SERVED_VERSION,
     STALE,
 )
 
@@ -33,21 +43,38 @@ __all__ = [
     "EmfPrinter",
     "Emit",
     "ReadCounter",
+    "ServedEmit",
+    "emf_blob",
 ]
 
 Emit = Callable[[str, int, dict[str, str] | None], None]
+# (reason, version served, reads per flag since the previous one) -> one ServedVersion record printed
+ServedEmit = Callable[[str, int, Mapping[str, int]], None]
 
 
 class Counter(Protocol):
     def record(
-        self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False, never_read: str | None = None
+        self,
+        reason: str,
+        *,
+        version: int | None = None,
+        refreshed: bool = False,
+        refresh_failed: bool = False,
+        never_read: str | None = None,
     ) -> None:
-        """One read; ``never_read``: the cause of a failed fetch made before any successful one."""
+        """One read, serving ``version`` with ``reason``; ``never_read``: the cause of a failed fetch made before
+        any successful one."""
 
 
 class _NoCount:
     def record(
-        self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False, never_read: str | None = None
+        self,
+        reason: str,
+        *,
+        version: int | None = None,
+        refreshed: bool = False,
+        refresh_failed: bool = False,
+        never_read: str | None = None,
     ) -> None:
         return None
 
@@ -55,8 +82,34 @@ class _NoCount:
 NO_COUNT: Counter = _NoCount()
 
 
+def emf_blob(
+    namespace: str,
+    name: str,
+    value: int,
+    *,
+    unit: str = "Count",
+    dimensions: Mapping[str, str],
+    properties: Mapping[str, Any] | None = None,
+) -> str:
+    """One EMF record (a JSON line): one metric, one dimension set; ``properties`` are logged beside it, searchable
+    in CloudWatch Logs, and are not dimensions."""
+    blob = {
+        "_aws": {
+            "Timestamp": int(time.time() * 1000),
+            "CloudWatchMetrics": [
+                {"Namespace": namespace, "Dimensions": [list(dimensions)], "Metrics": [{"Name": name, "Unit": unit}]}
+            ],
+        },
+        **(properties or {}),
+        **dimensions,
+        name: value,
+    }
+    return json.dumps(blob, separators=(",", ":"))
+
+
 class EmfPrinter:
-    """Prints one EMF blob per count (namespace, ``service`` dimension plus the one named) to ``stream``."""
+    """Prints one EMF blob per count (namespace, ``service`` dimension plus the one named) to ``stream``, and the
+    served version (``served``: dimension ``reason``, the service a property)."""
 
     def __init__(self, namespace: str, service: str, stream: TextIO | None = None) -> None:
         self._namespace = namespace
@@ -65,22 +118,23 @@ class EmfPrinter:
 
     def __call__(self, name: str, value: int, dimensions: dict[str, str] | None = None) -> None:
         labels = {DIMENSION_SERVICE: self._service, **(dimensions or {})}
-        blob = {
-            "_aws": {
-                "Timestamp": int(time.time() * 1000),
-                "CloudWatchMetrics": [
-                    {
-                        "Namespace": self._namespace,
-                        "Dimensions": [list(labels)],
-                        "Metrics": [{"Name": name, "Unit": "Count"}],
-                    }
-                ],
-            },
-            **labels,
-            name: value,
-        }
+        self._write(emf_blob(self._namespace, name, value, dimensions=labels))
+
+    def served(self, reason: str, version: int, flag_reads: Mapping[str, int]) -> None:
+        self._write(
+            emf_blob(
+                self._namespace,
+                SERVED_VERSION,
+                version,
+                unit="None",
+                dimensions={DIMENSION_REASON: reason},
+                properties={DIMENSION_SERVICE: self._service, FLAG_READS: dict(flag_reads)},
+            )
+        )
+
+    def _write(self, line: str) -> None:
         stream = self._stream or sys.stdout
-        stream.write(json.dumps(blob, separators=(",", ":")) + "\n")
+        stream.write(line + "\n")
 
 
 class ReadCounter:
@@ -89,6 +143,10 @@ class ReadCounter:
     A cached read only bumps a counter. The counts go out as EMF with the next cache refresh, when
     ``flush_interval`` seconds have passed since the last flush, or at once for a STALE or DEFAULT read
     (an operator must see those without delay). At most one blob per reason per flush.
+
+    With a ``served`` printer, a flush also prints what the reader serves now (``ServedVersion``) when none was
+    printed in the last ``flush_interval`` seconds, with ``flag_reads``: the reads per flag, which whoever knows
+    the flag's name counts (``flag_reads[name] += 1``; ``ALL_FLAGS`` for a read of them all).
     """
 
     URGENT = frozenset({STALE, DEFAULT})
@@ -98,6 +156,7 @@ class ReadCounter:
         emit: Emit,
         clock: Callable[[], float] = time.monotonic,
         flush_interval: float = 60.0,
+        served: ServedEmit | None = None,
     ) -> None:
         self._emit = emit
         self._clock = clock
@@ -106,23 +165,40 @@ class ReadCounter:
         self._refreshes = 0
         self._refresh_failures = 0
         self._never_read: Tally[str] = Tally()  # failed fetches before any successful one, by cause
-        self._last_flush = clock()
+        self._served_emit = served
+        self.flag_reads: Tally[str] = Tally()
+        self._reason: str | None = None  # the last read's reason and version: what the reader serves now
+        self._version: int | None = None
+        self._served_at: float | None = None  # when ServedVersion was last printed
+        self._flush_at = clock() + flush_interval
 
     def record(
-        self, reason: str, *, refreshed: bool = False, refresh_failed: bool = False, never_read: str | None = None
+        self,
+        reason: str,
+        *,
+        version: int | None = None,
+        refreshed: bool = False,
+        refresh_failed: bool = False,
+        never_read: str | None = None,
     ) -> None:
         self._reads[reason] += 1
+        self._reason = reason
+        self._version = version
         if never_read is not None:
             self._never_read[never_read] += 1
         self._refreshes += refreshed
         self._refresh_failures += refresh_failed
-        if (
-            refreshed
-            or refresh_failed
-            or reason in self.URGENT
-            or self._clock() - self._last_flush >= self._flush_interval
-        ):
+        if refreshed or refresh_failed or reason in self.URGENT or self._clock() >= self._flush_at:
             self.flush()
+
+    @property
+    def serving(self) -> tuple[str, int] | None:
+        """(reason, version) the reader served at its last read (``NO_VERSION`` for the declared fallbacks), None
+        before its first read."""
+        if self._reason is None:
+            return None
+        version = self._version
+        return self._reason, NO_VERSION if version is None or self._reason == DEFAULT else version
 
     def flush(self) -> None:
         for reason, count in sorted(self._reads.items()):
@@ -136,4 +212,13 @@ class ReadCounter:
         self._reads.clear()
         self._never_read.clear()
         self._refreshes = self._refresh_failures = 0
-        self._last_flush = self._clock()
+        now = self._clock()
+        serving = self.serving
+        due = self._served_at is None or now - self._served_at >= self._flush_interval
+        if self._served_emit is not None and serving is not None and due:
+            flag_reads = dict(self.flag_reads)
+            self.flag_reads.clear()
+            self._served_emit(*serving, flag_reads)
+            self._served_at = now
+        # the next flush is due an interval after the last one, or after the last served version if earlier
+        self._flush_at = (now if self._served_at is None else self._served_at) + self._flush_interval

@@ -105,12 +105,12 @@ class FlagReader:
             if state is None:  # a window's deadline may pass between two reads: built for this one
                 state = cached.state(CACHED, self._clock())
             if self._counting:
-                self._counter.record(state.reason)
+                self._counter.record(state.reason, version=state.version)
             return state
         now = self._clock()
         if self._failures and now < self._retry_at:
             state = self._degraded(now)  # backing off: do not call DynamoDB again yet
-            self._counter.record(state.reason)
+            self._counter.record(state.reason, version=state.version)
             return state
         fetches_before = self.provider.fetches
         try:
@@ -122,7 +122,9 @@ class FlagReader:
             self._retry_at = failed_at + delay * (0.5 + self._jitter() / 2)
             state = self._degraded(failed_at)
             cause = self._tell(exc, state, failed_at)
-            self._counter.record(state.reason, refresh_failed=True, never_read=None if self._read_once else cause)
+            self._counter.record(
+                state.reason, version=state.version, refresh_failed=True, never_read=None if self._read_once else cause
+            )
             return state
         refreshed = self.provider.fetches != fetches_before  # else another thread's fetch filled the cache
         self._failures = 0
@@ -133,7 +135,9 @@ class FlagReader:
             state = snapshot.state(DEFAULT, now)
             if refreshed:
                 self._tell_superseded(snapshot)
-            self._counter.record(state.reason, refreshed=refreshed, never_read=ReadCause.SUPERSEDED)
+            self._counter.record(
+                state.reason, version=state.version, refreshed=refreshed, never_read=ReadCause.SUPERSEDED
+            )
             return state
         if snapshot.found:
             self._last_good = snapshot
@@ -141,7 +145,7 @@ class FlagReader:
             logger.warning("the flags item is missing, serving declared fallbacks", extra={"sort_key": self._sort_key})
         # not refreshed: another thread's fetch filled the cache meanwhile, a cached read
         state = snapshot.state(STATIC, now) if refreshed else snapshot.as_cached or snapshot.state(CACHED, now)
-        self._counter.record(state.reason, refreshed=refreshed)
+        self._counter.record(state.reason, version=state.version, refreshed=refreshed)
         return state
 
     def prime(self, snapshot: Snapshot) -> None:

@@ -8,9 +8,11 @@ the readers print: a renamed metric cannot leave an alarm watching nothing. The 
 from enum import StrEnum
 
 __all__ = [
+    "ALL_FLAGS",
     "CACHED",
     "CACHE_REFRESHES",
     "CACHE_REFRESH_FAILURES",
+    "COMMITTED_VERSION",
     "DEADLINE_ENDED_VARIANT",
     "DEFAULT",
     "DEFAULT_NAMESPACE",
@@ -19,9 +21,12 @@ __all__ = [
     "DIMENSION_REASON",
     "DIMENSION_SERVICE",
     "FALLBACK_VARIANT",
+    "FLAG_READS",
     "NEVER_READ_FAILURES",
+    "NO_VERSION",
     "READS",
     "READ_REASONS",
+    "SERVED_VERSION",
     "STALE",
     "STATIC",
     "STORED_VARIANT",
@@ -69,6 +74,20 @@ DIMENSION_CAUSE = "cause"
 # (wrong name, no grant, no region...), told apart from a table that failed after serving (``CacheRefreshFailures``).
 # Dimensions: `service` and `cause` (a ``ReadCause``).
 NEVER_READ_FAILURES = "RefreshFailuresNeverRead"
+
+# Propagation: the version each reader serves, and the version each write committed (EMF, unit None).
+# ServedVersion: dimension `reason` only, whichever service the reader runs in (the alarm compares every reader of
+# the namespace with the committed version; the reader's own service is a property of its record, not a dimension,
+# so the metric count does not grow with the applications). A reader serving the declared fallbacks (DEFAULT)
+# serves no stored version: it publishes NO_VERSION, below every version, so it counts as behind.
+# CommittedVersion: dimension `service`, printed by the function that committed the version.
+SERVED_VERSION = "ServedVersion"
+COMMITTED_VERSION = "CommittedVersion"
+NO_VERSION = -1
+# The record of ServedVersion carries the reads counted per flag since the previous one (a property, not a metric:
+# flag names never become dimensions); a read of every flag at once (GET /flags, ``Flags.all``) counts as ALL_FLAGS.
+FLAG_READS = "flag_reads"
+ALL_FLAGS = "*"
 
 
 class ReadCause(StrEnum):

@@ -3,7 +3,7 @@ codes).
 
     flagctl [--url URL | --stack-output-file cdk-outputs.json] [--json] [--timeout SECONDS] COMMAND
       get [NAME]                                   every flag, or one
-      set NAME=VALUE ... --reason TEXT [--if-match VERSION]
+      set NAME=VALUE ... --reason TEXT [--if-match VERSION] [--wait [--wait-timeout S] [--wait-namespace NS]]
       history [--limit N] [--cursor C]
       revert VERSION --reason TEXT [--if-match VERSION]
       restore --reason TEXT
@@ -15,7 +15,9 @@ codes).
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
 5 server or network (5xx, 429, a redirect, a malformed answer, no whole answer within --timeout),
-6 a read served the declared fallbacks (reason DEFAULT: the flags item is missing or unreadable), said on stderr.
+6 a read served the declared fallbacks (reason DEFAULT: the flags item is missing or unreadable), said on stderr,
+7 ``set --wait``: the change was applied, but it could not be known within --wait-timeout that readers serve it
+(none was heard from since the change, or some still serve an older version), said on stderr.
 
 The server is not trusted: a redirect is never followed (its Location is shown, exit 5); everything printed
 (tables, messages, --json, stderr) goes through ``flagctl.text``, so no raw control or format character from an
@@ -29,6 +31,7 @@ import functools
 import json
 import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -38,15 +41,19 @@ from flagctl.client import (
     Answer,
     FlagsClient,
     Transport,
+    default_signer,
     http_transport,
+    is_loopback,
     new_idempotency_key,
+    region_for,
     url_from_stack_outputs,
 )
-from flagctl.errors import AUTH, BAD_INPUT, CONFLICT, FALLBACKS, OK, SERVER, FlagctlError
+from flagctl.errors import AUTH, BAD_INPUT, CONFLICT, FALLBACKS, NOT_SEEN, OK, SERVER, FlagctlError
 from flagctl.http_client import DEADLINE_SECONDS
 from flagctl.text import excerpt, layout, safe, safe_json
 
 MAX_TIMEOUT_SECONDS = 600
+DEFAULT_WAIT_SECONDS = 180  # deployed, readers' records reach CloudWatch a minute late or more
 DEFAULT_REASON = "DEFAULT"  # the read reason of the declared fallbacks (singleton_flags.vocabulary.DEFAULT)
 
 
@@ -139,6 +146,24 @@ def build_parser() -> argparse.ArgumentParser:
     change.add_argument("assignments", nargs="+", metavar="NAME=VALUE")
     change.add_argument("--reason", required=True, help="why (goes into the audit trail)")
     change.add_argument("--if-match", type=parse_version, metavar="VERSION", help="only if still at VERSION (else 412)")
+    change.add_argument(
+        "--wait",
+        action="store_true",
+        help="then wait until readers are seen serving the new version (the local runner's readers, or CloudWatch's "
+        "ServedVersion for a deployed stage, a minute late or more); exit 7 when it cannot be known in time",
+    )
+    change.add_argument(
+        "--wait-timeout",
+        type=parse_timeout,
+        default=DEFAULT_WAIT_SECONDS,
+        metavar="S",
+        help=f"the longest --wait waits (default {DEFAULT_WAIT_SECONDS:g} s, at most {MAX_TIMEOUT_SECONDS})",
+    )
+    change.add_argument(
+        "--wait-namespace",
+        metavar="NS",
+        help="a deployed stage's metrics namespace (default SingletonFlags/<the stage in the API URL>)",
+    )
     _guard_arguments(change)
 
     history = commands.add_parser("history", help="audit records, newest first")
@@ -446,7 +471,9 @@ def main(
     try:
         if args.command == "console":
             return run_console(_url(args), args.port, args.open, out)
-        answer, render = _call(args, _client(args, transport))
+        sent_at = time.time()
+        client = _client(args, transport)
+        answer, render = _call(args, client)
         if 300 <= answer.status < 400:
             raise redirect_refused(answer)
     except FlagctlError as exc:
@@ -469,7 +496,51 @@ def main(
     if args.command == "get" and isinstance(answer.body, dict) and answer.body.get("reason") == DEFAULT_REASON:
         _say(err, safe_json({"error": fallbacks_error()}) if args.json else f"flagctl: {fallbacks_error()['message']}")
         return FALLBACKS
+    if args.command == "set" and args.wait:
+        return wait_for_readers(args, client, answer, sent_at, transport, out, err)
     return OK
+
+
+def wait_for_readers(
+    args: argparse.Namespace,
+    client: FlagsClient,
+    answer: Answer,
+    sent_at: float,
+    transport: Transport | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """``set --wait``: until the version just written is seen served (0), or ``NOT_SEEN`` (7) at the timeout."""
+    from flagctl import wait
+
+    version = answer.body.get("version") if isinstance(answer.body, dict) else None
+    if not isinstance(version, int):
+        _say(err, f"flagctl: unexpected answer from the API (no version to wait for): {_excerpt(answer.body)}")
+        return SERVER
+    try:
+        if is_loopback(client.base_url):
+            observe, poll = wait.runner_observer(client), wait.POLL_SECONDS_LOCAL
+        else:
+            namespace = args.wait_namespace or wait.stage_namespace(client.base_url)
+            region = region_for(client.base_url, None)
+            observe = wait.cloudwatch_observer(
+                region,
+                namespace,
+                default_signer(client.base_url, service="monitoring"),
+                transport or functools.partial(http_transport, deadline=args.timeout),
+            )
+            poll = wait.POLL_SECONDS_CLOUDWATCH
+        sighting = wait.wait_until_served(observe, version, sent_at, args.wait_timeout, poll=poll)
+    except FlagctlError as exc:
+        _say(err, safe_json({"error": {"code": exc.code, "message": str(exc)}}) if args.json else f"flagctl: {exc}")
+        return exc.exit_code
+    words = sighting.words(version)
+    if sighting.seen:
+        _say(out, safe_json({"served": {"version": version, "readers": sighting.readers}}) if args.json else words)
+        return OK
+    message = f"version {version} is applied, but not seen served within {args.wait_timeout:g} s: {words}"
+    _say(err, safe_json({"error": {"code": "NOT_SEEN", "message": message}}) if args.json else f"flagctl: {message}")
+    return NOT_SEEN
 
 
 def with_reasons(body: Any) -> Any:

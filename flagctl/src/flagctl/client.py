@@ -122,8 +122,9 @@ def sign(outgoing: Outgoing, credentials: Any, region: str, service: str = SERVI
     return Outgoing(outgoing.method, outgoing.url, headers, outgoing.body)
 
 
-def default_signer(url: str) -> Callable[[Outgoing], Outgoing]:
-    """A signer using botocore's default credential chain and region."""
+def default_signer(url: str, service: str = SERVICE) -> Callable[[Outgoing], Outgoing]:
+    """A signer using botocore's default credential chain and region (``service``: execute-api, or another
+    service's signing name, e.g. ``monitoring`` for CloudWatch)."""
     import botocore.session
 
     session = botocore.session.Session()
@@ -134,7 +135,7 @@ def default_signer(url: str) -> Callable[[Outgoing], Outgoing]:
             f"no AWS credentials to sign requests to {url} (environment, profile, SSO or role)", AUTH, "NO_CREDENTIALS"
         )
     frozen = credentials.get_frozen_credentials()
-    return lambda outgoing: sign(outgoing, frozen, region)
+    return lambda outgoing: sign(outgoing, frozen, region, service)
 
 
 def http_transport(outgoing: Outgoing, deadline: float = DEADLINE_SECONDS) -> Answer:

@@ -51,18 +51,20 @@ from singleton_flags_service.api.routes import (
 from singleton_flags_service.errors import FlagNotFound, FlagsError
 from singleton_flags_service.observability import ReadCounter, logger
 from singleton_flags_service.reader_contract import READ_FUNCTION, Settings, load_service_declarations
-from singleton_flags_service.vocabulary import DEFAULT, DEFAULT_SERVICE
+from singleton_flags_service.vocabulary import ALL_FLAGS, DEFAULT, DEFAULT_SERVICE
 
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_service_declarations()
 PROVIDER = SingletonProvider(client=dynamodb_client(), table_name=SETTINGS.table_name, declarations=DECLARATIONS)
+COUNTER = ReadCounter()  # reads by reason, per flag (``flag_reads``), and the version served: EMF, rarely
+FLAG_READS = COUNTER.flag_reads
 READER = FlagReader(
     PROVIDER,
     DECLARATIONS,
     sort_key=SETTINGS.item_sort_key,
     max_age=SETTINGS.max_age_seconds,
     max_stale=SETTINGS.max_stale_seconds,
-    counter=ReadCounter(),
+    counter=COUNTER,
 )
 
 app = APIGatewayRestResolver()
@@ -155,6 +157,7 @@ def _respond(state: FlagState, body: Callable[[], str]) -> Response[str]:
 
 @views(GET_FLAGS)
 def get_flags() -> Response[str]:
+    FLAG_READS[ALL_FLAGS] += 1
     state = READER.read()
     return _respond(state, lambda: _all_flags_body(state))
 
@@ -163,6 +166,7 @@ def get_flags() -> Response[str]:
 def get_flag(name: str) -> Response[str]:
     if name not in DECLARATIONS:
         raise FlagNotFound(f"no flag named '{name}' is declared", flag=name)
+    FLAG_READS[name] += 1
     state = READER.read()
     return _respond(state, lambda: _one_flag_body(state, name))
 
@@ -176,6 +180,7 @@ def _request_body() -> str | None:
 def ofrep_evaluate_flag(key: str) -> Response[str]:
     check_request(_request_body(), key)
     check_key(key, DECLARATIONS)
+    FLAG_READS[key] += 1
     state = READER.read()
     return Response(status_code=200, content_type=JSON, body=_ofrep_flag_body(state, key), headers=_NO_STORE)
 
@@ -184,6 +189,7 @@ def ofrep_evaluate_flag(key: str) -> Response[str]:
 def ofrep_evaluate_flags() -> Response[str]:
     """Every flag; ETag and 304 as GET /flags (OFREP's bulk route is a POST: 304, not RFC 9110's 412)."""
     check_request(_request_body())
+    FLAG_READS[ALL_FLAGS] += 1
     state = READER.read()
     return _respond(state, lambda: _ofrep_flags_body(state))
 

@@ -94,7 +94,7 @@ from singleton_flags_service.errors import (
     VersionNotFound,
     WriteConflict,
 )
-from singleton_flags_service.observability import logger
+from singleton_flags_service.observability import logger, publish_committed
 from singleton_flags_service.vocabulary import (
     KIND_CHANGE,
     KIND_GUARD_REVERT,
@@ -254,12 +254,14 @@ class FlagStore:
         jitter: Callable[[], float] = random.random,
         token: Callable[[], str] = lambda: str(uuid.uuid4()),
         on_retry: Callable[[int], None] | None = None,
+        on_commit: Callable[[int], None] | None = None,
     ) -> None:
         """``reserve_owner`` is the longest configured window name: every write keeps room in the item for a
         window start's bookkeeping. ``call_seconds`` is the longest one DynamoDB call can take with the
         client's timeouts and retries: no call starts that could outlive a request's deadline. ``max_attempts`` is
         the safety net (``MAX_ATTEMPTS``), not the rule: the time budget decides when an unconditional write
-        stops retrying."""
+        stops retrying. ``on_commit`` is told the item's version each time a transaction of this store wrote one
+        (a change, a revert, a restore, the seed; never a no-op or an Idempotency-Key replay)."""
         self._client = client
         self._table = table_name
         self._declarations = declarations
@@ -276,6 +278,7 @@ class FlagStore:
         self._jitter = jitter
         self._token = token
         self._on_retry = on_retry or (lambda attempt: None)
+        self._on_commit = on_commit or (lambda version: None)
 
     @classmethod
     def for_function(
@@ -286,9 +289,11 @@ class FlagStore:
         *,
         reserve_owner: str = "",
         on_retry: Callable[[int], None] | None = None,
+        on_commit: Callable[[int], None] | None = publish_committed,
     ) -> FlagStore:
         """The store a writing function builds at cold start: its table, sort key and retention from its settings,
-        every call bounded by the write client's worst case (``client`` must use ``WRITE_CLIENT_CONFIG``)."""
+        every call bounded by the write client's worst case (``client`` must use ``WRITE_CLIENT_CONFIG``); each
+        version it commits is published (``CommittedVersion``)."""
         return cls(
             client,
             settings.table_name,
@@ -298,6 +303,7 @@ class FlagStore:
             reserve_owner=reserve_owner,
             call_seconds=worst_call_seconds(WRITE_CLIENT_CONFIG),
             on_retry=on_retry,
+            on_commit=on_commit,
         )
 
     @property
@@ -548,6 +554,7 @@ class FlagStore:
                 restored_from=current.restored_from if current.missing else None,
                 attempts=attempt,
             )
+            self._on_commit(snapshot.version or 0)
             return self._result(
                 snapshot, applied=delta.applied, attempts=attempt, changed=delta.diff, restored=current.missing
             )
