@@ -25,7 +25,7 @@ from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags.snapstart import RESTORE_HOOKS_MODULE, register_reset
 from singleton_flags_service.vocabulary import CACHED, DEFAULT, STATIC
-from tests.support.unit import CallCount, Clock, build_reader
+from tests.support.unit import CallCount, Clock, ReadCounter, build_reader
 
 READ_HANDLER = "singleton_flags_service.handlers.read_api"
 
@@ -112,6 +112,28 @@ def test_after_a_restore_the_jitter_generator_is_reseeded(
     hooks.restore()
     # Then the reader draws another sequence than the snapshot's
     assert [reader._jitter() for _ in range(8)] != [twin.random() for _ in range(8)]
+
+
+def test_after_a_restore_the_first_read_publishes_what_this_environment_serves(
+    hooks: RestoreHooks, provider: SingletonProvider, declarations: Declarations, clock: Clock, put_flags: Any
+) -> None:
+    # Given a reader that published ServedVersion at init, just before the snapshot (its next is an interval away)
+    printed: list[tuple[str, int, dict[str, int]]] = []
+    counter = ReadCounter(
+        clock=clock, served=lambda reason, version, reads: printed.append((reason, version, {**reads}))
+    )
+    put_flags(version=2)
+    reader = build_reader(provider, declarations, clock, counter=counter)
+    counter.flag_reads["signup_enabled"] += 1
+    assert reader.read().version == 2
+    assert printed == [("STATIC", 2, {"signup_enabled": 1})]
+    counter.flag_reads["signup_enabled"] += 1  # a read counted by the environment that takes the snapshot
+    # When an environment is restored from it, and reads a newer version at once
+    put_flags(version=3)
+    hooks.restore()
+    assert reader.read().version == 3
+    # Then it publishes what it serves with that first read, without the snapshot's counts
+    assert printed[1:] == [("STATIC", 3, {})]
 
 
 def test_a_hook_that_fails_is_logged_and_never_raises(

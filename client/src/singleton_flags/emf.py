@@ -65,6 +65,10 @@ class Counter(Protocol):
         """One read, serving ``version`` with ``reason``; ``never_read``: the cause of a failed fetch made before
         any successful one."""
 
+    def restart(self) -> None:
+        """The environment was restored from a snapshot: what it served and when it last said so belong to the
+        snapshot, not to this environment."""
+
 
 class _NoCount:
     def record(
@@ -76,6 +80,9 @@ class _NoCount:
         refresh_failed: bool = False,
         never_read: str | None = None,
     ) -> None:
+        return None
+
+    def restart(self) -> None:
         return None
 
 
@@ -190,6 +197,17 @@ class ReadCounter:
         self._refresh_failures += refresh_failed
         if refreshed or refresh_failed or reason in self.URGENT or self._clock() >= self._flush_at:
             self.flush()
+
+    def restart(self) -> None:
+        """Forget what the reader served and when ``ServedVersion`` was last printed (a restored environment says
+        what it serves with its first flush), and the reads counted before the snapshot (counted by the
+        environment that took it, never by each environment restored from it)."""
+        self._reads.clear()
+        self._never_read.clear()
+        self.flag_reads.clear()
+        self._refreshes = self._refresh_failures = 0
+        self._reason = self._version = self._served_at = None
+        self._flush_at = self._clock()
 
     @property
     def serving(self) -> tuple[str, int] | None:
