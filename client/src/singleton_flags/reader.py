@@ -159,8 +159,8 @@ class FlagReader:
         """Forget what a snapshot of this environment shares with every environment restored from it: the cached
         item (through the provider's public ``clear_cache``), the lookup's remembered expiry, the back-off, the
         causes already told (a restored environment is a new one), what the counter last published, and the
-        generator's state (reseeded from the operating system). No I/O: the next read fetches. The last good values stay, served as STALE only while
-        younger than ``max_stale`` by the wall clock, as before."""
+        generator's state (reseeded from the operating system). No I/O: the next read fetches. The last good
+        values stay, served as STALE only while younger than ``max_stale`` by the wall clock, as before."""
         self.provider.clear_cache()  # type: ignore[no-untyped-call]  # Powertools' clear_cache is unannotated
         self._cache_lookup = self.provider.cache_lookup(self._sort_key)
         self._failures = 0
