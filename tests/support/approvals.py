@@ -34,7 +34,11 @@ DOCUMENT: dict[str, Any] = {
             "description": "Stops the application.",
             "protection": {
                 "approvals": 2,
-                "approvers": [f"arn:aws:iam::{ACCOUNT}:user/*", f"arn:aws:iam::{ACCOUNT}:role/*"],
+                "approvers": [
+                    f"arn:aws:iam::{ACCOUNT}:user/*",
+                    f"arn:aws:iam::{ACCOUNT}:role/*",
+                    f"arn:aws:sts::{ACCOUNT}:assumed-role/Named/*",  # a trusted role's sessions, each a person
+                ],
                 "break_glass": [ON_CALL],
             },
         },
