@@ -59,7 +59,6 @@ __all__ = [
     "SCHEDULES_RECREATED",
     "STALE",
     "STATIC",
-    "UNAUDITED_WRITES",
     "VERSION_KINDS",
     "WINDOW_ENDS",
     "WINDOW_FAILURES",
@@ -118,5 +117,4 @@ SCHEDULES_RECREATED = "SchedulesRecreated"  # a pending item's missing one-time 
 SCHEDULES_OVERDUE = "SchedulesOverdue"  # a pending item's time passed with no delivery (alarmed; once per item)
 CHANGE_REQUESTS_APPLIED = "ChangeRequestsApplied"
 BREAK_GLASS_USED = "BreakGlassUsed"  # a protected change applied by break-glass (alarmed: always seen)
-UNAUDITED_WRITES = "UnauditedWrites"  # a flags item version with no audit record (alarmed: a write around the API)
 DIMENSION_CODE = "code"
