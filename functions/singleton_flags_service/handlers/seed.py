@@ -35,6 +35,21 @@ STORE = FlagStore.for_function(CLIENT, SETTINGS, DECLARATIONS)
 SSM = boto3.client("ssm", config=WRITE_CLIENT_CONFIG)
 
 
+def _record_protection(*, actor: str, reason: str) -> dict[str, Any]:
+    return record_protection(
+        CLIENT,
+        SETTINGS.table_name,
+        DECLARATIONS,
+        actor=actor,
+        reason=reason,
+        now=time.time(),
+        retention_seconds=SETTINGS.audit_retention_days * 86400,
+    )
+
+
+PROTECTION = _record_protection  # the deployed protection, recorded after each seed (tests replace it)
+
+
 def _stack_name(stack_id: str) -> str:
     """arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid> -> <name>."""
     parts = stack_id.split("/")
@@ -53,16 +68,11 @@ def seed(event: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
         reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}",
     )
     data = {"Version": str(result.snapshot.version), "Applied": str(result.applied).lower()}
-    lowered = record_protection(  # a lowered protection is recorded as its own kind, never silently
-        CLIENT,
-        SETTINGS.table_name,
-        DECLARATIONS,
-        actor=f"cloudformation:{stack}",
-        reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}",
-        now=time.time(),
-        retention_seconds=SETTINGS.audit_retention_days * 86400,
+    lowered = PROTECTION(  # a lowered protection is recorded as its own kind, never silently
+        actor=f"cloudformation:{stack}", reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}"
     )
-    data["ProtectionLowered"] = ",".join(sorted(lowered))
+    if lowered:
+        data["ProtectionLowered"] = ",".join(sorted(lowered))
     own_arn, parameter = properties.get("TableArn"), properties.get("TableArnParameter")
     if isinstance(own_arn, str) and isinstance(parameter, str):
         outcome = mark_replaced_table(
