@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -325,8 +326,12 @@ def test_a_revert_touching_a_protected_flag_is_refused(approvals_api: WriteApi):
 
 
 def test_a_scheduled_change_of_a_protected_flag_is_refused(approvals_api: WriteApi):
-    body = {"flags": {"kill_switch": True}, "reason": "r", "at": "2099-01-01T00:00:00Z"}
+    # Given a time a scheduled change may take (tomorrow, a whole minute)
+    at = (datetime.now(UTC) + timedelta(days=1)).replace(second=0, microsecond=0).isoformat()
+    body = {"flags": {"kill_switch": True}, "reason": "r", "at": at}
+    before = approvals_api.state()
     assert error_of(approvals_api("POST", "/flags/schedules", body=body)) == (403, "APPROVAL_REQUIRED")
+    assert approvals_api.state() == before
 
 
 def test_a_scheduled_change_is_refused_when_it_comes_due_on_a_protected_flag(approvals_api: WriteApi):
