@@ -28,6 +28,7 @@ from singleton_flags_service.api.routes import (
     Views,
 )
 from singleton_flags_service.approvals.models import STATES
+from singleton_flags_service.approvals.principals import normalise
 from singleton_flags_service.approvals.store import (
     DEFAULT_LIST_LIMIT,
     MAX_LIST_LIMIT,
@@ -57,18 +58,31 @@ def _state_query(event: Mapping[str, Any]) -> str | None:
     return state
 
 
+# The list's own query rules, for the write function's refusal mapping (it names the parameter the schema refused)
+PAGE_QUERY = {LIST_CHANGE_REQUESTS.path: change_requests_query}
+
+
 def approval_routes(
     requests: Callable[[], ChangeRequests],
-    principal: Callable[[], str],
     models: Mapping[str, type[BaseModel]],
     idempotency: Callable[[str, dict[str, Any]], Idempotency | None],
-    clock: Callable[[], float],
 ) -> Router:
     """``requests`` gives the function's change requests at each request (its module attribute, which tests
-    replace); ``principal`` the caller, normalised; ``idempotency`` the request's Idempotency-Key for a caller and
-    the request it names (None without one)."""
+    replace); ``idempotency`` the request's Idempotency-Key for a caller and the request it names (None without
+    one)."""
     router = Router()  # type: ignore[no-untyped-call]  # Powertools' Router.__init__ is unannotated
     views = Views(router, WRITE_FUNCTION)
+
+    def principal() -> str:
+        """The caller as the approval rules compare it (an assumed role's session as its role, unless trusted):
+        from API Gateway's request context alone (the SigV4 signer), never a header or the runner's name."""
+        identity = router.current_event.request_context.identity
+        caller = identity.user_arn or identity.caller or "unknown-iam-identity"
+        return normalise(caller, requests().declarations.trusted_session_roles)
+
+    def clock() -> float:
+        return requests().now()
+
     create_model = models["ChangeRequestCreate"]
     decision_model = models["ChangeRequestDecision"]
     rejection_model = models["ChangeRequestRejection"]

@@ -52,6 +52,7 @@ from singleton_flags_service.approvals.models import (
 )
 from singleton_flags_service.approvals.principals import same
 from singleton_flags_service.approvals.rules import check_approver, check_break_glass, moved, requirement
+from singleton_flags_service.contract import Settings
 from singleton_flags_service.errors import (
     AlreadyApproved,
     ChangeRequestNotFound,
@@ -121,6 +122,11 @@ class ChangeRequests:
         self._clock = clock
         self._monotonic = monotonic
         self._call_seconds = call_seconds
+
+    @classmethod
+    def for_function(cls, client: Any, settings: Settings, flags: FlagStore) -> ChangeRequests:
+        """The change requests a writing function builds at cold start, on its flags store and table."""
+        return cls(client, settings.table_name, flags, retention_seconds=settings.audit_retention_days * 86400)
 
     @property
     def declarations(self) -> Declarations:
