@@ -76,8 +76,8 @@ def approval_routes(
     def principal() -> str:
         """The caller as the approval rules compare it (an assumed role's session as its role, unless trusted):
         from API Gateway's request context alone (the SigV4 signer), never a header or the runner's name."""
-        identity = router.current_event.request_context.identity
-        caller = identity.user_arn or identity.caller or "unknown-iam-identity"
+        identity = (router.current_event.raw_event.get("requestContext") or {}).get("identity") or {}
+        caller = identity.get("userArn") or identity.get("caller") or "unknown-iam-identity"
         return normalise(caller, requests().declarations.trusted_session_roles)
 
     def clock() -> float:
