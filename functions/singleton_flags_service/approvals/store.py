@@ -352,7 +352,10 @@ class ChangeRequests:
                 return False
             return True
 
-        decided = {"by": principal, "at": iso_time(self._clock()), "reason": request.reason}
+        # who applied it and why: the last approval's reason ("approved" without one), or break-glass's own reason
+        said = approvals[-1].get("reason") if approvals else None
+        why = said or ("approved" if existing else f"break-glass: {request.reason}")
+        decided = {"by": principal, "at": iso_time(self._clock()), "reason": why}
 
         def companions(version: int, now: float) -> list[dict[str, Any]]:
             applied = replace(request, state=APPLIED, approvals=approvals, decided=decided, applied_version=version)
