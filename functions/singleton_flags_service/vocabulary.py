@@ -24,12 +24,14 @@ from singleton_flags.vocabulary import (
 
 __all__ = [
     "ALL_FLAGS",
+    "BREAK_GLASS_USED",
     "CACHED",
     "CACHE_REFRESHES",
     "CACHE_REFRESH_FAILURES",
     "CHANGES_APPLIED",
     "CHANGE_EVENTS_PUBLISHED",
     "CHANGE_EVENTS_REFUSED",
+    "CHANGE_REQUESTS_APPLIED",
     "COMMITTED_VERSION",
     "DEFAULT",
     "DEFAULT_NAMESPACE",
@@ -42,8 +44,11 @@ __all__ = [
     "GUARD_FAILURES",
     "GUARD_REVERTS",
     "GUARD_SKIPS",
+    "KIND_BREAK_GLASS",
     "KIND_CHANGE",
+    "KIND_CHANGE_REQUEST",
     "KIND_GUARD_REVERT",
+    "KIND_PROTECTION_LOWERED",
     "KIND_RESTORE",
     "KIND_REVERT",
     "KIND_SCHEDULED",
@@ -80,6 +85,10 @@ KIND_WINDOW_START = "window-start"
 KIND_WINDOW_END = "window-end"
 KIND_SCHEDULED = "scheduled"  # a scheduled change applied (actor ``schedule:<id>``)
 KIND_GUARD_REVERT = "guard-revert"  # a guard undid its change when one of its alarms fired (actor ``guard``)
+KIND_CHANGE_REQUEST = "change_request_applied"  # an approved change request (actor: its author; approvers recorded)
+KIND_BREAK_GLASS = "break_glass"  # a protected change applied alone by a principal listed for break-glass (alarmed)
+# Not a version: the seed's audit record of declarations that lowered a flag's protection (``PROTECTION#`` records)
+KIND_PROTECTION_LOWERED = "protection_lowered"
 VERSION_KINDS = (
     KIND_CHANGE,
     KIND_REVERT,
@@ -89,6 +98,8 @@ VERSION_KINDS = (
     KIND_WINDOW_END,
     KIND_SCHEDULED,
     KIND_GUARD_REVERT,
+    KIND_CHANGE_REQUEST,
+    KIND_BREAK_GLASS,
 )
 GUARD_ACTOR = "guard"
 
@@ -112,4 +123,6 @@ SCHEDULED_CHANGE_SKIPS = "ScheduledChangeSkips"  # if_version no longer matched:
 SCHEDULED_CHANGE_FAILURES = "ScheduledChangeFailures"  # a delivery no retry can fix: rejected, unknown, failed
 SCHEDULES_RECREATED = "SchedulesRecreated"  # a pending item's missing one-time schedule created again
 SCHEDULES_OVERDUE = "SchedulesOverdue"  # a pending item's time passed with no delivery (alarmed; once per item)
+CHANGE_REQUESTS_APPLIED = "ChangeRequestsApplied"
+BREAK_GLASS_USED = "BreakGlassUsed"  # a protected change applied by break-glass (alarmed: always seen)
 DIMENSION_CODE = "code"

@@ -24,6 +24,7 @@ from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.declarations import Declarations
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
+from singleton_flags_service.approvals.store import ChangeRequests
 from singleton_flags_service.writes.store import FlagStore
 
 _HERE = Path(__file__).parent
@@ -73,6 +74,7 @@ def write_function(local_endpoint: str, flags_table: str, monkeypatch: pytest.Mo
     client = dynamodb_client(WRITE_CLIENT_CONFIG)
     assert client.meta.endpoint_url == local_endpoint
     monkeypatch.setattr(module, "STORE", FlagStore(client, flags_table, module.DECLARATIONS, sleep=lambda _: None))
+    monkeypatch.setattr(module, "CHANGE_REQUESTS", ChangeRequests(client, flags_table, module.STORE))
     provider = SingletonProvider(client=client, table_name=flags_table, declarations=module.DECLARATIONS)
     monkeypatch.setattr(module, "READER", FlagReader(provider, module.DECLARATIONS))
     return module

@@ -17,6 +17,7 @@ from singleton_flags.declarations import Declarations
 from singleton_flags.keys import SINGLETON_SK, VERSION_ATTR, singleton_key
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
+from singleton_flags_service.approvals.store import ChangeRequests
 from singleton_flags_service.observability import ReadCounter
 from singleton_flags_service.writes.store import FlagStore
 from tests.support.tables import table_state
@@ -231,6 +232,8 @@ def install(module: ModuleType, client: Any, table: str, clock: Clock, monkeypat
     reader = FlagReader(provider, module.DECLARATIONS, sort_key=settings.item_sort_key, clock=clock)
     monkeypatch.setattr(module, "STORE", store)
     monkeypatch.setattr(module, "READER", reader)
+    if hasattr(module, "CHANGE_REQUESTS"):  # the write function's change requests, on the same store and clock
+        monkeypatch.setattr(module, "CHANGE_REQUESTS", ChangeRequests(client, table, store, clock=clock))
 
 
 def assert_refused(

@@ -57,6 +57,7 @@ def seed(monkeypatch: pytest.MonkeyPatch) -> Any:
     store = FakeStore()
     sent: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(module, "STORE", store)
+    monkeypatch.setattr(module, "PROTECTION", lambda **_: {})  # tests/unit/test_approvals_protection.py
     monkeypatch.setattr(module, "send_response", lambda url, body: sent.append((url, body)))
     yield SimpleNamespace(
         module=module,

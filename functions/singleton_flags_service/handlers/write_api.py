@@ -61,6 +61,8 @@ from singleton_flags_service.api.routes import (
     REVERT_FLAGS,
     Views,
 )
+from singleton_flags_service.approvals.routes import PAGE_QUERY, approval_routes
+from singleton_flags_service.approvals.store import ChangeRequests
 from singleton_flags_service.contract import WRITE_FUNCTION, WriteConfiguration, load_service_declarations
 from singleton_flags_service.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
 from singleton_flags_service.guards.routes import guard_routes, guards_query
@@ -111,6 +113,7 @@ READER = FlagReader(
     max_stale=SETTINGS.max_stale_seconds,
     counter=ReadCounter(),
 )
+CHANGE_REQUESTS = ChangeRequests.for_function(CLIENT, SETTINGS, STORE)
 GUARDS = GuardedWrites.for_function(CLIENT, SCHEDULER, SETTINGS, CONFIG.guard_closes)
 MODELS = build_models(DECLARATIONS, SETTINGS.guard_alarm_prefix)
 if TYPE_CHECKING:  # the request models' shape for the type checker; at run time they come from the declarations
@@ -345,9 +348,12 @@ app.include_router(
     schedule_routes(lambda: SCHEDULED, _actor, MODELS, lambda actor, request: _idempotency(actor, request, None))
 )
 app.include_router(guard_routes(lambda: GUARDS, MODELS))
+app.include_router(
+    approval_routes(lambda: CHANGE_REQUESTS, MODELS, lambda actor, body: _idempotency(actor, body, None))
+)
 app.include_router(console_routes(lambda: DECLARATION_LIST, lambda: WINDOW_SCHEDULES, MODELS))
 # The paginated GETs' own query rules, which name the parameter their schema refused (_as_refusal)
-PAGE_QUERIES = {LIST_SCHEDULES.path: schedules_query, GET_GUARDS.path: guards_query}
+PAGE_QUERIES = {LIST_SCHEDULES.path: schedules_query, GET_GUARDS.path: guards_query, **PAGE_QUERY}
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
