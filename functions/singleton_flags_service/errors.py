@@ -14,6 +14,16 @@ from singleton_flags.errors import DeclarationError, FlagsError, InvalidRequest,
 
 __all__ = [
     "AlarmsFault",
+    "AlreadyApproved",
+    "ApprovalRequired",
+    "BreakGlassRefused",
+    "ChangeRequestNotFound",
+    "NotAnApprover",
+    "NotTheAuthor",
+    "RequestAltered",
+    "RequestClosed",
+    "RequestStale",
+    "SelfApproval",
     "AlarmsUnavailable",
     "DeclarationError",
     "FlagNotFound",
@@ -201,3 +211,77 @@ class AlarmsFault(FlagsError):
 
     status = HTTPStatus.INTERNAL_SERVER_ERROR
     code = "INTERNAL_ERROR"
+
+
+class ApprovalRequired(FlagsError):
+    """A direct write (a change, a revert, a scheduled or guarded change) would change a protected flag: it goes
+    through a change request (POST /flags/change-requests)."""
+
+    status = HTTPStatus.FORBIDDEN
+    code = "APPROVAL_REQUIRED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"flags": list[str], "required_approvals": int}
+
+
+class SelfApproval(FlagsError):
+    status = HTTPStatus.FORBIDDEN
+    code = "SELF_APPROVAL"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str, "principal": str}
+
+
+class NotAnApprover(FlagsError):
+    status = HTTPStatus.FORBIDDEN
+    code = "NOT_AN_APPROVER"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str, "principal": str, "flag": str}
+
+
+class NotTheAuthor(FlagsError):
+    """Only a request's author withdraws it."""
+
+    status = HTTPStatus.FORBIDDEN
+    code = "NOT_THE_AUTHOR"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str, "principal": str}
+
+
+class BreakGlassRefused(FlagsError):
+    status = HTTPStatus.FORBIDDEN
+    code = "BREAK_GLASS_REFUSED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"principal": str, "flag": str}
+
+
+class ChangeRequestNotFound(FlagsError):
+    status = HTTPStatus.NOT_FOUND
+    code = "CHANGE_REQUEST_NOT_FOUND"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str}
+
+
+class AlreadyApproved(FlagsError):
+    """One principal counts once."""
+
+    status = HTTPStatus.CONFLICT
+    code = "ALREADY_APPROVED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str, "principal": str}
+
+
+class RequestClosed(FlagsError):
+    """The request is no longer pending (applied, rejected, withdrawn, expired or stale): nothing moves it."""
+
+    status = HTTPStatus.CONFLICT
+    code = "REQUEST_CLOSED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str, "state": str}
+
+
+class RequestAltered(FlagsError):
+    """The stored request no longer hashes to its id: someone with table rights edited it. Nothing approves it."""
+
+    status = HTTPStatus.CONFLICT
+    code = "REQUEST_ALTERED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str}
+
+
+class RequestStale(FlagsError):
+    """A flag the request touches (or any protected flag) no longer holds its base value: the request is marked
+    stale, and a new request is made against today's values."""
+
+    status = HTTPStatus.PRECONDITION_FAILED
+    code = "REQUEST_STALE"
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str, "flags": list[str], "current_version": int}

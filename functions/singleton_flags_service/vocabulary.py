@@ -36,7 +36,12 @@ __all__ = [
     "GUARD_FAILURES",
     "GUARD_REVERTS",
     "GUARD_SKIPS",
+    "BREAK_GLASS_USED",
+    "CHANGE_REQUESTS_APPLIED",
+    "KIND_BREAK_GLASS",
     "KIND_CHANGE",
+    "KIND_CHANGE_REQUEST",
+    "KIND_PROTECTION_LOWERED",
     "KIND_GUARD_REVERT",
     "KIND_RESTORE",
     "KIND_REVERT",
@@ -48,6 +53,7 @@ __all__ = [
     "READ_REASONS",
     "REFUSALS",
     "SCHEDULED_CHANGES_APPLIED",
+    "UNAUDITED_WRITES",
     "SCHEDULED_CHANGE_FAILURES",
     "SCHEDULED_CHANGE_SKIPS",
     "SCHEDULES_OVERDUE",
@@ -72,6 +78,10 @@ KIND_WINDOW_START = "window-start"
 KIND_WINDOW_END = "window-end"
 KIND_SCHEDULED = "scheduled"  # a scheduled change applied (actor ``schedule:<id>``)
 KIND_GUARD_REVERT = "guard-revert"  # a guard undid its change when one of its alarms fired (actor ``guard``)
+KIND_CHANGE_REQUEST = "change_request_applied"  # an approved change request (actor: its author; approvers recorded)
+KIND_BREAK_GLASS = "break_glass"  # a protected change applied alone by a principal listed for break-glass (alarmed)
+# Not a version: the seed's audit record of declarations that lowered a flag's protection (``PROTECTION#`` records)
+KIND_PROTECTION_LOWERED = "protection_lowered"
 VERSION_KINDS = (
     KIND_CHANGE,
     KIND_REVERT,
@@ -81,6 +91,8 @@ VERSION_KINDS = (
     KIND_WINDOW_END,
     KIND_SCHEDULED,
     KIND_GUARD_REVERT,
+    KIND_CHANGE_REQUEST,
+    KIND_BREAK_GLASS,
 )
 GUARD_ACTOR = "guard"
 
@@ -104,4 +116,7 @@ SCHEDULED_CHANGE_SKIPS = "ScheduledChangeSkips"  # if_version no longer matched:
 SCHEDULED_CHANGE_FAILURES = "ScheduledChangeFailures"  # a delivery no retry can fix: rejected, unknown, failed
 SCHEDULES_RECREATED = "SchedulesRecreated"  # a pending item's missing one-time schedule created again
 SCHEDULES_OVERDUE = "SchedulesOverdue"  # a pending item's time passed with no delivery (alarmed; once per item)
+CHANGE_REQUESTS_APPLIED = "ChangeRequestsApplied"
+BREAK_GLASS_USED = "BreakGlassUsed"  # a protected change applied by break-glass (alarmed: always seen)
+UNAUDITED_WRITES = "UnauditedWrites"  # a flags item version with no audit record (alarmed: a write around the API)
 DIMENSION_CODE = "code"

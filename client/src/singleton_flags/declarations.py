@@ -24,11 +24,13 @@ __all__ = [
     "NUMBER_MAX_MAGNITUDE_EXCLUSIVE",
     "NUMBER_MAX_SIGNIFICANT_DIGITS",
     "NUMBER_MIN_MAGNITUDE",
+    "PRINCIPAL_PATTERN",
     "RESERVED_FLAG_NAMES",
     "TYPES",
     "Declarations",
     "FlagSpec",
     "FlagValue",
+    "Protection",
     "UnstorableNumber",
     "load_declarations",
     "number_violation",
@@ -51,6 +53,7 @@ RESERVED_FLAG_NAMES = frozenset(
         "windows",
         "schedules",
         "guards",
+        "change-requests",
         "openapi",
         "schema",
         "_scheduler",
@@ -58,7 +61,13 @@ RESERVED_FLAG_NAMES = frozenset(
 )
 DEFAULT_STRING_MAX_LENGTH = 256
 TYPES: dict[str, tuple[type, ...]] = {"bool": (bool,), "int": (int,), "float": (float, int), "string": (str,)}
-_FIELDS = {"name", "type", "initial", "fallback", "description", "min", "max", "enum", "max_length"}
+_FIELDS = {"name", "type", "initial", "fallback", "description", "min", "max", "enum", "max_length", "protection"}
+_PROTECTION_FIELDS = {"approvals", "approvers", "break_glass"}
+MAX_APPROVALS = 10
+MAX_PRINCIPAL_PATTERNS = 20
+# An IAM principal's ARN (a user, a role, an assumed-role session) with `*` wildcards: what the approval rules
+# match against the normalised caller (singleton_flags_service.approvals.principals).
+PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:(iam|sts)::(\*|[0-9]{12}):[A-Za-z0-9+=,.@_/*-]{1,512}$")
 
 # What a DynamoDB Number can hold (docs/decisions.md): 0, or a magnitude from 1E-130 to below 1E+126, with at
 # most 38 significant digits.
@@ -111,6 +120,24 @@ def type_matches(flag_type: str, value: Any) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Protection:
+    """What a change of a flag needs: ``approvals`` other principals' approvals (0: none, a direct write), who may
+    approve (``approvers``: ARN patterns; empty: any caller of the approve route) and who may break glass
+    (``break_glass``: ARN patterns; empty: nobody)."""
+
+    approvals: int = 0
+    approvers: tuple[str, ...] = ()
+    break_glass: tuple[str, ...] = ()
+
+    @property
+    def protected(self) -> bool:
+        return self.approvals > 0
+
+    def as_doc(self) -> dict[str, Any]:
+        return {"approvals": self.approvals, "approvers": list(self.approvers), "break_glass": list(self.break_glass)}
+
+
+@dataclass(frozen=True, slots=True)
 class FlagSpec:
     name: str
     type: str
@@ -121,6 +148,12 @@ class FlagSpec:
     maximum: int | float | None = None
     choices: tuple[str | int | float, ...] | None = None
     max_length: int | None = None
+    protection: Protection | None = None  # None: declared without one (approvals 0)
+
+    @property
+    def protected(self) -> bool:
+        """A change of this flag needs approvals: never a direct write."""
+        return self.protection is not None and self.protection.protected
 
     def violation(self, value: Any) -> tuple[str, str] | None:
         """The rule ``value`` breaks and why, or None when it is a valid value of this flag."""
@@ -156,6 +189,8 @@ class FlagSpec:
         if self.choices is not None:
             doc["enum"] = list(self.choices)
         doc["description"] = self.description
+        if self.protection is not None:
+            doc["protection"] = self.protection.as_doc()
         return doc
 
 
@@ -181,8 +216,16 @@ def _json_type_name(value: Any) -> str:
 class Declarations(Mapping[str, FlagSpec]):
     """The declared flags by name, in file order."""
 
-    def __init__(self, specs: list[FlagSpec]) -> None:
+    def __init__(self, specs: list[FlagSpec], trusted_session_roles: tuple[str, ...] = ()) -> None:
         self._specs = {spec.name: spec for spec in specs}
+        # Roles whose trust policy makes the session name the person (sts:RoleSessionName or sts:SourceIdentity
+        # enforced): their sessions count as distinct principals; every other role's sessions are the role.
+        self.trusted_session_roles = trusted_session_roles
+
+    @property
+    def protected(self) -> frozenset[str]:
+        """The flags a change of which needs approvals."""
+        return frozenset(name for name, spec in self._specs.items() if spec.protected)
 
     def __getitem__(self, name: str) -> FlagSpec:
         return self._specs[name]
@@ -205,7 +248,10 @@ class Declarations(Mapping[str, FlagSpec]):
 
     def document(self) -> dict[str, Any]:
         """The declarations file these declarations parse from (``parse_declarations(d.document())`` equals d)."""
-        return {"flags": [{"name": spec.name, **spec.as_doc()} for spec in self._specs.values()]}
+        document: dict[str, Any] = {"flags": [{"name": spec.name, **spec.as_doc()} for spec in self._specs.values()]}
+        if self.trusted_session_roles:
+            document["trusted_session_roles"] = list(self.trusted_session_roles)
+        return document
 
     def validate_changes(self, changes: Any) -> dict[str, FlagValue]:
         """A requested change checked against the declarations (declared, typed, within its rules); nothing is
@@ -255,6 +301,7 @@ def _spec_from(raw: Any, position: int) -> FlagSpec:
     if not isinstance(raw.get("description", ""), str):
         raise DeclarationError(f"flag '{name}': 'description' must be a string")
     spec = FlagSpec(
+        protection=_protection_from(name, raw["protection"]) if "protection" in raw else None,
         name=name,
         type=flag_type,
         initial=raw["initial"],
@@ -276,9 +323,48 @@ def _spec_from(raw: Any, position: int) -> FlagSpec:
     return spec
 
 
+def _patterns(where: str, raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list) or len(raw) > MAX_PRINCIPAL_PATTERNS:
+        raise DeclarationError(f"{where} must be a list of at most {MAX_PRINCIPAL_PATTERNS} ARN patterns")
+    for pattern in raw:
+        if not isinstance(pattern, str) or not PRINCIPAL_PATTERN.match(pattern):
+            raise DeclarationError(
+                f"{where}: {pattern!r} is not an IAM principal ARN pattern (arn:aws:iam::<account>:role/<name>, "
+                "arn:aws:iam::<account>:user/<name>, '*' as a wildcard)"
+            )
+        if ":role/" in pattern and "/" in pattern.split(":role/", 1)[1]:
+            raise DeclarationError(
+                f"{where}: {pattern!r} has a role path; a caller's ARN never carries it: write "
+                "arn:aws:iam::<account>:role/<name>"
+            )
+    if len(set(raw)) != len(raw):
+        raise DeclarationError(f"{where} lists a pattern twice")
+    return tuple(raw)
+
+
+def _protection_from(name: str, raw: Any) -> Protection:
+    where = f"flag '{name}': 'protection'"
+    if not isinstance(raw, dict):
+        raise DeclarationError(f"{where} must be an object")
+    unknown = set(raw) - _PROTECTION_FIELDS
+    if unknown:
+        raise DeclarationError(f"{where}: unknown field(s) {sorted(unknown)}")
+    approvals = raw.get("approvals")
+    if not type_matches("int", approvals) or not 0 <= approvals <= MAX_APPROVALS:
+        raise DeclarationError(f"{where}: 'approvals' must be an int from 0 to {MAX_APPROVALS}")
+    return Protection(
+        approvals=approvals,
+        approvers=_patterns(f"{where}: 'approvers'", raw.get("approvers", [])),
+        break_glass=_patterns(f"{where}: 'break_glass'", raw.get("break_glass", [])),
+    )
+
+
 def parse_declarations(document: Any) -> Declarations:
     if not isinstance(document, dict) or not isinstance(document.get("flags"), list):
         raise DeclarationError('the declarations file must be an object with a "flags" list')
+    unknown = set(document) - {"flags", "trusted_session_roles"}
+    if unknown:
+        raise DeclarationError(f"the declarations file has unknown field(s) {sorted(unknown)}")
     specs = [_spec_from(raw, position) for position, raw in enumerate(document["flags"], start=1)]
     seen: set[str] = set()
     for spec in specs:
@@ -287,7 +373,11 @@ def parse_declarations(document: Any) -> Declarations:
         seen.add(spec.name)
     if not specs:
         raise DeclarationError("the declarations file declares no flag")
-    return Declarations(specs)
+    trusted = _patterns("'trusted_session_roles'", document.get("trusted_session_roles", []))
+    for pattern in trusted:
+        if ":role/" not in pattern:
+            raise DeclarationError(f"'trusted_session_roles': {pattern!r} is not a role ARN (arn:aws:iam::<account>:role/<name>)")
+    return Declarations(specs, trusted)
 
 
 def load_declarations(path: Path) -> Declarations:

@@ -4,6 +4,8 @@ __all__ = [
     "AUDIT_PK",
     "AUDIT_SK_PREFIX",
     "AUDIT_VERSION_DIGITS",
+    "CHANGE_REQUEST_PK",
+    "CHANGE_REQUEST_SK_PREFIX",
     "BOOKKEEPING_ATTRS",
     "GUARD_PK",
     "GUARD_SK_PREFIX",
@@ -28,6 +30,7 @@ __all__ = [
     "audit_key",
     "audit_sort_key",
     "audit_version",
+    "change_request_key",
     "guard_key",
     "guard_sort_key",
     "guard_version",
@@ -54,6 +57,9 @@ GUARD_SK_PREFIX = "GUARD#"  # + the guarded version, AUDIT_VERSION_DIGITS digits
 # Scheduled changes: one item per schedule in a partition of its own (never on the read path).
 SCHEDULE_PK = "SCHEDULE#APP"
 SCHEDULE_SK_PREFIX = "SCHEDULE#"
+# Change requests of protected flags: one item per request in a partition of its own (never on the read path).
+CHANGE_REQUEST_PK = "CHANGE_REQUEST#APP"
+CHANGE_REQUEST_SK_PREFIX = "CHANGE_REQUEST#"
 
 VERSION_ATTR = "schema_version"
 UPDATED_AT_ATTR = "updated_at"
@@ -107,6 +113,11 @@ def idempotency_key(digest: str) -> dict[str, dict[str, str]]:
 def schedule_key(schedule_id: str) -> dict[str, dict[str, str]]:
     """The full primary key of one scheduled change's item."""
     return {PARTITION_KEY: {"S": SCHEDULE_PK}, SORT_KEY: {"S": SCHEDULE_SK_PREFIX + schedule_id}}
+
+
+def change_request_key(request_id: str) -> dict[str, dict[str, str]]:
+    """The full primary key of one change request's item."""
+    return {PARTITION_KEY: {"S": CHANGE_REQUEST_PK}, SORT_KEY: {"S": CHANGE_REQUEST_SK_PREFIX + request_id}}
 
 
 def audit_sort_key(version: int) -> str:

@@ -30,11 +30,15 @@ from singleton_flags_service.api.requests import (
     MAX_REASON_LENGTH,
     MAX_VERSION,
     known_fields,
+    validate_change_request,
+    validate_decision,
     validate_patch,
     validate_restore,
     validate_revert,
     validate_schedule,
 )
+from singleton_flags_service.approvals.models import KINDS as REQUEST_KINDS
+from singleton_flags_service.approvals.models import STATES as REQUEST_STATES
 from singleton_flags_service.guards.items import MAX_ALARMS, MAX_BAKE_MINUTES, MIN_BAKE_MINUTES, STATES
 from singleton_flags_service.schedules.changes import STATUSES
 from singleton_flags_service.vocabulary import READ_REASONS
@@ -193,6 +197,12 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
             description="A guarded change: its alarms, bake_minutes and bake_ends_at. A guard-revert: the guarded "
             "version and the alarm that fired.",
         )
+        change_request: str | None = Field(
+            None, description="change_request_applied or break_glass: the id of the change request it applied."
+        )
+        approved_by: list[dict[str, str]] | None = Field(
+            None, description="change_request_applied: who approved, and when ({principal, at, reason?})."
+        )
 
     class ScheduleRequest(_Request):
         rules = staticmethod(lambda body: validate_schedule(body, declarations))
@@ -236,6 +246,75 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
     class Cancellation(BaseModel):
         schedule: Schedule
         schedule_deleted: bool = Field(description="False when its Scheduler schedule was already gone.")
+
+    class ChangeRequestCreate(_Request):
+        rules = staticmethod(lambda body: validate_change_request(body, declarations))
+        flags: changes | None = Field(  # type: ignore[valid-type]
+            None, description="The exact change, by flag (as PATCH /flags); or give revert_to."
+        )
+        revert_to: StrictInt | None = Field(
+            None, ge=0, le=MAX_VERSION, description="A version whose values to write again; or give flags."
+        )
+        reason: StrictStr = Field(description="Why (audited; bound into the request).", json_schema_extra=_REASON_SCHEMA)
+        if_version: StrictInt | None = Field(
+            None, ge=0, le=MAX_VERSION, description="Create only if the flags are at this version (else 412)."
+        )
+        break_glass: StrictBool = Field(
+            False,
+            description="Apply at once, alone: only for a principal every touched protected flag lists in its "
+            "break_glass patterns (kind break_glass, alarmed).",
+        )
+
+    class ChangeRequestDecision(_Request):
+        rules = staticmethod(lambda body: validate_decision(body, reason_required=False))
+        reason: StrictStr | None = Field(None, description="Why (optional).", json_schema_extra=_REASON_SCHEMA)
+
+    class ChangeRequestRejection(_Request):
+        rules = staticmethod(lambda body: validate_decision(body, reason_required=True))
+        reason: StrictStr = Field(description="Why it is rejected.", json_schema_extra=_REASON_SCHEMA)
+
+    class RequestApproval(BaseModel):
+        principal: str = Field(description="The approver, normalised (an assumed role's session counts as its role).")
+        at: str
+        reason: str | None = None
+
+    class RequestDecided(BaseModel):
+        by: str
+        at: str
+        reason: str
+
+    class ChangeRequest(BaseModel):
+        id: str = Field(description="The hash of the bound content: a different change is a different request.")
+        state: Literal[REQUEST_STATES]  # type: ignore[valid-type]
+        kind: Literal[REQUEST_KINDS]  # type: ignore[valid-type]
+        flags: dict[str, Any] = Field(description="The exact change (a revert: the values it writes again).")
+        revert_to: int | None
+        base_version: int
+        base_values: dict[str, Any] = Field(
+            description="The touched and every protected flag at base_version: the change applies only while they "
+            "still hold these values."
+        )
+        protected_flags: list[str]
+        required_approvals: int
+        approvals: list[RequestApproval]
+        author: str
+        reason: str
+        created_at: str
+        expires_at: str
+        decided: RequestDecided | None
+        applied_version: int | None
+
+    class ChangeRequestAnswer(BaseModel):
+        change_request: ChangeRequest
+
+    class ApprovalAnswer(BaseModel):
+        change_request: ChangeRequest
+        applied: bool = Field(description="This approval was the last one needed: the change is applied.")
+        version: int | None = Field(description="The version it wrote (applied).")
+
+    class ChangeRequestList(BaseModel):
+        change_requests: list[ChangeRequest]
+        next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null at the end.")
 
     class History(BaseModel):
         records: list[AuditRecord]
@@ -287,4 +366,10 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         "Schedule": Schedule,
         "Schedules": Schedules,
         "Cancellation": Cancellation,
+        "ChangeRequestCreate": ChangeRequestCreate,
+        "ChangeRequestDecision": ChangeRequestDecision,
+        "ChangeRequestRejection": ChangeRequestRejection,
+        "ChangeRequestAnswer": ChangeRequestAnswer,
+        "ApprovalAnswer": ApprovalAnswer,
+        "ChangeRequestList": ChangeRequestList,
     }

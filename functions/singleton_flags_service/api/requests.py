@@ -19,9 +19,11 @@ from typing import Any
 
 from singleton_flags.declarations import Declarations, UnstorableNumber
 from singleton_flags.keys import AUDIT_VERSION_DIGITS
+from singleton_flags_service.approvals.rules import refuse_direct_write
 from singleton_flags_service.errors import InvalidRequest, PayloadTooLarge
 from singleton_flags_service.guards.items import validate_guard
 from singleton_flags_service.schedules.timing import parse_schedule_time
+from singleton_flags_service.vocabulary import KIND_CHANGE
 
 MAX_VERSION = 10**AUDIT_VERSION_DIGITS - 1  # the largest version an audit record's key can name
 MAX_REASON_LENGTH = 500  # characters of the trimmed reason (what the audit trail keeps)
@@ -168,8 +170,10 @@ def known_fields(payload: Any, fields: Collection[str]) -> Mapping[str, Any]:
 
 def validate_patch(body: Mapping[str, Any], declarations: Declarations, guard_prefix: str = "") -> dict[str, Any]:
     """A PATCH /flags body of known fields, every rule checked once: each flag against its declaration, the
-    reason, the optional guard. Returns the body with the values normalized and the reason trimmed."""
+    reason, the optional guard; a protected flag is refused (it changes through a change request). Returns the
+    body with the values normalized and the reason trimmed."""
     checked = {"flags": declarations.validate_changes(body.get("flags")), "reason": validate_reason(body.get("reason"))}
+    refuse_direct_write(declarations, KIND_CHANGE, checked["flags"])
     return _with_guard(checked, body, guard_prefix)
 
 
@@ -217,6 +221,31 @@ def validate_schedule(body: Mapping[str, Any], declarations: Declarations) -> di
         "timezone": body.get("timezone"),
         "if_version": validate_if_version(body.get("if_version")),
     }
+
+
+def validate_change_request(body: Mapping[str, Any], declarations: Declarations) -> dict[str, Any]:
+    """A POST /flags/change-requests body of known fields: exactly one of ``flags`` (checked as PATCH checks them,
+    protected flags welcome) and ``revert_to`` (a version), a reason, ``if_version`` and ``break_glass``."""
+    if ("flags" in body) == ("revert_to" in body):
+        raise InvalidRequest("give exactly one of 'flags' (a change) and 'revert_to' (a version)", rule="change")
+    checked: dict[str, Any] = {"reason": validate_reason(body.get("reason"))}
+    if "flags" in body:
+        checked["flags"] = declarations.validate_changes(body["flags"])
+    else:
+        checked["revert_to"] = validate_version(body["revert_to"])
+    checked["if_version"] = validate_if_version(body.get("if_version"))
+    break_glass = body.get("break_glass", False)
+    if not isinstance(break_glass, bool):
+        raise InvalidRequest("'break_glass' must be true or false", rule="break_glass")
+    checked["break_glass"] = break_glass
+    return checked
+
+
+def validate_decision(body: Mapping[str, Any], *, reason_required: bool) -> dict[str, Any]:
+    """An approve, reject or withdraw body: an optional reason (required to reject)."""
+    if body.get("reason") is None and not reason_required:
+        return {"reason": None}
+    return {"reason": validate_reason(body.get("reason"))}
 
 
 def query_values(event: Mapping[str, Any], name: str) -> list[str]:

@@ -27,6 +27,9 @@ OFREP_FLAG = OFREP_FLAGS + "/{key}"
 SCHEDULES = "/flags/schedules"
 SCHEDULE = SCHEDULES + "/{id}"
 
+CHANGE_REQUESTS = "/flags/change-requests"
+CHANGE_REQUEST = CHANGE_REQUESTS + "/{id}"
+
 _WRITE_ERRORS = (400, 409, 412, 413, 415, 422, 500, 503)  # a write: refused, conflicted, stale, too big, ...
 
 # Each route once, by name: the handlers register their views under these (``Views``), never retyping a path.
@@ -96,6 +99,40 @@ GET_GUARDS = Route(
     (400, 500, 503),
 )
 
+CREATE_CHANGE_REQUEST = Route(
+    "POST",
+    CHANGE_REQUESTS,
+    WRITE_FUNCTION,
+    "Ask for a change of protected flags (or break glass: apply it at once, alone)",
+    (400, 403, 404, 409, 412, 413, 415, 422, 500, 503),
+    201,
+)
+LIST_CHANGE_REQUESTS = Route(
+    "GET", CHANGE_REQUESTS, WRITE_FUNCTION, "Change requests, newest first, paginated", (400, 500, 503)
+)
+GET_CHANGE_REQUEST = Route("GET", CHANGE_REQUEST, WRITE_FUNCTION, "One change request", (404, 409, 500, 503))
+APPROVE_CHANGE_REQUEST = Route(
+    "POST",
+    CHANGE_REQUEST + "/approve",
+    WRITE_FUNCTION,
+    "Approve a change request; the last required approval applies it",
+    (400, 403, 404, 409, 412, 413, 415, 422, 500, 503),
+)
+REJECT_CHANGE_REQUEST = Route(
+    "POST",
+    CHANGE_REQUEST + "/reject",
+    WRITE_FUNCTION,
+    "Reject a pending change request (an approver)",
+    (400, 403, 404, 409, 413, 415, 500, 503),
+)
+WITHDRAW_CHANGE_REQUEST = Route(
+    "POST",
+    CHANGE_REQUEST + "/withdraw",
+    WRITE_FUNCTION,
+    "Withdraw a pending change request (its author)",
+    (400, 403, 404, 409, 413, 415, 500, 503),
+)
+
 ROUTES: tuple[Route, ...] = (
     GET_FLAGS,
     GET_FLAG,
@@ -111,6 +148,12 @@ ROUTES: tuple[Route, ...] = (
     LIST_SCHEDULES,
     CANCEL_SCHEDULE,
     GET_GUARDS,
+    CREATE_CHANGE_REQUEST,
+    LIST_CHANGE_REQUESTS,
+    GET_CHANGE_REQUEST,
+    APPROVE_CHANGE_REQUEST,
+    REJECT_CHANGE_REQUEST,
+    WITHDRAW_CHANGE_REQUEST,
 )
 
 

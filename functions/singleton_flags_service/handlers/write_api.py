@@ -55,12 +55,16 @@ from singleton_flags_service.api.route_params import Cursor, limit_param
 from singleton_flags_service.api.routes import (
     GET_GUARDS,
     GET_HISTORY,
+    LIST_CHANGE_REQUESTS,
     LIST_SCHEDULES,
     PATCH_FLAGS,
     RESTORE_FLAGS,
     REVERT_FLAGS,
     Views,
 )
+from singleton_flags_service.approvals.principals import normalise
+from singleton_flags_service.approvals.routes import approval_routes, change_requests_query
+from singleton_flags_service.approvals.store import ChangeRequests
 from singleton_flags_service.contract import WRITE_FUNCTION, WriteConfiguration, load_service_declarations
 from singleton_flags_service.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
 from singleton_flags_service.guards.routes import guard_routes, guards_query
@@ -110,6 +114,9 @@ READER = FlagReader(
     max_age=SETTINGS.max_age_seconds,
     max_stale=SETTINGS.max_stale_seconds,
     counter=ReadCounter(),
+)
+CHANGE_REQUESTS = ChangeRequests(
+    CLIENT, SETTINGS.table_name, STORE, retention_seconds=SETTINGS.audit_retention_days * 86400
 )
 GUARDS = GuardedWrites.for_function(CLIENT, SCHEDULER, SETTINGS, CONFIG.guard_closes)
 MODELS = build_models(DECLARATIONS, SETTINGS.guard_alarm_prefix)
@@ -168,6 +175,11 @@ def _actor() -> str:
         return SETTINGS.local_actor
     identity = app.current_event.request_context.identity
     return identity.user_arn or identity.caller or "unknown-iam-identity"
+
+
+def _principal() -> str:
+    """The caller as the approval rules compare it (an assumed role's session as its role, unless trusted)."""
+    return normalise(_actor(), DECLARATIONS.trusted_session_roles)
 
 
 def _expected_version() -> int | Versions | None:
@@ -344,9 +356,22 @@ app.include_router(
     schedule_routes(lambda: SCHEDULED, _actor, MODELS, lambda actor, request: _idempotency(actor, request, None))
 )
 app.include_router(guard_routes(lambda: GUARDS, MODELS))
+app.include_router(
+    approval_routes(
+        lambda: CHANGE_REQUESTS,
+        _principal,
+        MODELS,
+        lambda actor, request: _idempotency(actor, request, None),
+        lambda: CHANGE_REQUESTS.now(),
+    )
+)
 app.include_router(console_routes(lambda: DECLARATION_LIST, lambda: WINDOW_SCHEDULES, MODELS))
 # The paginated GETs' own query rules, which name the parameter their schema refused (_as_refusal)
-PAGE_QUERIES = {LIST_SCHEDULES.path: schedules_query, GET_GUARDS.path: guards_query}
+PAGE_QUERIES = {
+    LIST_SCHEDULES.path: schedules_query,
+    GET_GUARDS.path: guards_query,
+    LIST_CHANGE_REQUESTS.path: change_requests_query,
+}
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

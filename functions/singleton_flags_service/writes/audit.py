@@ -31,7 +31,17 @@ from singleton_flags_service.errors import InvalidRequest
 TOKEN_ATTR = "token"  # noqa: S105 - an attribute's name (the transaction token), not a secret
 STATE_ATTR = "state"
 BOOKKEEPING_IN_STATE = (MAINTENANCE_OWNER_ATTR, MAINTENANCE_DEADLINE_ATTR)
-RECORD_EXTRAS = ("reverted_to", "window", "maintenance_owner", "restored_from", "schedule", "requested_by", "guard")
+RECORD_EXTRAS = (
+    "reverted_to",
+    "window",
+    "maintenance_owner",
+    "restored_from",
+    "schedule",
+    "requested_by",
+    "guard",
+    "change_request",
+    "approved_by",
+)
 
 
 def audit_item(

@@ -68,6 +68,7 @@ from singleton_flags.keys import (
 )
 from singleton_flags.snapshot import Snapshot
 from singleton_flags_service.api.requests import validate_version
+from singleton_flags_service.approvals.rules import refuse_direct_write
 from singleton_flags_service.contract import Settings
 from singleton_flags_service.errors import (
     FlagsSuperseded,
@@ -429,6 +430,12 @@ class FlagStore:
         )
         return self._write(planned, write)
 
+    def values_at(self, version: Any) -> dict[str, FlagValue]:
+        """The declared flags' values right after ``version`` (0: the seeded state), checked by today's rules:
+        what a revert to it writes (a change request resolves a revert to this patch)."""
+        version = validate_version(version)
+        return self._declarations.validate_changes(self._declared_values(self._state_item(version)))
+
     def seed(self, *, actor: str, reason: str) -> ChangeResult:
         """The deploy-time seed: adds every declared flag the item lacks, with its initial value, as one
         version (kind ``seed``); never changes a live value. A missing item is restored first, by the same
@@ -472,6 +479,7 @@ class FlagStore:
                     self._diff(current, plan.changes, write.seed_only_missing),
                     *self._ownership_delta(current, plan.ownership),
                 )
+                refuse_direct_write(self._declarations, write.kind, delta.diff)  # protected: only by approval
             try:
                 if plan is None or (not delta.applied and not current.missing):  # a no-op: no version
                     if idempotency is not None:
