@@ -286,6 +286,32 @@ def test_the_apis_refusals_of_a_decision_keep_their_code_and_exit_status(status,
     assert err.strip() == f"flagctl: HTTP {status} {code_name}: refused"
 
 
+# -- history ---------------------------------------------------------------------------------------------
+
+
+def test_history_names_the_request_who_asked_and_who_approved_when():
+    # Given the version an approved change request wrote
+    record = {
+        "version": 5,
+        "kind": "change_request_applied",
+        "actor": ALICE,
+        "reason": "database migration",
+        "at": "2026-12-02T09:06:00.000+00:00",
+        "changes": {"maintenance_mode": {"old": False, "new": True}},
+        "change_request": REQUEST_ID,
+        "requested_by": ALICE,
+        "approved_by": [{"principal": BOB, "at": "2026-12-02T09:06:00.000+00:00"}],
+    }
+    # When
+    code, out, _ = run(["history"], FakeTransport(200, {"records": [record], "next_cursor": None}))
+    # Then
+    assert code == OK
+    assert (
+        f"change_request_applied {REQUEST_ID} requested by {ALICE}, approved by {BOB} at 2026-12-02T09:06:00.000+00:00"
+        in out
+    )
+
+
 # -- a direct write refused ------------------------------------------------------------------------------
 
 

@@ -704,7 +704,7 @@ async function apply(event) {
         : `Nothing changed: the flags already held these values (version ${answer.version}).`,
     );
   } catch (error) {
-    if (error.status === 412 && error.detail.flags) {
+    if (movedState(error)) {
       showConflict(seen, edits, error.detail);
     } else {
       if (error.detail.flag) setError(error.detail.flag, `${error.message} (refused by the server)`);
@@ -737,7 +737,7 @@ async function requestChange(body, seen, edits) {
     announce(requestCreatedText(request));
     afterRequest(request);
   } catch (error) {
-    if (error.status === 412 && error.detail.flags) {
+    if (movedState(error)) {
       showConflict(seen, edits, error.detail);
     } else {
       if (error.detail.flag) setError(error.detail.flag, `${error.message} (refused by the server)`);
@@ -767,6 +767,13 @@ function afterRequest(request) {
     loadFlags({ atLeast: request.applied_version }).catch((error) => fail(error, "Could not re-read the flags"));
     if (state.history.loaded) loadHistory().catch((error) => fail(error, "Could not read the history"));
   }
+}
+
+// A 412 that carries the current flags (the write's version precondition failed), as opposed to a 412 naming
+// the flags a change request binds that moved (REQUEST_STALE: a list of names).
+function movedState(error) {
+  const flags = error.detail.flags;
+  return error.status === 412 && flags !== null && typeof flags === "object" && !Array.isArray(flags);
 }
 
 function showConflict(seen, edits, detail) {
@@ -844,12 +851,17 @@ function kindText(record) {
     const by = record.requested_by ? `, requested by ${record.requested_by}` : "";
     return `${known} (${record.schedule}${by})`;
   }
-  if (record.kind === "change_request_applied" && record.change_request && typeof record.change_request === "object") {
-    const request = record.change_request;
-    const approvers = (request.approvals || []).map((a) => (typeof a === "object" ? a.principal : a));
-    const by = request.author ? `, requested by ${request.author}` : "";
-    const approved = approvers.length ? `, approved by ${approvers.join(", ")}` : "";
-    return `${known} (${request.id}${by}${approved})`;
+  if (record.kind === "change_request_applied" || record.kind === "break_glass") {
+    // The request it applied, who asked (the record's actor is the author too) and who approved, when.
+    const parts = [];
+    if (record.change_request) parts.push(`request ${record.change_request}`);
+    if (record.requested_by) parts.push(`requested by ${record.requested_by}`);
+    const approvals = Array.isArray(record.approved_by) ? record.approved_by : [];
+    if (approvals.length) {
+      const who = approvals.map((a) => (a && typeof a === "object" ? `${a.principal} (${a.at})` : String(a)));
+      parts.push(`approved by ${who.join(", ")}`);
+    }
+    return parts.length ? `${known}: ${parts.join(", ")}` : known;
   }
   if (record.kind === "guard-revert" && record.guard && typeof record.guard === "object") {
     const guarded = record.guard.version !== undefined ? `version ${record.guard.version}` : "the guarded change";
@@ -1077,7 +1089,7 @@ async function confirmRevert(event) {
         : `Nothing changed: the flags already held version ${record.version}'s values.`,
     );
   } catch (error) {
-    if (error.status === 412 && error.detail.flags) {
+    if (movedState(error)) {
       state.flags = { ...error.detail.flags };
       state.version = error.detail.current_version;
       renderState();
@@ -1162,7 +1174,7 @@ async function killSwitch(event) {
     afterWrite(answer);
     announce(`Maintenance switched ${on ? "off" : "ON"}: now at version ${answer.version}.`);
   } catch (error) {
-    if (error.status === 412 && error.detail.flags) {
+    if (movedState(error)) {
       state.flags = { ...error.detail.flags };
       state.version = error.detail.current_version;
       renderState();
