@@ -284,4 +284,4 @@ class RequestStale(FlagsError):
 
     status = HTTPStatus.PRECONDITION_FAILED
     code = "REQUEST_STALE"
-    detail_types: ClassVar[Mapping[str, Any]] = {"id": str, "flags": list[str], "current_version": int}
+    detail_types: ClassVar[Mapping[str, Any]] = {"id": str, "moved": list[str], "current_version": int}

@@ -239,7 +239,7 @@ def test_a_touched_flag_moved_refuses_the_last_approval_and_marks_the_request_st
     # Then the second's last approval is refused and the request is stale
     response = approve(approvals_api, second, CAROL)
     assert error_of(response) == (412, "REQUEST_STALE")
-    assert body_of(response)["error"]["flags"] == ["rate_limit"]
+    assert body_of(response)["error"]["moved"] == ["rate_limit"]
     assert body_of(approvals_api("GET", f"{REQUESTS}/{second}"))["change_request"]["state"] == "stale"
     # And when a protected flag moves (the first applied), a request bound to its old value is stale too
     third = created_id(approvals_api, flags={"kill_switch": True})

@@ -76,6 +76,8 @@ def test_each_operation_documents_the_statuses_its_function_answers(document):
             ("POST", "/flags/revert"),
             ("POST", "/flags/restore"),
             ("POST", "/flags/schedules"),
+            ("POST", "/flags/change-requests"),
+            ("POST", "/flags/change-requests/{id}/approve"),
         }
         assert ("422" in responses) is takes_a_key
 

@@ -61,7 +61,7 @@ def test_a_view_is_registered_under_its_route_and_answers_a_match_the_resolver_m
 def test_a_view_documents_its_success_answer_under_the_routes_status() -> None:
     resolver = FakeResolver()
     views = Views(resolver, WRITE_FUNCTION)
-    (create,) = [route for route in ROUTES if route.success == 201]
+    create = next(route for route in ROUTES if route.success == 201)
 
     views(create, answer=dict, described="Pending")(lambda: None)
 

@@ -58,6 +58,7 @@ NO_ROUTE_CODES = {HTTPStatus.NOT_FOUND: "NOT_FOUND", HTTPStatus.METHOD_NOT_ALLOW
 
 RESPONSE_NAMES = {
     400: "BadRequest",
+    403: "Forbidden",  # a protected flag: approvals, break-glass, the author or an approver only
     404: "NotFound",
     405: "MethodNotAllowed",
     409: "Conflict",

@@ -406,11 +406,11 @@ class ChangeRequests:
                 f"{', '.join(seen['moved'])} no longer hold{'s' if len(seen['moved']) == 1 else ''} the value the "
                 f"request was made against (version {request.base_version}); the request is stale: create a new one",
                 id=request.id,
-                flags=seen["moved"],
+                moved=seen["moved"],
                 current_version=seen.get("version"),
             )
         raise RequestStale(  # the values already hold: nothing left to apply
-            f"the flags already hold change request {request.id}'s values", id=request.id, flags=[]
+            f"the flags already hold change request {request.id}'s values", id=request.id, moved=[]
         )
 
     # -- reject, withdraw -------------------------------------------------------------------------------------
