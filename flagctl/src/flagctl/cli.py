@@ -11,13 +11,13 @@ codes).
       schedule create NAME=VALUE ... --at TIME [--timezone ZONE] --reason TEXT [--if-version VERSION]
       schedule list [--limit N] [--cursor C]
       schedule cancel ID
-      request create NAME=VALUE ... --reason TEXT [--if-version VERSION] | --revert-to VERSION --reason TEXT
+      request create (NAME=VALUE ... | --revert-to VERSION) --reason TEXT [--if-version VERSION]
       request list [--state STATE] [--limit N] [--cursor C]
       request show ID
       request approve ID [--reason TEXT]
       request reject ID --reason TEXT
       request withdraw ID [--reason TEXT]
-      request break-glass NAME=VALUE ... --reason TEXT [--if-version VERSION] | --revert-to VERSION --reason TEXT
+      request break-glass (NAME=VALUE ... | --revert-to VERSION) --reason TEXT [--if-version VERSION]
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
@@ -229,7 +229,7 @@ def _requested_change(command: argparse.ArgumentParser) -> None:
     command.add_argument("--revert-to", type=parse_version, metavar="VERSION", help="a revert to VERSION instead")
     command.add_argument("--reason", required=True, help="why (goes into the audit trail with the change)")
     command.add_argument(
-        "--if-version", type=parse_version, metavar="VERSION", help="only against VERSION's values (else 412)"
+        "--if-version", type=parse_version, metavar="VERSION", help="only if the flags are still at VERSION (else 412)"
     )
 
 
@@ -328,6 +328,19 @@ def _owner(name: Any) -> str:
     return "manual" if name is None else str(name)
 
 
+def _request_of(record: dict[str, Any]) -> str:
+    """A version a change request wrote: the request, who asked and who approved it (each approval's time)."""
+    if not record.get("change_request"):
+        return ""
+    text = f" {record['change_request']}"
+    if record.get("requested_by"):
+        text += f" requested by {record['requested_by']}"
+    approvals = record.get("approved_by") or []
+    if approvals:
+        text += ", approved by " + ", ".join(f"{a.get('principal')} at {a.get('at')}" for a in approvals)
+    return text
+
+
 def render_history(body: dict[str, Any]) -> str:
     rows = []
     for record in body["records"]:
@@ -337,6 +350,7 @@ def render_history(body: dict[str, Any]) -> str:
             described.append(f"maintenance owner {_owner(owner.get('old'))} -> {_owner(owner.get('new'))}")
         changes = "; ".join(described)
         kind = record["kind"] + (f" to {record['reverted_to']}" if record.get("reverted_to") is not None else "")
+        kind += _request_of(record)
         rows.append((str(record["version"]), record["at"], record["actor"], kind, record["reason"], changes))
     text = table(("VERSION", "AT", "ACTOR", "KIND", "REASON", "CHANGES"), rows) if rows else "no audit records"
     if body.get("next_cursor"):
@@ -400,8 +414,6 @@ def _create_request(args: argparse.Namespace, client: FlagsClient, *, break_glas
     """A change (NAME=VALUE ...) or a revert (--revert-to), never both nor neither."""
     if bool(args.assignments) == (args.revert_to is not None):
         raise FlagctlError("give either NAME=VALUE ... or --revert-to VERSION", BAD_INPUT, "USAGE")
-    if args.revert_to is not None and args.if_version is not None:
-        raise FlagctlError("--if-version goes with NAME=VALUE ..., not with --revert-to", BAD_INPUT, "USAGE")
     flags = parse_assignments(args.assignments) if args.assignments else None
     return client.create_change_request(
         args.reason,

@@ -316,10 +316,10 @@ class FlagsClient:
             for name in flags:
                 check_flag_name(name)
             body = {"flags": dict(flags), "reason": reason}
-            if if_version is not None:
-                body["if_version"] = if_version
         else:
             body = {"revert_to": revert_to, "reason": reason}
+        if if_version is not None:
+            body["if_version"] = if_version
         if break_glass:
             body["break_glass"] = True
         return self.request("POST", CHANGE_REQUESTS, body=body, headers=_write_headers(None, idempotency_key))
