@@ -1,6 +1,8 @@
 """What the local runner answers: the deployed routes (through the functions) plus local-only routes.
 
 - every route of ``singleton_flags_service.api.routes.ROUTES``: a REST proxy event to the function the stack maps it to;
+  the caller is the runner's local admin, or the ARN an ``X-Local-Actor`` header names (the runner's own header,
+  never forwarded to a function);
 - ``POST /_scheduler/{window}/{start|end}``: the payload that window's EventBridge schedule sends
   (``singleton_flags_infra.config.schedule_payload``, with now as its scheduled time), delivered to the maintenance
   function; never deployed;
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -80,6 +83,11 @@ LOCAL_ROUTES: tuple[Route, ...] = (
     Route("POST", "/_guards/{version}/close", GUARD_CLOSE),
 )
 MAX_THROTTLED_REQUESTS = 1000
+# The runner's header naming the caller (an IAM principal's ARN), so a test can act as another identity: set as
+# the event's requestContext.identity.userArn, where API Gateway puts the SigV4 signer. Only the runner reads it:
+# flagctl console's proxy drops it, and a deployed function reads the caller from the request context alone.
+LOCAL_ACTOR_HEADER = "X-Local-Actor"
+_LOCAL_ACTOR = re.compile(r"arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:[A-Za-z0-9+=,.@_/-]{1,512}")
 MAX_RETRY_AFTER_SECONDS = 3600
 THROTTLED_MESSAGE = "Too Many Requests"  # API Gateway's message for its THROTTLED response
 
@@ -222,15 +230,23 @@ class LocalApi:
 
     def _proxy(self, request: Request, match: RouteMatch) -> HttpResponse:
         request_id = str(uuid.uuid4())
+        acting = [value for name, value in request.headers if name.lower() == LOCAL_ACTOR_HEADER.lower()]
+        caller = Caller(self._caller.name, request.client_ip)
+        if acting:
+            if len(acting) > 1 or not _LOCAL_ACTOR.fullmatch(acting[0]):
+                message = f"{LOCAL_ACTOR_HEADER} must be given once, as an IAM principal's ARN (arn:aws:iam::...)"
+                return _error(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", message)
+            caller = Caller(acting[0].rsplit("/", 1)[-1], request.client_ip, acting[0])
         event = proxy_event(
             method=request.method,
             raw_path=request.raw_path,
             query=request.query,
-            headers=request.headers,
+            # the runner's own header: it names the caller API Gateway would report, and never reaches a function
+            headers=[(name, value) for name, value in request.headers if name.lower() != LOCAL_ACTOR_HEADER.lower()],
             body=request.body,
             match=match,
             stage=self._config.stage,
-            caller=Caller(self._caller.name, request.client_ip),
+            caller=caller,
             request_id=request_id,
         )
         try:

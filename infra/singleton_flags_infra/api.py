@@ -24,7 +24,19 @@ from aws_cdk import (
 from constructs import Construct
 
 from singleton_flags_service.api.http import allowed_methods
-from singleton_flags_service.api.routes import ROUTES, Route
+from singleton_flags_service.api.routes import (
+    APPROVE_CHANGE_REQUEST,
+    CREATE_CHANGE_REQUEST,
+    GET_CHANGE_REQUEST,
+    GET_DECLARATIONS,
+    GET_FLAGS,
+    GET_HISTORY,
+    LIST_CHANGE_REQUESTS,
+    REJECT_CHANGE_REQUEST,
+    ROUTES,
+    WITHDRAW_CHANGE_REQUEST,
+    Route,
+)
 from singleton_flags_service.contract import READ_FUNCTION, WRITE_FUNCTION
 
 from . import constants
@@ -68,6 +80,21 @@ def execute_api_path(route: Route) -> str:
 
 def reader_routes() -> tuple[Route, ...]:
     return tuple(route for route in ROUTES if route.function == READ_FUNCTION)
+
+
+# What an approver does: read the flags, their declarations and history, and work change requests; never a direct
+# write (no PATCH, revert, restore, schedule), so a protected flag changes only through someone else's request.
+APPROVER_ROUTES = (
+    GET_FLAGS,
+    GET_DECLARATIONS,
+    GET_HISTORY,
+    CREATE_CHANGE_REQUEST,
+    LIST_CHANGE_REQUESTS,
+    GET_CHANGE_REQUEST,
+    APPROVE_CHANGE_REQUEST,
+    REJECT_CHANGE_REQUEST,
+    WITHDRAW_CHANGE_REQUEST,
+)
 
 
 def reader_deny_paths(routes: tuple[Route, ...] = ROUTES) -> tuple[str, ...]:
@@ -165,6 +192,13 @@ class Api(Construct):
             "Invoke the read routes of the singleton-flags API (GET /flags, GET /flags/{name}, the OFREP POSTs)",
             allow=reader_routes(),
             deny=reader_deny_paths(),
+        )
+        self.approver_policy = self._build_policy(
+            constants.APPROVER_POLICY_ID,
+            "Read the singleton-flags API's flags, declarations and history, and create, approve, reject and "
+            "withdraw change requests; no direct write",
+            allow=APPROVER_ROUTES,
+            deny=(),
         )
         self.admin_policy = self._build_policy(
             constants.ADMIN_POLICY_ID,

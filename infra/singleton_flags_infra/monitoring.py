@@ -85,6 +85,7 @@ class Monitoring(Construct):
         self._build_function_alarms()
         self._build_dead_letter_alarm()
         self._build_scheduled_change_alarm()
+        self._build_approval_alarms()
         self._build_read_alarms()
         self._build_change_event_alarms()
         self._build_guard_alarms()
@@ -237,6 +238,21 @@ class Monitoring(Construct):
             "A scheduled change or a guard's close is still pending past its time: its one-time schedule never "
             "delivered (its schedule group replaced or deleted under it). The reconcile function's ERROR log names "
             "it; cancel it (DELETE /flags/schedules/{id}) or apply it by hand (docs/operations.md).",
+        )
+
+    def _build_approval_alarms(self) -> None:
+        self._alarm(
+            "BreakGlassUsed",
+            flags_metric(self._config.stage, vocabulary.BREAK_GLASS_USED, FIVE_MINUTES),
+            "A protected flag was changed by break-glass, without approvals: GET /flags/history shows who and why "
+            "(kind break_glass). Expected only during an incident.",
+        )
+        self._alarm(
+            "UnauditedWrites",
+            flags_metric(self._config.stage, vocabulary.UNAUDITED_WRITES, FIVE_MINUTES),
+            "The flags item changed with no audit record of its version: someone with table rights wrote it around "
+            "the API (UpdateItem/PutItem), past every approval. The change-events function's ERROR log names the "
+            "version and the attributes it changed.",
         )
 
     def _build_read_alarms(self) -> None:

@@ -158,6 +158,11 @@ class FlagsStack(Stack):
                 "Attach to a caller that may change, list history, revert and restore flags",
             ),
             (
+                constants.OUTPUT_APPROVER_POLICY_ARN,
+                self.api.approver_policy.managed_policy_arn,
+                "Attach to a caller that may approve change requests of protected flags (no direct write)",
+            ),
+            (
                 constants.OUTPUT_EVENT_BUS_NAME,
                 self.change_events.bus.event_bus_name,
                 "Event bus of this stage's Flags Changed events (one per version)",

@@ -191,6 +191,7 @@ def test_a_forwarded_call_reaches_the_api_signed_by_the_operator_and_without_the
             "Connection": "keep-alive, X-Hop",
             "X-Hop": "hop-by-hop",
             "Proxy-Authorization": "Basic eA==",
+            "X-Local-Actor": "arn:aws:iam::111122223333:user/someone-else",
         },
         body,
     )
@@ -207,7 +208,7 @@ def test_a_forwarded_call_reaches_the_api_signed_by_the_operator_and_without_the
     assert seen.headers["If-Match"] == '"6"' and seen.headers["Content-Type"] == "application/json"
     # And none of the token, the incoming credentials, cookies or hop-by-hop headers
     received = {name.lower() for name in seen.headers}
-    assert not received & {"x-console-token", "cookie", "x-hop", "proxy-authorization", "origin"}
+    assert not received & {"x-console-token", "cookie", "x-hop", "proxy-authorization", "origin", "x-local-actor"}
     assert SECRET_KEY not in json.dumps(seen.headers)
 
 

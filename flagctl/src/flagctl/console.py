@@ -14,8 +14,9 @@ no one else:
 - a path or query with a byte outside printable ASCII (not percent-encoded, as a browser sends it) is 400
   ``BAD_REQUEST``, never forwarded;
 - only the end-to-end headers the API reads are forwarded (Accept, Content-Type, If-Match, If-None-Match,
-  Idempotency-Key): hop-by-hop headers, cookies, the token and any incoming Authorization or X-Amz-* header are
-  dropped before the request is signed afresh.
+  Idempotency-Key): hop-by-hop headers, cookies, the token, the local runner's X-Local-Actor and any incoming
+  Authorization or X-Amz-* header are dropped before the request is signed afresh (the caller is the operator's
+  signature, never a header).
 
 Nor does it trust the API's answers: the call goes through ``flagctl.http_client`` (flagctl's own strict
 client: a deadline for the whole exchange, bounded answers), and

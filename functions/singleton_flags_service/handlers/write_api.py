@@ -178,8 +178,10 @@ def _actor() -> str:
 
 
 def _principal() -> str:
-    """The caller as the approval rules compare it (an assumed role's session as its role, unless trusted)."""
-    return normalise(_actor(), DECLARATIONS.trusted_session_roles)
+    """The caller as the approval rules compare it (an assumed role's session as its role, unless trusted): from
+    API Gateway's request context alone (the SigV4 signer), never the local runner's display name."""
+    identity = app.current_event.request_context.identity
+    return normalise(identity.user_arn or identity.caller or "unknown-iam-identity", DECLARATIONS.trusted_session_roles)
 
 
 def _expected_version() -> int | Versions | None:
