@@ -10,7 +10,10 @@ beyond loopback and no script error; axe and the 375 px layout are checked on th
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +21,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
 from local.gateway import LOCAL_ACCOUNT
+from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.console import (
     PHONE_HEIGHT,
     PHONE_WIDTH,
@@ -27,18 +31,44 @@ from tests.support.console import (
     session,
     show_view,
 )
-from tests.support.runner import Runner, eventually, running
+from tests.support.runner import Runner, eventually, start_runner
 
 ACTOR_HEADER = "X-Local-Actor"
 ALICE = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/alice"
 BOB = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/bob"
-PROTECTED = "maintenance_mode"  # protected in the runner's declarations (one approval)
+PROTECTED = "maintenance_mode"
+
+
+# The local runner, its declarations read from the file its first argument names: the service's own, with
+# maintenance_mode protected (one approval, by anyone but the author).
+WITH_DECLARATIONS = (
+    "import sys; from pathlib import Path; from singleton_flags_service import contract; "
+    "contract.load_service_declarations.__defaults__ = (Path(sys.argv[1]),); "
+    "from local.runner import main; sys.exit(main())"
+)
+
+
+def protected_declarations(directory: Path) -> Path:
+    document = json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
+    for flag in document["flags"]:
+        if flag["name"] == PROTECTED:
+            flag["protection"] = {"approvals": 1}
+    path = directory / "declarations.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="module")
 def approvals_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
-    with running(tmp_path_factory.mktemp("approvals") / "runner.log") as started:
-        yield started
+    directory = tmp_path_factory.mktemp("approvals")
+    command = (sys.executable, "-c", WITH_DECLARATIONS, str(protected_declarations(directory)))
+    runner = start_runner(directory / "runner.log", command=command)
+    try:
+        declared = {d["name"]: d for d in runner.get("/flags/declarations").body["declarations"]}
+        assert declared[PROTECTED]["protection"]["approvals"] == 1, declared[PROTECTED]
+        yield runner
+    finally:
+        runner.stop()
 
 
 def as_principal(principal: str) -> dict[str, str]:
