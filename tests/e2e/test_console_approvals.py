@@ -10,6 +10,7 @@ beyond loopback and no script error; axe and the 375 px layout are checked on th
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
+from flagctl.cli import AUTH, CONFLICT, OK, main as flagctl_main
 from local.gateway import LOCAL_ACCOUNT
 from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.console import (
@@ -223,3 +225,45 @@ def test_a_request_whose_flag_moved_is_shown_moved_and_its_approval_refused_stal
         assert small.evaluate("document.documentElement.scrollWidth") <= PHONE_WIDTH
         assert axe_serious(small) == []
         assert_stayed_local(phone)
+
+
+def flagctl(runner: Runner, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = flagctl_main(["--url", runner.url, *argv], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_flagctl_asks_for_a_protected_change_cannot_approve_its_own_and_shows_who_approved(approvals_runner):
+    runner = approvals_runner
+    value = not current(runner)["flags"][PROTECTED]
+    assignment = f"{PROTECTED}={json.dumps(value)}"
+    # Given: a direct write of the protected flag is refused, with the command to use instead
+    code, _, err = flagctl(runner, "set", assignment, "--reason", "flagctl e2e")
+    assert code == AUTH and "APPROVAL_REQUIRED" in err
+    assert (
+        err.splitlines()[-1]
+        == f"flagctl: ask for approval instead: flagctl request create {assignment} --reason 'flagctl e2e'"
+    )
+    # When: the same change is asked for
+    code, out, _ = flagctl(runner, "request", "create", assignment, "--reason", "flagctl e2e")
+    # Then
+    assert code == OK, out
+    request_id = out.splitlines()[0].removeprefix("change request ")
+    assert "approvals  0 of 1 (needs 1 more)" in out
+    code, out, _ = flagctl(runner, "request", "list")
+    assert code == OK and any(line.startswith(f"{request_id}  pending  change  0 of 1") for line in out.splitlines())
+    # And its author cannot approve it
+    code, _, err = flagctl(runner, "request", "approve", request_id)
+    assert code == AUTH and "SELF_APPROVAL" in err
+    # When: another principal approves it
+    approved = runner.send("POST", f"/flags/change-requests/{request_id}/approve", {}, headers=as_principal(BOB))
+    assert approved.status == 200 and approved.body["applied"] is True, approved.body
+    # Then: show and history say who approved it and which version it wrote
+    version = approved.body["version"]
+    code, out, _ = flagctl(runner, "request", "show", request_id)
+    assert code == OK and f"applied    as version {version}" in out and f"  approved by {BOB} at " in out
+    code, out, _ = flagctl(runner, "history", "--limit", "1")
+    assert code == OK and f"change_request_applied {request_id} requested by " in out and f"approved by {BOB} at" in out
+    # And a closed request cannot be withdrawn: a conflict
+    code, _, err = flagctl(runner, "request", "withdraw", request_id)
+    assert code == CONFLICT and "REQUEST_CLOSED" in err
