@@ -37,6 +37,7 @@ INTENDED_ADDITIONS = {
     "ApiGatewayAccountAccountRolePolicy09188F6A": "its managed policy, attached unless attached",
     "ApiGatewayAccountAccountRoleLogs7B03235B": "the log group of the custom resource creating that role",
     "FunctionsReconcileLogsDAB0AF51": "the schedule reconciler's log group",
+    "ApiApproverPolicy4DEF54C8": "the approver policy: change requests of protected flags, no direct write",
 }
 # logical ID -> the property paths that may differ, and why
 INTENDED_CHANGES = {
@@ -47,6 +48,14 @@ INTENDED_CHANGES = {
     "ApiGatewayAccountLoggingRole752148A9": (
         {".Properties.RoleArn.Fn::GetAtt", ".Properties.RoleArn.Fn::Join"},
         "the account's setting names the account and region's logging role instead of the stage's",
+    ),
+    "ApiAdminPolicy3042CD5A": (
+        {".Properties.PolicyDocument.Statement[0].Resource"},
+        "the admin policy invokes every route, the change-request routes included",
+    ),
+    "ApiReaderPolicy81AF86C6": (
+        {".Properties.PolicyDocument.Statement[1].Resource"},
+        "the reader policy denies the change-request routes (reasons and identities), as it denies the history",
     ),
 }
 
