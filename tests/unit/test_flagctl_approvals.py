@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from flagctl.cli import AUTH, BAD_INPUT, CONFLICT, OK, main
+from flagctl.cli import AUTH, BAD_INPUT, CONFLICT, OK, SERVER, main
 from flagctl.client import Answer, Outgoing
 
 ALICE = "arn:aws:iam::123456789012:role/Operator"
@@ -221,6 +221,30 @@ def test_a_request_from_the_trail_cannot_reach_the_terminal_raw():
     assert code == OK
     assert not any(char in out for char in "\u001b\u0007\u202e\r")
     assert "fine\\n5  fake row\\x1b[31m" in out and "\\u202e" in out
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"change_request": None},
+        {"change_request": [1]},
+        {"change_request": {"id": "x"}},
+        {"change_request": change_request(approvals=[1, "a"], required_approvals="two", flags=[1])},
+        {"change_request": change_request(protected_flags=[{"a": 1}], base_values=3, decided="yes")},
+        {"change_requests": [None]},
+        {"change_requests": "many"},
+    ],
+    ids=["empty", "null", "a-list", "no-state", "odd-fields", "odder-fields", "null-row", "not-a-list"],
+)
+def test_an_unexpected_answer_to_a_request_command_is_a_clear_message_never_a_traceback(body):
+    # Given an API (or something in front of it) answering 2xx with a body flagctl does not expect
+    for argv in (["request", "show", REQUEST_ID], ["request", "list"], ["request", "approve", REQUEST_ID]):
+        # When / Then: either a rendering, or one line on stderr and exit 5
+        code, out, err = run(argv, FakeTransport(200, body))
+        if code != OK:
+            assert (code, out) == (SERVER, "")
+            assert err.startswith("flagctl: unexpected answer from the API (HTTP 200)")
 
 
 # -- decisions -------------------------------------------------------------------------------------------
