@@ -74,6 +74,16 @@ def with_if_match(case_id: str, *values: str, **expect: Any) -> Case:
     return Case(case_id, "PATCH", "/flags", VALID_BODY, headers=headers, **expect)
 
 
+def request(case_id: str, body: Any, **expect: Any) -> Case:
+    text = body if isinstance(body, str) else json.dumps(body)
+    return Case(case_id, "POST", "/flags/change-requests", text, **expect)
+
+
+def decide(case_id: str, request_id: str, action: str, body: Any, **expect: Any) -> Case:
+    text = body if isinstance(body, str) else json.dumps(body)
+    return Case(case_id, "POST", f"/flags/change-requests/{request_id}/{action}", text, **expect)
+
+
 def history(case_id: str, *query: tuple[str, str], **expect: Any) -> Case:
     return Case(case_id, "GET", "/flags/history", None, headers=(), query=tuple(query), **expect)
 
@@ -425,6 +435,70 @@ CASES: tuple[Case, ...] = (
         status=405,
         code="METHOD_NOT_ALLOWED",
         to=READ,
+    ),
+    # -- change requests (none of these flags is protected here: a request of them is refused as unprotected) -----
+    request("request-of-unprotected-flags", VALID_CHANGE, rule="unprotected"),
+    request("request-flags-and-revert", {**VALID_CHANGE, "revert_to": 0}, rule="change"),
+    request("request-neither-flags-nor-revert", {"reason": REASON}, rule="change"),
+    request("request-unknown-field", {**VALID_CHANGE, "approvals": 0}, rule="fields"),
+    request("request-break-glass-not-bool", {**VALID_CHANGE, "break_glass": "yes"}, rule="break_glass"),
+    request("request-revert-negative", {"revert_to": -1, "reason": REASON}, rule="version"),
+    request("request-revert-bool", {"revert_to": True, "reason": REASON}, rule="version"),
+    request("request-no-reason", {"flags": {"signup_enabled": False}}, rule="reason"),
+    request("request-unknown-flag", {"flags": {"nope": 1}, "reason": REASON}, code="UNKNOWN_FLAG"),
+    request("request-body-array", "[]", rule="json"),
+    request("request-if-version-string", {**VALID_CHANGE, "if_version": "3"}, rule="if_version"),
+    decide("approve-unknown-id", "0" * 32, "approve", {}, status=404, code="CHANGE_REQUEST_NOT_FOUND"),
+    decide("approve-not-an-id", "..", "approve", {}, status=404, code="CHANGE_REQUEST_NOT_FOUND"),
+    decide("approve-long-id", "f" * 5000, "approve", {}, status=404, code="CHANGE_REQUEST_NOT_FOUND"),
+    decide("approve-encoded-slash-id", "%2F", "approve", {}, status=404, code="CHANGE_REQUEST_NOT_FOUND"),
+    decide("approve-unknown-field", "0" * 32, "approve", {"approvals": 2}, rule="fields"),
+    decide("approve-body-not-object", "0" * 32, "approve", "true", rule="json"),
+    decide("reject-without-reason", "0" * 32, "reject", {}, rule="reason"),
+    decide("withdraw-reason-control-char", "0" * 32, "withdraw", {"reason": "a\u0007"}, rule="reason_characters"),
+    Case(
+        "list-requests-bad-state",
+        "GET",
+        "/flags/change-requests",
+        None,
+        headers=(),
+        query=(("state", "x"),),
+        rule="state",
+    ),
+    Case(
+        "list-requests-two-states",
+        "GET",
+        "/flags/change-requests",
+        None,
+        headers=(),
+        query=(("state", "pending"), ("state", "applied")),
+        rule="state",
+    ),
+    Case(
+        "list-requests-bad-limit",
+        "GET",
+        "/flags/change-requests",
+        None,
+        headers=(),
+        query=(("limit", "0"),),
+        rule="limit",
+    ),
+    Case(
+        "list-requests-bad-cursor",
+        "GET",
+        "/flags/change-requests",
+        None,
+        headers=(),
+        query=(("cursor", "not-a-cursor"),),
+        rule="cursor",
+    ),
+    Case(
+        "edit-a-request",
+        "PATCH",
+        "/flags/change-requests/" + "0" * 32,
+        VALID_BODY,
+        status=405,
+        code="METHOD_NOT_ALLOWED",
     ),
 )
 

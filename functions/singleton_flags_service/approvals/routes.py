@@ -44,7 +44,9 @@ NO_STORE = {"Cache-Control": "no-store"}
 
 
 def change_requests_query(event: Mapping[str, Any]) -> tuple[int, str | None]:
-    """``limit`` and ``cursor`` of GET /flags/change-requests, from the raw query (a repeat refused)."""
+    """``limit`` and ``cursor`` of GET /flags/change-requests, from the raw query (a repeat refused), ``state``
+    checked too (the precise refusal for whichever parameter the schema refused)."""
+    _state_query(event)
     return page_query(event, decode_cursor, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
 
 
