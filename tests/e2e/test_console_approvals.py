@@ -38,11 +38,12 @@ from tests.support.runner import Runner, eventually, start_runner
 ACTOR_HEADER = "X-Local-Actor"
 ALICE = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/alice"
 BOB = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/bob"
+ON_CALL = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/on-call"
 PROTECTED = "maintenance_mode"
 
 
 # The local runner, its declarations read from the file its first argument names: the service's own, with
-# maintenance_mode protected (one approval, by anyone but the author).
+# maintenance_mode protected (one approval, by anyone but the author; break-glass by ON_CALL alone).
 WITH_DECLARATIONS = (
     "import sys; from pathlib import Path; from singleton_flags_service import contract; "
     "contract.load_service_declarations.__defaults__ = (Path(sys.argv[1]),); "
@@ -54,7 +55,7 @@ def protected_declarations(directory: Path) -> Path:
     document = json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
     for flag in document["flags"]:
         if flag["name"] == PROTECTED:
-            flag["protection"] = {"approvals": 1}
+            flag["protection"] = {"approvals": 1, "break_glass": [ON_CALL]}
     path = directory / "declarations.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     return path
@@ -267,3 +268,39 @@ def test_flagctl_asks_for_a_protected_change_cannot_approve_its_own_and_shows_wh
     # And a closed request cannot be withdrawn: a conflict
     code, _, err = flagctl(runner, "request", "withdraw", request_id)
     assert code == CONFLICT and "REQUEST_CLOSED" in err
+
+
+def test_break_glass_from_the_console_is_refused_to_others_and_applies_at_once_for_a_listed_principal(
+    approvals_runner, alice, browser
+):
+    runner = approvals_runner
+    before = current(runner)
+    value = not before["flags"][PROTECTED]
+
+    def break_glass(page: Page, reason: str) -> None:
+        page.get_by_role("switch", name=PROTECTED, exact=True).click()
+        page.get_by_role("checkbox", name="Break glass: apply at once, alone, without approvals").check()
+        page.get_by_role("textbox", name="Reason", exact=True).fill(reason)
+        page.get_by_role("button", name="Request approval", exact=True).click()
+
+    # When: Alice, not listed for break-glass, breaks glass
+    page = open_console(alice, runner.url)
+    break_glass(page, "outage, alice")
+    # Then: refused, nothing written
+    expect(page.locator("#failure")).to_contain_text("(403 BREAK_GLASS_REFUSED)")
+    (sent,) = alice.api_requests("POST", "/flags/change-requests")
+    assert sent.post_data_json["break_glass"] is True
+    assert current(runner)["version"] == before["version"]
+    # When: the on-call principal does
+    with session(browser, extra_http_headers=as_principal(ON_CALL)) as on_call:
+        other = open_console(on_call, runner.url)
+        break_glass(other, "outage, on call")
+        # Then: applied at once, alone, as its own kind of version
+        expect(other.get_by_role("status")).to_contain_text(
+            f"Applied at once (break glass): now at version {before['version'] + 1}."
+        )
+        assert_stayed_local(on_call)
+    after = current(runner)
+    assert (after["version"], after["flags"][PROTECTED]) == (before["version"] + 1, value)
+    (record,) = runner.get("/flags/history?limit=1").body["records"]
+    assert (record["kind"], record["actor"]) == ("break_glass", ON_CALL)
