@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -291,10 +292,14 @@ def test_break_glass_from_the_console_is_refused_to_others_and_applies_at_once_f
     (sent,) = alice.api_requests("POST", "/flags/change-requests")
     assert sent.post_data_json["break_glass"] is True
     assert current(runner)["version"] == before["version"]
-    # When: the on-call principal does
+    # When: the on-call principal breaks glass with the kill switch
     with session(browser, extra_http_headers=as_principal(ON_CALL)) as on_call:
         other = open_console(on_call, runner.url)
-        break_glass(other, "outage, on call")
+        kill = other.get_by_role("region", name=re.compile("^Kill switch"))
+        expect(kill).to_contain_text(f"{PROTECTED} is protected")
+        kill.get_by_role("checkbox", name=re.compile("^Break glass: switch at once")).check()
+        kill.get_by_role("textbox", name="Reason for the switch").fill("outage, on call")
+        kill.get_by_role("button", name=re.compile("^Request: switch maintenance")).click()
         # Then: applied at once, alone, as its own kind of version
         expect(other.get_by_role("status")).to_contain_text(
             f"Applied at once (break glass): now at version {before['version'] + 1}."

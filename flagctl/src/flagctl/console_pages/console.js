@@ -471,7 +471,9 @@ function fallbacks() {
 function renderEditable() {
   const off = fallbacks();
   for (const control of document.querySelectorAll("#flags-body [id^='edit-']")) control.disabled = off;
-  for (const id of ["apply", "reset", "reason", "kill-confirm", "kill-reason"]) $(id).disabled = off;
+  for (const id of ["apply", "reset", "reason", "kill-confirm", "kill-reason", "kill-break-glass"]) {
+    $(id).disabled = off;
+  }
   for (const button of document.querySelectorAll("#history-list button.revert")) button.disabled = off;
 }
 
@@ -484,6 +486,7 @@ function renderKill() {
   const verb = on ? "Switch maintenance off" : "Switch maintenance ON";
   $("kill-confirm").textContent = needed > 0 ? `Request: ${verb.toLowerCase()}` : verb;
   $("kill-protected").hidden = needed === 0;
+  $("kill-glass").hidden = needed === 0;
   $("kill-protected").textContent =
     needed > 0
       ? `${MAINTENANCE_FLAG} is protected: the switch sends a change request that needs ${approvalsText(needed)}.`
@@ -1156,11 +1159,11 @@ async function killSwitch(event) {
   $("kill-confirm").disabled = true;
   try {
     if (approvalsFor(MAINTENANCE_FLAG) > 0) {
-      const created = await api("POST", "/flags/change-requests", {
-        body: { flags: { [MAINTENANCE_FLAG]: !on }, reason, if_version: state.version },
-        idempotencyKey: newIdempotencyKey(),
-      });
+      const body = { flags: { [MAINTENANCE_FLAG]: !on }, reason, if_version: state.version };
+      if ($("kill-break-glass").checked) body.break_glass = true;
+      const created = await api("POST", "/flags/change-requests", { body, idempotencyKey: newIdempotencyKey() });
       box.value = "";
+      $("kill-break-glass").checked = false;
       announce(requestCreatedText(created.change_request));
       afterRequest(created.change_request);
       return;
