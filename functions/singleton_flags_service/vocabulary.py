@@ -19,12 +19,14 @@ from singleton_flags.vocabulary import (
 )
 
 __all__ = [
+    "BREAK_GLASS_USED",
     "CACHED",
     "CACHE_REFRESHES",
     "CACHE_REFRESH_FAILURES",
     "CHANGES_APPLIED",
     "CHANGE_EVENTS_PUBLISHED",
     "CHANGE_EVENTS_REFUSED",
+    "CHANGE_REQUESTS_APPLIED",
     "DEFAULT",
     "DEFAULT_NAMESPACE",
     "DEFAULT_SERVICE",
@@ -36,13 +38,11 @@ __all__ = [
     "GUARD_FAILURES",
     "GUARD_REVERTS",
     "GUARD_SKIPS",
-    "BREAK_GLASS_USED",
-    "CHANGE_REQUESTS_APPLIED",
     "KIND_BREAK_GLASS",
     "KIND_CHANGE",
     "KIND_CHANGE_REQUEST",
-    "KIND_PROTECTION_LOWERED",
     "KIND_GUARD_REVERT",
+    "KIND_PROTECTION_LOWERED",
     "KIND_RESTORE",
     "KIND_REVERT",
     "KIND_SCHEDULED",
@@ -53,7 +53,6 @@ __all__ = [
     "READ_REASONS",
     "REFUSALS",
     "SCHEDULED_CHANGES_APPLIED",
-    "UNAUDITED_WRITES",
     "SCHEDULED_CHANGE_FAILURES",
     "SCHEDULED_CHANGE_SKIPS",
     "SCHEDULES_OVERDUE",
@@ -118,5 +117,4 @@ SCHEDULES_RECREATED = "SchedulesRecreated"  # a pending item's missing one-time 
 SCHEDULES_OVERDUE = "SchedulesOverdue"  # a pending item's time passed with no delivery (alarmed; once per item)
 CHANGE_REQUESTS_APPLIED = "ChangeRequestsApplied"
 BREAK_GLASS_USED = "BreakGlassUsed"  # a protected change applied by break-glass (alarmed: always seen)
-UNAUDITED_WRITES = "UnauditedWrites"  # a flags item version with no audit record (alarmed: a write around the API)
 DIMENSION_CODE = "code"

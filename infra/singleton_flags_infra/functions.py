@@ -24,7 +24,15 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from singleton_flags.keys import AUDIT_PK, GUARD_PK, IDEMPOTENCY_PK_PREFIX, SCHEDULE_PK, SINGLETON_PK
+from singleton_flags.keys import (
+    AUDIT_PK,
+    CHANGE_REQUEST_PK,
+    GUARD_PK,
+    IDEMPOTENCY_PK_PREFIX,
+    PROTECTION_PK,
+    SCHEDULE_PK,
+    SINGLETON_PK,
+)
 from singleton_flags_service import vocabulary
 from singleton_flags_service.contract import (
     CHANGE_EVENTS_FUNCTION,
@@ -75,13 +83,13 @@ TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
 # and nothing else; the writers also the audit trail, the write API its Idempotency-Key items and the guards it
 # creates and lists, the write API (create, list, cancel) and the maintenance function (apply) the scheduled
-# changes' items, the guard function the guards it ends.
+# changes' items, the guard function the guards it ends; the write API its change requests.
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
-    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, f"{IDEMPOTENCY_PK_PREFIX}*", SCHEDULE_PK),
+    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, f"{IDEMPOTENCY_PK_PREFIX}*", SCHEDULE_PK, CHANGE_REQUEST_PK),
     MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK),
     GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
-    SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK),
+    SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK, PROTECTION_PK),
     RECONCILE_FUNCTION: (SCHEDULE_PK, GUARD_PK),
 }
 

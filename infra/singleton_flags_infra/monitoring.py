@@ -247,13 +247,6 @@ class Monitoring(Construct):
             "A protected flag was changed by break-glass, without approvals: GET /flags/history shows who and why "
             "(kind break_glass). Expected only during an incident.",
         )
-        self._alarm(
-            "UnauditedWrites",
-            flags_metric(self._config.stage, vocabulary.UNAUDITED_WRITES, FIVE_MINUTES),
-            "The flags item changed with no audit record of its version: someone with table rights wrote it around "
-            "the API (UpdateItem/PutItem), past every approval. The change-events function's ERROR log names the "
-            "version and the attributes it changed.",
-        )
 
     def _build_read_alarms(self) -> None:
         self._alarm(

@@ -26,6 +26,12 @@ WRITE_ROUTES = {
     ("GET", "/flags/schedules"),
     ("DELETE", "/flags/schedules/{id}"),
     ("GET", "/flags/guards"),
+    ("POST", "/flags/change-requests"),
+    ("GET", "/flags/change-requests"),
+    ("GET", "/flags/change-requests/{id}"),
+    ("POST", "/flags/change-requests/{id}/approve"),
+    ("POST", "/flags/change-requests/{id}/reject"),
+    ("POST", "/flags/change-requests/{id}/withdraw"),
 }
 
 
@@ -243,6 +249,8 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
         "GET/flags/schedules/*",
         "GET/flags/guards",
         "GET/flags/guards/*",
+        "GET/flags/change-requests",
+        "GET/flags/change-requests/*",
     }
 
 
@@ -331,9 +339,42 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "GET/flags/schedules",
         "DELETE/flags/schedules/*",
         "GET/flags/guards",
+        "POST/flags/change-requests",
+        "GET/flags/change-requests",
+        "GET/flags/change-requests/*",
+        "POST/flags/change-requests/*/approve",
+        "POST/flags/change-requests/*/reject",
+        "POST/flags/change-requests/*/withdraw",
         "POST/ofrep/v1/evaluate/flags",
         "POST/ofrep/v1/evaluate/flags/*",
     }
+
+
+def test_approver_policy_works_change_requests_and_never_writes_directly(synth: Synth) -> None:
+    # Given the approver policy
+    (allow,) = managed_policy(synth, "ApproverPolicyArn")
+    assert allow["Effect"] == "Allow"
+    # Then it reads the flags, declarations and history, and works change requests
+    for request in (
+        "GET/flags",
+        "GET/flags/declarations",
+        "GET/flags/history",
+        "POST/flags/change-requests",
+        "GET/flags/change-requests",
+        "GET/flags/change-requests/6bd63cc8ef60d925e769847b1a05e8aa",
+        "POST/flags/change-requests/6bd63cc8ef60d925e769847b1a05e8aa/approve",
+        "POST/flags/change-requests/6bd63cc8ef60d925e769847b1a05e8aa/reject",
+        "POST/flags/change-requests/6bd63cc8ef60d925e769847b1a05e8aa/withdraw",
+    ):
+        assert allowed(synth, "ApproverPolicyArn", request), request
+    # And it writes nothing directly
+    for request in ("PATCH/flags", "POST/flags/revert", "POST/flags/restore", "POST/flags/schedules"):
+        assert not allowed(synth, "ApproverPolicyArn", request), request
+
+
+def test_the_reader_policy_denies_the_change_request_routes(synth: Synth) -> None:
+    for request in ("GET/flags/change-requests", "GET/flags/change-requests/6bd63cc8ef60d925e769847b1a05e8aa"):
+        assert not allowed(synth, "ReaderPolicyArn", request), request
 
 
 def test_outputs(synth: Synth) -> None:
@@ -362,6 +403,11 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
         "/flags/schedules": "GET, POST",
         "/flags/schedules/{id}": "DELETE",
         "/flags/guards": "GET",
+        "/flags/change-requests": "GET, POST",
+        "/flags/change-requests/{id}": "GET",
+        "/flags/change-requests/{id}/approve": "POST",
+        "/flags/change-requests/{id}/reject": "POST",
+        "/flags/change-requests/{id}/withdraw": "POST",
         "/ofrep/v1/evaluate/flags": "POST",
         "/ofrep/v1/evaluate/flags/{key}": "POST",
     }

@@ -88,6 +88,28 @@ ACKNOWLEDGED = {
     ("AwsSolutions-L1", "Functions/ReconcileFunction/Resource"),
     ("AwsSolutions-IAM5[Resource::<ReconcileFunction.Arn>:*]", "Reconciler/SchedulerRole/DefaultPolicy/Resource"),
     ("AwsSolutions-IAM5[Resource::<schedules of the group>]", "Functions/ReconcileRole/DefaultPolicy/Resource"),
+    # change requests: their routes, their MOCK ANY methods, and the policies' '*' for a request's id
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/approve/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/reject/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/withdraw/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/approve/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/reject/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/withdraw/ANY/Resource"),
+    *(
+        (f"AwsSolutions-IAM5[Resource::<execute-api>/{route}]", f"Api/{policy}/Resource")
+        for policy in ("AdminPolicy", "ApproverPolicy")
+        for route in (
+            "GET/flags/change-requests/*",
+            "POST/flags/change-requests/*/approve",
+            "POST/flags/change-requests/*/reject",
+            "POST/flags/change-requests/*/withdraw",
+        )
+    ),
 }
 # API Gateway's account-level logging role: our function sets a role unless the account has one (`existing`)
 ACKNOWLEDGED_BY_LOGGING_ROLE_MODE = {

@@ -24,7 +24,14 @@ LEADING_KEYS = {
     "read": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP"]}},
     "write": {
         "ForAllValues:StringLike": {
-            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP", "IDEMPOTENCY#*", "SCHEDULE#APP"]
+            "dynamodb:LeadingKeys": [
+                "SETTINGS#APP",
+                "AUDIT#APP",
+                "GUARD#APP",
+                "IDEMPOTENCY#*",
+                "SCHEDULE#APP",
+                "CHANGE_REQUEST#APP",
+            ]
         }
     },
     # the scheduled changes' items: created, listed and cancelled by the write API, applied by the maintenance function

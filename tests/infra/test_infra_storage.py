@@ -116,9 +116,10 @@ def test_seed_role_has_the_stores_rights_on_the_singleton_partition_only(synth: 
     (table_statement,) = [s for s in statements if s["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}]
     assert set(tt.as_list(table_statement["Action"])) == SEED_TABLE_ACTIONS
     assert table_statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
-    # the flags and the audit trail (a restore reads the newest record, every version writes one)
+    # the flags and the audit trail (a restore reads the newest record, every version writes one), and the deployed
+    # protection with its lowered records
     assert table_statement["Condition"] == {
-        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP"]}
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "PROTECTION#APP"]}
     }
     assert tt.actions(statements) - SEED_TABLE_ACTIONS - {"ssm:GetParameter"} <= {
         "logs:CreateLogStream",

@@ -1,5 +1,6 @@
 """Who is calling, locally and deployed: the runner's X-Local-Actor header sets the caller API Gateway would
-report, and never reaches a function; a deployed function reads the caller from the request context alone."""
+report, and never reaches a function (a deployed function reads the caller from the request context alone:
+``tests/unit/test_approvals_routes.py``)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from local.api import LOCAL_ACTOR_HEADER, LocalApi
 from local.gateway import Request
 from singleton_flags_infra.config import load_config
 from tests.support.approvals import ALICE, BOB
-from tests.support.unit import WriteApi, body_of
-from tests.unit.test_approvals_routes import REQUESTS, approvals_api  # noqa: F401 - the fixture
+
+REQUESTS = "/flags/change-requests"
 
 
 class RecordingFunctions:
@@ -48,22 +49,13 @@ def test_without_the_header_the_runner_is_its_local_admin():
 
 @pytest.mark.parametrize(
     "headers",
-    [[(LOCAL_ACTOR_HEADER, "bob")], [(LOCAL_ACTOR_HEADER, BOB), (LOCAL_ACTOR_HEADER, ALICE)], [(LOCAL_ACTOR_HEADER, "")]],
+    [
+        [(LOCAL_ACTOR_HEADER, "bob")],
+        [(LOCAL_ACTOR_HEADER, BOB), (LOCAL_ACTOR_HEADER, ALICE)],
+        [(LOCAL_ACTOR_HEADER, "")],
+    ],
 )
 def test_a_bad_local_actor_is_400_and_invokes_nothing(headers: list[tuple[str, str]]):
     answer, functions = send(headers)
     assert answer.status == 400
     assert functions.events == []
-
-
-def test_a_deployed_function_takes_the_caller_from_the_request_context_alone(approvals_api: WriteApi):
-    # Given a request whose context says bob, carrying a header naming alice
-    response = approvals_api(
-        "POST",
-        REQUESTS,
-        body={"flags": {"kill_switch": True}, "reason": "r"},
-        headers={LOCAL_ACTOR_HEADER: ALICE},
-        caller_arn=BOB,
-    )
-    # Then the author is bob
-    assert body_of(response)["change_request"]["author"] == BOB

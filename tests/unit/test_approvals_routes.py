@@ -382,6 +382,19 @@ def test_break_glass_by_a_principal_not_listed_is_refused(approvals_api: WriteAp
     assert approvals_api.state() == before
 
 
+def test_a_deployed_function_takes_the_caller_from_the_request_context_alone(approvals_api: WriteApi):
+    # Given a request whose context says bob, carrying a header naming alice
+    response = approvals_api(
+        "POST",
+        REQUESTS,
+        body={"flags": {"kill_switch": True}, "reason": "r"},
+        headers={"X-Local-Actor": ALICE},
+        caller_arn=BOB,
+    )
+    # Then the author is bob
+    assert body_of(response)["change_request"]["author"] == BOB
+
+
 # -- reading --------------------------------------------------------------------------------------------------------
 
 

@@ -56,6 +56,7 @@ def seed(monkeypatch: pytest.MonkeyPatch) -> Any:
     store = FakeStore()
     sent: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(module, "STORE", store)
+    monkeypatch.setattr(module, "PROTECTION", lambda **_: {})  # tests/unit/test_approvals_protection.py
     monkeypatch.setattr(module, "send_response", lambda url, body: sent.append((url, body)))
     yield SimpleNamespace(module=module, store=store, sent=sent, context=SimpleNamespace(log_stream_name="2026/x"))
     sys.modules.pop(MODULE, None)

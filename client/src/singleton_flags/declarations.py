@@ -350,7 +350,7 @@ def _protection_from(name: str, raw: Any) -> Protection:
     if unknown:
         raise DeclarationError(f"{where}: unknown field(s) {sorted(unknown)}")
     approvals = raw.get("approvals")
-    if not type_matches("int", approvals) or not 0 <= approvals <= MAX_APPROVALS:
+    if not isinstance(approvals, int) or isinstance(approvals, bool) or not 0 <= approvals <= MAX_APPROVALS:
         raise DeclarationError(f"{where}: 'approvals' must be an int from 0 to {MAX_APPROVALS}")
     return Protection(
         approvals=approvals,
@@ -376,7 +376,9 @@ def parse_declarations(document: Any) -> Declarations:
     trusted = _patterns("'trusted_session_roles'", document.get("trusted_session_roles", []))
     for pattern in trusted:
         if ":role/" not in pattern:
-            raise DeclarationError(f"'trusted_session_roles': {pattern!r} is not a role ARN (arn:aws:iam::<account>:role/<name>)")
+            raise DeclarationError(
+                f"'trusted_session_roles': {pattern!r} is not a role ARN (arn:aws:iam::<account>:role/<name>)"
+            )
     return Declarations(specs, trusted)
 
 

@@ -4,10 +4,11 @@ __all__ = [
     "AUDIT_PK",
     "AUDIT_SK_PREFIX",
     "AUDIT_VERSION_DIGITS",
+    "BOOKKEEPING_ATTRS",
     "CHANGE_REQUEST_PK",
     "CHANGE_REQUEST_SK_PREFIX",
-    "BOOKKEEPING_ATTRS",
     "GUARD_PK",
+    "PROTECTION_PK",
     "GUARD_SK_PREFIX",
     "IDEMPOTENCY_PK_PREFIX",
     "IDEMPOTENCY_SK",
@@ -60,6 +61,8 @@ SCHEDULE_SK_PREFIX = "SCHEDULE#"
 # Change requests of protected flags: one item per request in a partition of its own (never on the read path).
 CHANGE_REQUEST_PK = "CHANGE_REQUEST#APP"
 CHANGE_REQUEST_SK_PREFIX = "CHANGE_REQUEST#"
+# The protection the declarations deployed last, and the seed's records of protection lowered (its own partition).
+PROTECTION_PK = "PROTECTION#APP"
 
 VERSION_ATTR = "schema_version"
 UPDATED_AT_ATTR = "updated_at"

@@ -37,8 +37,7 @@ from singleton_flags_service.api.requests import (
     validate_revert,
     validate_schedule,
 )
-from singleton_flags_service.approvals.models import KINDS as REQUEST_KINDS
-from singleton_flags_service.approvals.models import STATES as REQUEST_STATES
+from singleton_flags_service.approvals.models import KINDS as REQUEST_KINDS, STATES as REQUEST_STATES
 from singleton_flags_service.guards.items import MAX_ALARMS, MAX_BAKE_MINUTES, MIN_BAKE_MINUTES, STATES
 from singleton_flags_service.schedules.changes import STATUSES
 from singleton_flags_service.vocabulary import READ_REASONS
@@ -255,7 +254,9 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         revert_to: StrictInt | None = Field(
             None, ge=0, le=MAX_VERSION, description="A version whose values to write again; or give flags."
         )
-        reason: StrictStr = Field(description="Why (audited; bound into the request).", json_schema_extra=_REASON_SCHEMA)
+        reason: StrictStr = Field(
+            description="Why (audited; bound into the request).", json_schema_extra=_REASON_SCHEMA
+        )
         if_version: StrictInt | None = Field(
             None, ge=0, le=MAX_VERSION, description="Create only if the flags are at this version (else 412)."
         )

@@ -116,7 +116,7 @@ def approval_routes(
     ):
         event = router.current_event.raw_event
         limit_value, cursor = change_requests_query(event)
-        found, next_cursor = requests().list(state=_state_query(event), limit=limit_value, cursor=cursor)
+        found, next_cursor = requests().page(state=_state_query(event), limit=limit_value, cursor=cursor)
         now = clock()
         body = {"change_requests": [request.as_json(now) for request in found], "next_cursor": next_cursor}
         return answer(HTTPStatus.OK, body)

@@ -66,8 +66,7 @@ from singleton_flags_service.errors import (
     WriteConflict,
 )
 from singleton_flags_service.observability import logger
-from singleton_flags_service.vocabulary import KIND_BREAK_GLASS as VERSION_BREAK_GLASS
-from singleton_flags_service.vocabulary import KIND_CHANGE_REQUEST
+from singleton_flags_service.vocabulary import KIND_BREAK_GLASS as VERSION_BREAK_GLASS, KIND_CHANGE_REQUEST
 from singleton_flags_service.writes import transaction
 from singleton_flags_service.writes.idempotency import Idempotency
 from singleton_flags_service.writes.store import FlagStore
@@ -141,7 +140,7 @@ class ChangeRequests:
             raise ChangeRequestNotFound(f"no change request {request_id!r}", id=request_id)
         return ChangeRequest.from_item(item)
 
-    def list(
+    def page(
         self, *, state: str | None = None, limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None
     ) -> tuple[list[ChangeRequest], str | None]:
         """Requests newest first (``state``: only those in it, an expired pending one counted as expired)."""
@@ -356,9 +355,7 @@ class ChangeRequests:
                 update["UpdateExpression"] = (
                     "SET #state = :applied, #approvals = :approvals, #decided = :decided, #version = :version"
                 )
-                update["ExpressionAttributeNames"].update(
-                    {"#decided": DECIDED_ATTR, "#version": APPLIED_VERSION_ATTR}
-                )
+                update["ExpressionAttributeNames"].update({"#decided": DECIDED_ATTR, "#version": APPLIED_VERSION_ATTR})
                 update["ExpressionAttributeValues"].update(
                     {
                         ":applied": {"S": APPLIED},
@@ -451,11 +448,11 @@ class ChangeRequests:
 
     def _closed(self, request: ChangeRequest) -> RequestClosed:
         state = request.effective_state(self._clock())
-        return RequestClosed(f"change request {request.id} is {state}: it can no longer move", id=request.id, state=state)
+        return RequestClosed(
+            f"change request {request.id} is {state}: it can no longer move", id=request.id, state=state
+        )
 
-    def _close(
-        self, request: ChangeRequest, state: str, by: str, reason: str, *, must: bool = False
-    ) -> ChangeRequest:
+    def _close(self, request: ChangeRequest, state: str, by: str, reason: str, *, must: bool = False) -> ChangeRequest:
         """Move a pending request to ``state``; when it already moved, the state it holds (``must``: refused)."""
         decided = {"by": by, "at": iso_time(self._clock()), "reason": reason}
         update = {
@@ -514,6 +511,5 @@ class ChangeRequests:
             transaction.send(self._client, {"TransactItems": items}, budget)
         except transaction.Lost as lost:
             raise StoreUnavailable(
-                f"the change request could not be written ({lost.cause}); a retry with the same Idempotency-Key "
-                "is safe"
+                f"the change request could not be written ({lost.cause}); a retry with the same Idempotency-Key is safe"
             ) from lost

@@ -1,7 +1,8 @@
 """Seed custom resource: CloudFormation runs it on Create and on every Update (an Update happens only when
 its properties change: the declarations' fingerprint). Create and Update call ``FlagStore.seed`` (a missing
 singleton is restored from the audit trail, newly declared flags are added as a new version, live values
-never change; a brand-new table gets version 0 with the declared initials). Delete does nothing: the table
+never change; a brand-new table gets version 0 with the declared initials), then record the deployed flags'
+protection, a lowering of it as its own audit kind (``approvals.protection``). Delete does nothing: the table
 is retained, and so is what it holds.
 
 The table's ARN is a property too, so a replaced table runs an Update: after seeding its own table, the seed marks
@@ -19,6 +20,7 @@ from typing import Any
 import boto3
 
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
+from singleton_flags_service.approvals.protection import record_protection
 from singleton_flags_service.contract import Settings, load_service_declarations
 from singleton_flags_service.custom_resource import run, send_response
 from singleton_flags_service.writes.store import FlagStore
@@ -28,8 +30,24 @@ PHYSICAL_ID = "singleton-flags-seed"  # the same on every request: an Update nev
 
 SETTINGS = Settings.from_env(os.environ)
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
-STORE = FlagStore.for_function(CLIENT, SETTINGS, load_service_declarations())
+DECLARATIONS = load_service_declarations()
+STORE = FlagStore.for_function(CLIENT, SETTINGS, DECLARATIONS)
 SSM = boto3.client("ssm", config=WRITE_CLIENT_CONFIG)
+
+
+def _record_protection(*, actor: str, reason: str) -> dict[str, Any]:
+    return record_protection(
+        CLIENT,
+        SETTINGS.table_name,
+        DECLARATIONS,
+        actor=actor,
+        reason=reason,
+        now=time.time(),
+        retention_seconds=SETTINGS.audit_retention_days * 86400,
+    )
+
+
+PROTECTION = _record_protection  # the deployed protection, recorded after each seed (tests replace it)
 
 
 def _stack_name(stack_id: str) -> str:
@@ -50,6 +68,11 @@ def seed(event: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
         reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}",
     )
     data = {"Version": str(result.snapshot.version), "Applied": str(result.applied).lower()}
+    lowered = PROTECTION(  # a lowered protection is recorded as its own kind, never silently
+        actor=f"cloudformation:{stack}", reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}"
+    )
+    if lowered:
+        data["ProtectionLowered"] = ",".join(sorted(lowered))
     own_arn, parameter = properties.get("TableArn"), properties.get("TableArnParameter")
     if isinstance(own_arn, str) and isinstance(parameter, str):
         outcome = mark_replaced_table(
