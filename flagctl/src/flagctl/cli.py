@@ -11,6 +11,13 @@ codes).
       schedule create NAME=VALUE ... --at TIME [--timezone ZONE] --reason TEXT [--if-version VERSION]
       schedule list [--limit N] [--cursor C]
       schedule cancel ID
+      request create (NAME=VALUE ... | --revert-to VERSION) --reason TEXT [--if-version VERSION]
+      request list [--state STATE] [--limit N] [--cursor C]
+      request show ID
+      request approve ID [--reason TEXT]
+      request reject ID --reason TEXT
+      request withdraw ID [--reason TEXT]
+      request break-glass (NAME=VALUE ... | --revert-to VERSION) --reason TEXT [--if-version VERSION]
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
@@ -30,12 +37,14 @@ import argparse
 import functools
 import json
 import re
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from flagctl.change_requests import REQUEST_STATES, render_decision, render_request, render_requests
 from flagctl.client import (
     DEFAULT_URL,
     Answer,
@@ -50,7 +59,7 @@ from flagctl.client import (
 )
 from flagctl.errors import AUTH, BAD_INPUT, CONFLICT, FALLBACKS, NOT_SEEN, OK, SERVER, FlagctlError
 from flagctl.http_client import DEADLINE_SECONDS
-from flagctl.text import excerpt, layout, safe, safe_json
+from flagctl.text import excerpt, layout, safe, safe_json, shown as _show, table
 
 MAX_TIMEOUT_SECONDS = 600
 DEFAULT_WAIT_SECONDS = 180  # deployed, readers' records reach CloudWatch a minute late or more
@@ -206,7 +215,47 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--cursor", help="the next-page cursor a previous page printed")
     cancel = schedule_commands.add_parser("cancel", help="cancel a pending scheduled change")
     cancel.add_argument("id")
+    _request_commands(commands)
     return parser
+
+
+def _request_commands(commands: Any) -> None:
+    """``flagctl request ...``: change requests, the way to change a protected flag (docs/approvals.md)."""
+    request = commands.add_parser("request", help="change requests for protected flags: create, approve, ...")
+    actions = request.add_subparsers(dest="request_command", required=True, metavar="ACTION")
+    create = actions.add_parser("create", help="ask for a change: NAME=VALUE ... (or --revert-to V) --reason TEXT")
+    _requested_change(create)
+    glass = actions.add_parser(
+        "break-glass",
+        help="apply a protected change at once, alone (break-glass principals only; it raises an alarm)",
+    )
+    _requested_change(glass)
+    listing = actions.add_parser("list", help="change requests, newest first (the pending ones unless --state)")
+    listing.add_argument(
+        "--state", choices=(*REQUEST_STATES, "all"), default="pending", help="which requests (default pending)"
+    )
+    listing.add_argument("--limit", type=parse_limit, help="per page (1-100, API default 20)")
+    listing.add_argument("--cursor", help="the next-page cursor a previous page printed")
+    show = actions.add_parser("show", help="one change request: its diff, approvals and state")
+    show.add_argument("id")
+    approve = actions.add_parser("approve", help="approve a request (never your own); the last approval applies it")
+    approve.add_argument("id")
+    approve.add_argument("--reason", help="why (recorded with your approval)")
+    reject = actions.add_parser("reject", help="reject a request: it can no longer be approved")
+    reject.add_argument("id")
+    reject.add_argument("--reason", required=True, help="why (recorded with the rejection)")
+    withdraw = actions.add_parser("withdraw", help="withdraw a request of your own")
+    withdraw.add_argument("id")
+    withdraw.add_argument("--reason", help="why")
+
+
+def _requested_change(command: argparse.ArgumentParser) -> None:
+    command.add_argument("assignments", nargs="*", metavar="NAME=VALUE")
+    command.add_argument("--revert-to", type=parse_version, metavar="VERSION", help="a revert to VERSION instead")
+    command.add_argument("--reason", required=True, help="why (goes into the audit trail with the change)")
+    command.add_argument(
+        "--if-version", type=parse_version, metavar="VERSION", help="only if the flags are still at VERSION (else 412)"
+    )
 
 
 def _guard_arguments(command: argparse.ArgumentParser) -> None:
@@ -243,20 +292,6 @@ def parse_port(text: str) -> int:
 
 
 # -- tables ----------------------------------------------------------------------------------------------
-
-
-def _show(value: Any) -> str:
-    return safe(json.dumps(value, ensure_ascii=False))
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    rows = [[safe(cell) for cell in row] for row in rows]
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=False)]
-    lines = [
-        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip()
-        for row in (headers, *rows)
-    ]
-    return "\n".join(lines)
 
 
 def _state_line(body: dict[str, Any]) -> str:
@@ -318,6 +353,19 @@ def _owner(name: Any) -> str:
     return "manual" if name is None else str(name)
 
 
+def _request_of(record: dict[str, Any]) -> str:
+    """A version a change request wrote: the request, who asked and who approved it (each approval's time)."""
+    if not record.get("change_request"):
+        return ""
+    text = f" {record['change_request']}"
+    if record.get("requested_by"):
+        text += f" requested by {record['requested_by']}"
+    approvals = record.get("approved_by") or []
+    if approvals:
+        text += ", approved by " + ", ".join(f"{a.get('principal')} at {a.get('at')}" for a in approvals)
+    return text
+
+
 def render_history(body: dict[str, Any]) -> str:
     rows = []
     for record in body["records"]:
@@ -327,6 +375,7 @@ def render_history(body: dict[str, Any]) -> str:
             described.append(f"maintenance owner {_owner(owner.get('old'))} -> {_owner(owner.get('new'))}")
         changes = "; ".join(described)
         kind = record["kind"] + (f" to {record['reverted_to']}" if record.get("reverted_to") is not None else "")
+        kind += _request_of(record)
         rows.append((str(record["version"]), record["at"], record["actor"], kind, record["reason"], changes))
     text = table(("VERSION", "AT", "ACTOR", "KIND", "REASON", "CHANGES"), rows) if rows else "no audit records"
     if body.get("next_cursor"):
@@ -371,6 +420,34 @@ def _schedule_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answe
     if args.schedule_command == "list":
         return client.schedules(args.limit, args.cursor), render_schedules
     return client.cancel_schedule(args.id), render_cancellation
+
+
+def _request_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
+    action = args.request_command
+    if action in ("create", "break-glass"):
+        return _create_request(args, client, break_glass=action == "break-glass"), render_request
+    if action == "list":
+        state = None if args.state == "all" else args.state
+        return client.change_requests(state, args.limit, args.cursor), render_requests
+    if action == "show":
+        return client.change_request(args.id), render_request
+    answer = client.decide(args.id, action, args.reason, idempotency_key=new_idempotency_key())
+    return answer, functools.partial(render_decision, action)
+
+
+def _create_request(args: argparse.Namespace, client: FlagsClient, *, break_glass: bool) -> Answer:
+    """A change (NAME=VALUE ...) or a revert (--revert-to), never both nor neither."""
+    if bool(args.assignments) == (args.revert_to is not None):
+        raise FlagctlError("give either NAME=VALUE ... or --revert-to VERSION", BAD_INPUT, "USAGE")
+    flags = parse_assignments(args.assignments) if args.assignments else None
+    return client.create_change_request(
+        args.reason,
+        flags=flags,
+        revert_to=args.revert_to,
+        if_version=args.if_version,
+        break_glass=break_glass,
+        idempotency_key=new_idempotency_key(),
+    )
 
 
 # -- main ------------------------------------------------------------------------------------------------
@@ -455,6 +532,8 @@ def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callab
         return client.guards(args.limit, args.cursor), render_guards
     if args.command == "schedule":
         return _schedule_call(args, client)
+    if args.command == "request":
+        return _request_call(args, client)
     guard = guard_of(args)
     return client.revert(args.version, args.reason, args.if_match, new_idempotency_key(), guard), render_change
 
@@ -482,7 +561,7 @@ def main(
         return exc.exit_code
     code = exit_code(answer.status)
     if code != OK:
-        _say(err, safe_json(answer.body) if args.json else f"flagctl: {_error_text(answer)}")
+        _say(err, safe_json(answer.body) if args.json else f"flagctl: {_error_text(answer)}{_hint(args, answer)}")
         return code
     if args.json:
         _say(out, safe_json(with_reasons(answer.body) if args.command == "get" else answer.body, indent=2))
@@ -541,6 +620,24 @@ def wait_for_readers(
     message = f"version {version} is applied, but not seen served within {args.wait_timeout:g} s: {words}"
     _say(err, safe_json({"error": {"code": "NOT_SEEN", "message": message}}) if args.json else f"flagctl: {message}")
     return NOT_SEEN
+
+
+def _hint(args: argparse.Namespace, answer: Answer) -> str:
+    """What to do next after a refusal flagctl can say more about: a direct write to a protected flag."""
+    error = answer.body.get("error") if isinstance(answer.body, dict) else None
+    if not (isinstance(error, dict) and error.get("code") == "APPROVAL_REQUIRED"):
+        return ""
+    if args.command == "set":
+        asked = " ".join(shlex.quote(item) for item in args.assignments)
+        return (
+            f"\nflagctl: ask for approval instead: flagctl request create {asked} --reason {shlex.quote(args.reason)}"
+        )
+    if args.command == "revert":
+        return (
+            "\nflagctl: ask for approval instead: flagctl request create "
+            f"--revert-to {args.version} --reason {shlex.quote(args.reason)}"
+        )
+    return ""
 
 
 def with_reasons(body: Any) -> Any:

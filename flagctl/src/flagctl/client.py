@@ -31,6 +31,10 @@ EXCERPT_BYTES = 1200
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # singleton_flags.declarations.NAME_PATTERN (a unit test holds them equal): a name the API could have declared.
 FLAG_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+# A change request's id as the API writes it (a digest of the request's bound content, URL-safe): anything else
+# could only be answered 404, or would change the path it is put in.
+REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+CHANGE_REQUESTS = "/flags/change-requests"
 
 
 @dataclass(frozen=True)
@@ -294,6 +298,50 @@ class FlagsClient:
     def cancel_schedule(self, schedule_id: str) -> Answer:
         return self.request("DELETE", "/flags/schedules/" + quote(schedule_id, safe=""))
 
+    def create_change_request(
+        self,
+        reason: str,
+        *,
+        flags: Mapping[str, Any] | None = None,
+        revert_to: int | None = None,
+        if_version: int | None = None,
+        break_glass: bool = False,
+        idempotency_key: str | None = None,
+    ) -> Answer:
+        """Ask for a change of ``flags`` (or a revert to version ``revert_to``: exactly one of them) to a protected
+        flag; with ``break_glass``, apply it at once, alone (a principal allowed to break glass only)."""
+        if (flags is None) == (revert_to is None):
+            raise FlagctlError("a change request holds either flags or a version to revert to", BAD_INPUT, "USAGE")
+        body: dict[str, Any]
+        if flags is not None:
+            for name in flags:
+                check_flag_name(name)
+            body = {"flags": dict(flags), "reason": reason}
+        else:
+            body = {"revert_to": revert_to, "reason": reason}
+        if if_version is not None:
+            body["if_version"] = if_version
+        if break_glass:
+            body["break_glass"] = True
+        return self.request("POST", CHANGE_REQUESTS, body=body, headers=_write_headers(None, idempotency_key))
+
+    def change_requests(self, state: str | None = None, limit: int | None = None, cursor: str | None = None) -> Answer:
+        return self.request("GET", CHANGE_REQUESTS, query={"state": state, "limit": limit, "cursor": cursor})
+
+    def change_request(self, request_id: str) -> Answer:
+        return self.request("GET", _request_path(request_id))
+
+    def decide(
+        self, request_id: str, decision: str, reason: str | None = None, idempotency_key: str | None = None
+    ) -> Answer:
+        """``approve``, ``reject`` (a reason required by the API) or ``withdraw`` (the author only) a request."""
+        if decision not in DECISIONS:
+            raise FlagctlError(f"not a decision on a change request: {decision!r}", BAD_INPUT, "USAGE")
+        body = {} if reason is None else {"reason": reason}
+        return self.request(
+            "POST", f"{_request_path(request_id)}/{decision}", body=body, headers=_write_headers(None, idempotency_key)
+        )
+
 
 def check_flag_name(name: str) -> str:
     """A name the API could have declared, or bad input: the API would only answer 404 for anything else."""
@@ -304,6 +352,25 @@ def check_flag_name(name: str) -> str:
             "BAD_INPUT",
         )
     return name
+
+
+DECISIONS = ("approve", "reject", "withdraw")
+
+
+def check_request_id(request_id: str) -> str:
+    """An id the API could have given a change request, or bad input (nothing is sent)."""
+    if not REQUEST_ID.fullmatch(request_id):
+        raise FlagctlError(
+            f"{safe(excerpt(request_id, 80))!r} is not a change request id (letters, digits, - and _, as "
+            "`flagctl request list` prints them)",
+            BAD_INPUT,
+            "BAD_INPUT",
+        )
+    return request_id
+
+
+def _request_path(request_id: str) -> str:
+    return f"{CHANGE_REQUESTS}/{quote(check_request_id(request_id), safe='')}"
 
 
 def new_idempotency_key() -> str:

@@ -9,7 +9,8 @@ operator's screen.
 - ``layout(text)``: ``safe`` on each line, flagctl's own newlines kept: the gate of everything it prints;
 - ``safe_json(value)``: JSON text in which each one is a ``\\uXXXX`` escape (a surrogate pair beyond U+FFFF), so
   the output is valid JSON that decodes to the same data;
-- ``excerpt(text)``: the start of a long text, marked as cut.
+- ``excerpt(text)``: the start of a long text, marked as cut;
+- ``table(headers, rows)``: aligned columns of ``safe`` cells; ``shown(value)``: a value as JSON on one line.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -48,6 +50,21 @@ def safe_json(value: Any, indent: int | None = None) -> str:
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def shown(value: Any) -> str:
+    """A flag's value as the API has it (JSON: true, 12, "x"), on one line."""
+    return safe(json.dumps(value, ensure_ascii=False))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[safe(cell) for cell in row] for row in rows]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *cells, strict=False)]
+    lines = [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip()
+        for row in (headers, *cells)
+    ]
+    return "\n".join(lines)
 
 
 def _visible(match: re.Match[str]) -> str:

@@ -1,7 +1,9 @@
 // The operator console: plain JavaScript over the API (same origin, no build step, no dependency).
-// It reads GET /flags, /flags/declarations, /flags/history, /flags/schedules, /flags/guards and /flags/windows,
-// and writes through PATCH /flags and POST /flags/revert (always with If-Match naming the version the operator
-// saw and a reason), POST /flags/restore (a reason and an Idempotency-Key) and DELETE /flags/schedules/{id}.
+// It reads GET /flags, /flags/declarations, /flags/history, /flags/schedules, /flags/guards, /flags/windows and
+// /flags/change-requests, and writes through PATCH /flags and POST /flags/revert (always with If-Match naming
+// the version the operator saw and a reason), POST /flags/restore (a reason and an Idempotency-Key),
+// DELETE /flags/schedules/{id}, and, for a protected flag, POST /flags/change-requests (the same edit as a
+// request bound to the version seen) and its approve and reject (each with an Idempotency-Key).
 // Values the API sends are put in the page as text (textContent), never as markup.
 //
 // The rule that does not move: a read with reason DEFAULT is the declared fallbacks (features off, maintenance
@@ -23,6 +25,8 @@ const KINDS = {
   "window-end": "maintenance window end",
   scheduled: "scheduled change applied",
   "guard-revert": "reverted by a guard (an alarm fired during the bake)",
+  change_request_applied: "change request applied (approved by others)",
+  break_glass: "break glass (a protected change applied alone, without approvals)",
   seeded: "the seeded state (the values the table was created with)",
 };
 const DEFAULT_REASON = "DEFAULT"; // the declared fallbacks: never a stored state
@@ -95,6 +99,7 @@ const state = {
   history: { records: [], cursor: null, loaded: false, flag: "" },
   schedules: { items: [], cursor: null, loaded: false, confirming: null },
   guards: { items: [], cursor: null, loaded: false },
+  requests: { items: [], cursor: null, loaded: false, state: "pending" },
   windows: null,
   revertTarget: null,
   revertOpener: null, // what had the focus when the revert dialog opened: it gets it back
@@ -148,6 +153,46 @@ function fail(error, prefix) {
 function clearFailure() {
   $("failure").hidden = true;
   $("failure").replaceChildren();
+}
+
+const REASON_REQUIRED = "A reason is required: it goes into the audit trail.";
+
+// The reason typed in box `boxId`, trimmed; or null, with the refusal in `errorId`, the box marked invalid and
+// focused: every write that needs a reason asks the same way.
+function requiredReason(boxId, errorId) {
+  const box = $(boxId);
+  const reason = box.value.trim();
+  if (!reason) {
+    $(errorId).textContent = REASON_REQUIRED;
+    box.setAttribute("aria-invalid", "true");
+    box.focus();
+    return null;
+  }
+  box.removeAttribute("aria-invalid");
+  return reason;
+}
+
+// ---------------------------------------------------------------- protection
+
+function declarationOf(name) {
+  return state.declarations.find((d) => d.name === name);
+}
+
+// How many approvals a change to `name` needs (0: none, a direct write).
+function approvalsFor(name) {
+  const declaration = declarationOf(name);
+  const protection = declaration && declaration.protection;
+  return protection && Number.isInteger(protection.approvals) ? protection.approvals : 0;
+}
+
+// The protected flags among `names`, and the strictest count among them (a change needs its flags' strictest).
+function protectionOf(names) {
+  const flags = names.filter((name) => approvalsFor(name) > 0);
+  return { flags, approvals: Math.max(0, ...flags.map(approvalsFor)) };
+}
+
+function approvalsText(count) {
+  return `${count} approval${count === 1 ? "" : "s"}`;
 }
 
 // ---------------------------------------------------------------- times
@@ -276,7 +321,17 @@ function buildFlagsTable() {
     const row = el(
       "tr",
       { id: `row-${declaration.name}`, "data-flag": declaration.name },
-      el("th", { scope: "row", "data-label": "Name" }, el("code", { text: declaration.name })),
+      el(
+        "th",
+        { scope: "row", "data-label": "Name" },
+        el("code", { text: declaration.name }),
+        approvalsFor(declaration.name) > 0
+          ? el("span", {
+              class: "badge badge-protected",
+              text: `protected: ${approvalsText(approvalsFor(declaration.name))}`,
+            })
+          : null,
+      ),
       el("td", { "data-label": "Type", text: declaration.type }),
       el("td", { "data-label": "Current value", class: "current" }),
       el("td", { "data-label": "Fallback", text: show(declaration.fallback) }),
@@ -346,6 +401,14 @@ function renderPending() {
   }
   $("pending-none").hidden = state.pending.size > 0 || state.invalid.size > 0;
   for (const [name, message] of state.invalid) list.append(el("li", { class: "error", text: message }));
+  const guarded = protectionOf([...state.pending.keys()]);
+  $("approval-note").hidden = guarded.flags.length === 0;
+  if (guarded.flags.length === 0) $("break-glass").checked = false;
+  $("approval-text").textContent = guarded.flags.length
+    ? `${guarded.flags.join(", ")} ${guarded.flags.length === 1 ? "is" : "are"} protected: applying sends a change ` +
+      `request that needs ${approvalsText(guarded.approvals)} by others before it is written.`
+    : "";
+  $("apply").textContent = guarded.flags.length ? "Request approval" : "Apply changes";
 }
 
 function applySearch() {
@@ -408,7 +471,9 @@ function fallbacks() {
 function renderEditable() {
   const off = fallbacks();
   for (const control of document.querySelectorAll("#flags-body [id^='edit-']")) control.disabled = off;
-  for (const id of ["apply", "reset", "reason", "kill-confirm", "kill-reason"]) $(id).disabled = off;
+  for (const id of ["apply", "reset", "reason", "kill-confirm", "kill-reason", "kill-break-glass"]) {
+    $(id).disabled = off;
+  }
   for (const button of document.querySelectorAll("#history-list button.revert")) button.disabled = off;
 }
 
@@ -417,7 +482,15 @@ function renderKill() {
   const badge = $("kill-state");
   badge.textContent = on === null ? "-" : on ? (fallbacks() ? "ON (fallback)" : "ON") : "off";
   badge.className = `badge ${on ? "badge-on" : "badge-off"}`;
-  $("kill-confirm").textContent = on ? "Switch maintenance off" : "Switch maintenance ON";
+  const needed = approvalsFor(MAINTENANCE_FLAG);
+  const verb = on ? "Switch maintenance off" : "Switch maintenance ON";
+  $("kill-confirm").textContent = needed > 0 ? `Request: ${verb.toLowerCase()}` : verb;
+  $("kill-protected").hidden = needed === 0;
+  $("kill-glass").hidden = needed === 0;
+  $("kill-protected").textContent =
+    needed > 0
+      ? `${MAINTENANCE_FLAG} is protected: the switch sends a change request that needs ${approvalsText(needed)}.`
+      : "";
 }
 
 // ---------------------------------------------------------------- maintenance view
@@ -567,6 +640,7 @@ async function refresh() {
   if (state.history.loaded) await loadHistory();
   if (state.schedules.loaded) await loadSchedules();
   if (state.guards.loaded) await loadGuards();
+  if (state.requests.loaded) await loadRequests();
 }
 
 // After a write: the answer is the new state at once; the read function may serve its cache a moment
@@ -588,7 +662,6 @@ async function apply(event) {
   if (event) event.preventDefault();
   clearFailure();
   const reasonBox = $("reason");
-  const reason = reasonBox.value.trim();
   $("reason-error").textContent = "";
   reasonBox.removeAttribute("aria-invalid");
   if (state.invalid.size > 0) {
@@ -608,15 +681,17 @@ async function apply(event) {
     announce("Not sent: the flags could not be read, so there is no version to write against. Refresh first.");
     return;
   }
-  if (!reason) {
-    $("reason-error").textContent = "A reason is required: it goes into the audit trail.";
-    reasonBox.setAttribute("aria-invalid", "true");
-    reasonBox.focus();
+  const reason = requiredReason("reason", "reason-error");
+  if (reason === null) {
     announce("Not sent: a reason is required.");
     return;
   }
   const edits = Object.fromEntries(state.pending);
   const seen = { version: state.version, flags: { ...state.flags } };
+  if (protectionOf(Object.keys(edits)).flags.length > 0) {
+    await requestChange({ flags: edits, reason, if_version: seen.version }, seen, edits);
+    return;
+  }
   $("apply").disabled = true;
   try {
     const answer = await api("PATCH", "/flags", { body: { flags: edits, reason }, ifMatch: seen.version });
@@ -632,7 +707,7 @@ async function apply(event) {
         : `Nothing changed: the flags already held these values (version ${answer.version}).`,
     );
   } catch (error) {
-    if (error.status === 412 && error.detail.flags) {
+    if (movedState(error)) {
       showConflict(seen, edits, error.detail);
     } else {
       if (error.detail.flag) setError(error.detail.flag, `${error.message} (refused by the server)`);
@@ -643,6 +718,65 @@ async function apply(event) {
   } finally {
     $("apply").disabled = false;
   }
+}
+
+// A change touching a protected flag: sent as a change request bound to the version seen (or, with break glass,
+// applied at once by a principal allowed to). Nothing is written until its approvals are in.
+async function requestChange(body, seen, edits) {
+  const breakGlass = $("break-glass").checked;
+  $("apply").disabled = true;
+  try {
+    const answer = await api("POST", "/flags/change-requests", {
+      body: breakGlass ? { ...body, break_glass: true } : body,
+      idempotencyKey: newIdempotencyKey(),
+    });
+    const request = answer.change_request;
+    state.pending.clear();
+    state.conflict = null;
+    $("conflict").hidden = true;
+    $("reason").value = "";
+    $("break-glass").checked = false;
+    renderFlags();
+    announce(requestCreatedText(request));
+    afterRequest(request);
+  } catch (error) {
+    if (movedState(error)) {
+      showConflict(seen, edits, error.detail);
+    } else {
+      if (error.detail.flag) setError(error.detail.flag, `${error.message} (refused by the server)`);
+      if (error.detail.rule === "reason") $("reason-error").textContent = error.message;
+      fail(error, "The server refused the change request");
+      announce(`Refused by the server: ${error.message}`);
+    }
+  } finally {
+    $("apply").disabled = false;
+  }
+}
+
+function requestCreatedText(request) {
+  if (request.state === "applied") {
+    return `Applied at once (break glass): now at version ${request.applied_version}. An alarm was raised.`;
+  }
+  return (
+    `Change request ${request.id} sent: it needs ${approvalsText(request.required_approvals)} by others ` +
+    "(see Requests)."
+  );
+}
+
+// After a request was created or decided: the Requests view and, once one applied, the flags and history.
+function afterRequest(request) {
+  if (state.requests.loaded) loadRequests();
+  if (request && request.applied_version !== null && request.applied_version !== undefined) {
+    loadFlags({ atLeast: request.applied_version }).catch((error) => fail(error, "Could not re-read the flags"));
+    if (state.history.loaded) loadHistory().catch((error) => fail(error, "Could not read the history"));
+  }
+}
+
+// A 412 that carries the current flags (the write's version precondition failed), as opposed to a 412 naming
+// the flags a change request binds that moved (REQUEST_STALE: a list of names).
+function movedState(error) {
+  const flags = error.detail.flags;
+  return error.status === 412 && flags !== null && typeof flags === "object" && !Array.isArray(flags);
 }
 
 function showConflict(seen, edits, detail) {
@@ -719,6 +853,18 @@ function kindText(record) {
   if (record.kind === "scheduled" && record.schedule) {
     const by = record.requested_by ? `, requested by ${record.requested_by}` : "";
     return `${known} (${record.schedule}${by})`;
+  }
+  if (record.kind === "change_request_applied" || record.kind === "break_glass") {
+    // The request it applied, who asked (the record's actor is the author too) and who approved, when.
+    const parts = [];
+    if (record.change_request) parts.push(`request ${record.change_request}`);
+    if (record.requested_by) parts.push(`requested by ${record.requested_by}`);
+    const approvals = Array.isArray(record.approved_by) ? record.approved_by : [];
+    if (approvals.length) {
+      const who = approvals.map((a) => (a && typeof a === "object" ? `${a.principal} (${a.at})` : String(a)));
+      parts.push(`approved by ${who.join(", ")}`);
+    }
+    return parts.length ? `${known}: ${parts.join(", ")}` : known;
   }
   if (record.kind === "guard-revert" && record.guard && typeof record.guard === "object") {
     const guarded = record.guard.version !== undefined ? `version ${record.guard.version}` : "the guarded change";
@@ -882,7 +1028,23 @@ function renderRevertPreview() {
   );
   $("revert-table").hidden = rows.length === 0;
   $("revert-nothing").hidden = rows.length > 0;
-  $("revert-confirm").textContent = `Revert to version ${record.version}`;
+  const guarded = revertProtection(record);
+  $("revert-confirm").textContent = guarded.flags.length
+    ? `Request approval: revert to version ${record.version}`
+    : `Revert to version ${record.version}`;
+  $("revert-protected").hidden = guarded.flags.length === 0;
+  $("revert-protected").textContent = guarded.flags.length
+    ? `It changes ${guarded.flags.join(", ")} (protected): it is sent as a change request that needs ` +
+      `${approvalsText(guarded.approvals)} by others.`
+    : "";
+}
+
+// The protected flags a revert to `record` would change.
+function revertProtection(record) {
+  const names = state.declarations
+    .map((d) => d.name)
+    .filter((name) => name in record.state && !same(state.flags[name], record.state[name]));
+  return protectionOf(names);
 }
 
 function openRevert(record) {
@@ -902,18 +1064,22 @@ function closeRevert() {
 async function confirmRevert(event) {
   event.preventDefault();
   const record = state.revertTarget;
-  const reason = $("revert-reason").value.trim();
   const errorBox = $("revert-error");
   errorBox.textContent = "";
-  if (!reason) {
-    errorBox.textContent = "A reason is required: it goes into the audit trail.";
-    $("revert-reason").setAttribute("aria-invalid", "true");
-    $("revert-reason").focus();
-    return;
-  }
-  $("revert-reason").removeAttribute("aria-invalid");
+  const reason = requiredReason("revert-reason", "revert-error");
+  if (reason === null) return;
   $("revert-confirm").disabled = true;
   try {
+    if (revertProtection(record).flags.length > 0) {
+      const created = await api("POST", "/flags/change-requests", {
+        body: { revert_to: record.version, reason },
+        idempotencyKey: newIdempotencyKey(),
+      });
+      closeRevert();
+      announce(requestCreatedText(created.change_request));
+      afterRequest(created.change_request);
+      return;
+    }
     const answer = await api("POST", "/flags/revert", {
       body: { version: record.version, reason },
       ifMatch: state.version,
@@ -926,7 +1092,7 @@ async function confirmRevert(event) {
         : `Nothing changed: the flags already held version ${record.version}'s values.`,
     );
   } catch (error) {
-    if (error.status === 412 && error.detail.flags) {
+    if (movedState(error)) {
       state.flags = { ...error.detail.flags };
       state.version = error.detail.current_version;
       renderState();
@@ -949,16 +1115,10 @@ async function restore(event) {
   event.preventDefault();
   clearFailure();
   const box = $("restore-reason");
-  const reason = box.value.trim();
   const errorBox = $("restore-error");
   errorBox.textContent = "";
-  if (!reason) {
-    errorBox.textContent = "A reason is required: it goes into the audit trail.";
-    box.setAttribute("aria-invalid", "true");
-    box.focus();
-    return;
-  }
-  box.removeAttribute("aria-invalid");
+  const reason = requiredReason("restore-reason", "restore-error");
+  if (reason === null) return;
   $("restore-confirm").disabled = true;
   try {
     // One key per restore the operator asks for: a retry of a lost answer replays it, never a second one.
@@ -987,7 +1147,6 @@ async function killSwitch(event) {
   event.preventDefault();
   clearFailure();
   const box = $("kill-reason");
-  const reason = box.value.trim();
   const errorBox = $("kill-error");
   errorBox.textContent = "";
   const on = maintenanceOn();
@@ -995,15 +1154,20 @@ async function killSwitch(event) {
     errorBox.textContent = "Not sent: the flags could not be read as stored. Restore or refresh first.";
     return;
   }
-  if (!reason) {
-    errorBox.textContent = "A reason is required: it goes into the audit trail.";
-    box.setAttribute("aria-invalid", "true");
-    box.focus();
-    return;
-  }
-  box.removeAttribute("aria-invalid");
+  const reason = requiredReason("kill-reason", "kill-error");
+  if (reason === null) return;
   $("kill-confirm").disabled = true;
   try {
+    if (approvalsFor(MAINTENANCE_FLAG) > 0) {
+      const body = { flags: { [MAINTENANCE_FLAG]: !on }, reason, if_version: state.version };
+      if ($("kill-break-glass").checked) body.break_glass = true;
+      const created = await api("POST", "/flags/change-requests", { body, idempotencyKey: newIdempotencyKey() });
+      box.value = "";
+      $("kill-break-glass").checked = false;
+      announce(requestCreatedText(created.change_request));
+      afterRequest(created.change_request);
+      return;
+    }
     const answer = await api("PATCH", "/flags", {
       body: { flags: { [MAINTENANCE_FLAG]: !on }, reason },
       ifMatch: state.version,
@@ -1013,7 +1177,7 @@ async function killSwitch(event) {
     afterWrite(answer);
     announce(`Maintenance switched ${on ? "off" : "ON"}: now at version ${answer.version}.`);
   } catch (error) {
-    if (error.status === 412 && error.detail.flags) {
+    if (movedState(error)) {
       state.flags = { ...error.detail.flags };
       state.version = error.detail.current_version;
       renderState();
@@ -1179,6 +1343,211 @@ async function loadGuards({ more = false } = {}) {
   $("view-guards").dataset.loaded = "true";
 }
 
+// ---------------------------------------------------------------- change requests
+
+const REQUEST_STATE = {
+  pending: "pending: waiting for approvals",
+  applied: "applied",
+  rejected: "rejected",
+  withdrawn: "withdrawn by its author",
+  expired: "expired before enough approvals",
+  stale: "stale: a flag it binds moved since it was asked",
+};
+const REQUEST_KIND = {
+  change: "change",
+  revert: "revert",
+  break_glass: "break glass (applied at once, alone)",
+};
+
+// Each flag the request binds: its value at the request's base, now, and what it asks for. A flag that moved
+// since the base is marked: the last approval would be refused (412) and the request marked stale.
+function requestRows(request) {
+  const base = request.base_values || {};
+  const asked = request.flags || {};
+  const names = [...new Set([...Object.keys(asked), ...Object.keys(base)])];
+  return names.map((name) => ({
+    name,
+    base: base[name],
+    now: state.flags[name],
+    asked: name in asked ? show(asked[name]) : request.revert_to !== null && request.revert_to !== undefined
+      ? `version ${request.revert_to}'s value`
+      : "(unchanged)",
+    moved: name in base && !same(base[name], state.flags[name]),
+    protected: (request.protected_flags || []).includes(name),
+  }));
+}
+
+function requestDiff(request, rows) {
+  return el(
+    "table",
+    { class: "diff" },
+    el("caption", { text: `What request ${request.id} changes, against its base (version ${request.base_version}) and now (version ${state.version}).` }),
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        ...["Flag", `At its base (version ${request.base_version})`, `Now (version ${state.version})`, "Requested"].map(
+          (h) => el("th", { scope: "col", text: h }),
+        ),
+      ),
+    ),
+    el(
+      "tbody",
+      {},
+      ...rows.map((row) =>
+        el(
+          "tr",
+          { "data-flag": row.name, class: row.moved ? "moved" : "" },
+          el(
+            "th",
+            { scope: "row" },
+            el("code", { text: row.name }),
+            row.protected ? el("span", { class: "badge badge-protected", text: "protected" }) : null,
+          ),
+          el("td", { "data-label": "At its base", text: show(row.base) }),
+          el("td", { "data-label": "Now", text: `${show(row.now)}${row.moved ? " (moved since the request)" : ""}` }),
+          el("td", { "data-label": "Requested", text: row.asked }),
+        ),
+      ),
+    ),
+  );
+}
+
+function requestItem(request) {
+  const rows = requestRows(request);
+  const titleId = `request-${request.id}`;
+  const approvals = request.approvals || [];
+  const count = `${approvals.length} of ${request.required_approvals}`;
+  const who = approvals.map((a) => `${a.principal} (${a.at})`).join("; ");
+  const decided = request.decided
+    ? `${request.decided.by} at ${request.decided.at}${request.decided.reason ? `: ${request.decided.reason}` : ""}`
+    : null;
+  const article = el(
+    "article",
+    { "aria-labelledby": titleId },
+    el("h3", { id: titleId }, "Change request ", el("code", { text: request.id })),
+    el(
+      "dl",
+      { class: "facts" },
+      el("dt", { text: "State" }),
+      el("dd", { class: "request-state", text: REQUEST_STATE[request.state] || request.state }),
+      el("dt", { text: "Kind" }),
+      el("dd", {}, REQUEST_KIND[request.kind] || request.kind, request.revert_to !== null && request.revert_to !== undefined ? ` to version ${request.revert_to}` : ""),
+      el("dt", { text: "Asked by" }),
+      el("dd", { class: "author", text: request.author }),
+      el("dt", { text: "Reason" }),
+      el("dd", { class: "record-reason", text: request.reason || "-" }),
+      el("dt", { text: "Asked" }),
+      el("dd", {}, timeElement(request.created_at)),
+      el("dt", { text: "Expires" }),
+      el("dd", {}, timeElement(request.expires_at)),
+      el("dt", { text: "Approvals" }),
+      el("dd", { class: "approvals", text: who ? `${count}: ${who}` : count }),
+      decided ? el("dt", { text: "Decided" }) : null,
+      decided ? el("dd", { text: decided }) : null,
+      request.applied_version !== null && request.applied_version !== undefined ? el("dt", { text: "Applied" }) : null,
+      request.applied_version !== null && request.applied_version !== undefined
+        ? el("dd", { text: `as version ${request.applied_version}` })
+        : null,
+    ),
+    requestDiff(request, rows),
+  );
+  if (rows.some((row) => row.moved) && request.state === "pending") {
+    article.append(
+      el("p", {
+        class: "moved-note",
+        text: "A flag it binds moved since it was asked: approving it will be refused and the request marked stale.",
+      }),
+    );
+  }
+  if (request.state === "pending") article.append(decisionForm(request));
+  return el("li", { "data-request": request.id, "data-state": request.state }, article);
+}
+
+function decisionForm(request) {
+  const boxId = `decision-reason-${request.id}`;
+  const errorId = `decision-error-${request.id}`;
+  const approve = el("button", { type: "button", class: "approve", text: "Approve", "aria-label": `Approve change request ${request.id}` });
+  const reject = el("button", { type: "button", class: "danger reject", text: "Reject", "aria-label": `Reject change request ${request.id}` });
+  approve.addEventListener("click", () => decide(request, "approve", boxId, errorId));
+  reject.addEventListener("click", () => decide(request, "reject", boxId, errorId));
+  return el(
+    "form",
+    { class: "decision", novalidate: true },
+    el("label", { for: boxId, text: `Reason for your decision on ${request.id}` }),
+    el("textarea", { id: boxId, rows: "2", maxlength: "500", "aria-describedby": errorId }),
+    el("p", { id: errorId, class: "error", role: "alert" }),
+    el("div", { class: "actions" }, approve, reject),
+  );
+}
+
+// Approve (a reason optional) or reject (a reason required) as the identity the API call carries.
+async function decide(request, decision, boxId, errorId) {
+  clearFailure();
+  $(errorId).textContent = "";
+  let reason = $(boxId).value.trim();
+  if (decision === "reject") {
+    reason = requiredReason(boxId, errorId);
+    if (reason === null) return;
+  }
+  const buttons = document.querySelectorAll(`li[data-request="${CSS.escape(request.id)}"] button`);
+  for (const button of buttons) button.disabled = true;
+  try {
+    const answer = await api("POST", `/flags/change-requests/${encodeURIComponent(request.id)}/${decision}`, {
+      body: reason ? { reason } : {},
+      idempotencyKey: newIdempotencyKey(),
+    });
+    const decided = answer.change_request;
+    if (decision === "reject") announce(`Rejected change request ${request.id}.`);
+    else if (answer.applied) announce(`Approved change request ${request.id}: applied, now at version ${answer.version}.`);
+    else {
+      const got = (decided.approvals || []).length;
+      announce(`Approved change request ${request.id}: ${got} of ${decided.required_approvals} approvals, not applied yet.`);
+    }
+    afterRequest(decided);
+    if (!state.requests.loaded) await loadRequests();
+  } catch (error) {
+    for (const button of buttons) button.disabled = false;
+    $(errorId).textContent = `Refused by the server: ${error.message} (${error.status} ${error.code})`;
+    announce(`Refused by the server: ${error.message}`);
+    if (error.code === "REQUEST_STALE" || error.code === "REQUEST_CLOSED") {
+      loadRequests({ keepError: { id: request.id, text: $(errorId).textContent } });
+    }
+  }
+}
+
+function renderRequests() {
+  const items = state.requests.items;
+  $("requests-list").replaceChildren(...items.map(requestItem));
+  $("requests-empty").hidden = items.length > 0;
+  $("requests-empty").textContent = state.requests.state === "pending" ? "No change request is waiting." : "No change request yet.";
+  $("requests-more").hidden = !state.requests.cursor;
+  $("view-requests").dataset.loaded = "true";
+}
+
+async function loadRequests({ more = false, keepError = null } = {}) {
+  const query = { limit: String(SCHEDULE_PAGE_SIZE) };
+  if (state.requests.state) query.state = state.requests.state;
+  if (more && state.requests.cursor) query.cursor = state.requests.cursor;
+  try {
+    const answer = await api("GET", "/flags/change-requests", { query });
+    const items = answer.change_requests || [];
+    state.requests.items = more ? [...state.requests.items, ...items] : items;
+    state.requests.cursor = answer.next_cursor || null;
+    state.requests.loaded = true;
+  } catch (error) {
+    fail(error, "Could not read the change requests");
+    return;
+  }
+  renderRequests();
+  if (keepError) {
+    const item = document.querySelector(`li[data-request="${CSS.escape(keepError.id)}"]`);
+    if (item) item.firstChild.append(el("p", { class: "error", text: keepError.text }));
+  }
+}
+
 // ---------------------------------------------------------------- views
 
 function showView(name) {
@@ -1190,6 +1559,12 @@ function showView(name) {
   }
   if (name === "history" && !state.history.loaded) loadHistory();
   if (name === "schedules") loadSchedules();
+  if (name === "requests") {
+    // "Now" in each request's diff is the flags as read: read them again first.
+    loadFlags()
+      .catch((error) => fail(error, "Could not read the flags"))
+      .then(() => loadRequests());
+  }
   if (name === "guards") loadGuards();
   if (name === "maintenance") {
     loadWindows().catch((error) => fail(error, "Could not read the maintenance windows"));
@@ -1218,6 +1593,11 @@ function start() {
   });
   $("schedules-more").addEventListener("click", () => loadSchedules({ more: true }));
   $("guards-more").addEventListener("click", () => loadGuards({ more: true }));
+  $("requests-more").addEventListener("click", () => loadRequests({ more: true }));
+  $("requests-state").addEventListener("change", () => {
+    state.requests.state = $("requests-state").value;
+    loadRequests();
+  });
   $("revert-cancel").addEventListener("click", closeRevert);
   $("revert-dialog").addEventListener("close", () => {
     if (state.revertOpener && document.contains(state.revertOpener)) state.revertOpener.focus();
