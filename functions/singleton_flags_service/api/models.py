@@ -237,6 +237,13 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         finished_at: str | None = Field(None, description="When it was applied, skipped or failed.")
         version: int | None = Field(None, description="The version it wrote (applied).")
         detail: str | None = Field(None, description="Why it was skipped or failed, or applied without a version.")
+        change_request: str | None = Field(
+            None, description="The approved change request that scheduled it (it may change protected flags)."
+        )
+        approved_by: list[dict[str, Any]] | None = Field(None, description="That request's approvals.")
+        base_values: dict[str, Any] | None = Field(
+            None, description="The values that request is bound to: it is skipped when one no longer holds."
+        )
 
     class Schedules(BaseModel):
         schedules: list[Schedule]
@@ -265,6 +272,13 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
             description="Apply at once, alone: only for a principal every touched protected flag lists in its "
             "break_glass patterns (kind break_glass, alarmed).",
         )
+        at: StrictStr | None = Field(
+            None,
+            description="Apply at this time instead of at the last approval, which then creates the scheduled "
+            "change (state scheduled): as POST /flags/schedules' 'at' (RFC 3339 with an offset, or a local time with "
+            "'timezone'; whole minutes, 2 minutes to 366 days ahead). Bound into the request; not with break_glass.",
+        )
+        timezone: StrictStr | None = Field(None, description="IANA time zone of a local 'at' (Europe/Paris).")
 
     class ChangeRequestDecision(_Request):
         rules = staticmethod(lambda body: validate_decision(body, reason_required=False))
@@ -304,6 +318,11 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         expires_at: str
         decided: RequestDecided | None
         applied_version: int | None
+        at: str | None = Field(None, description="When a request with a time applies (UTC); null: at its approval.")
+        timezone: str | None = Field(None, description="The zone its 'at' was asked in.")
+        schedule: str | None = Field(
+            None, description="The scheduled change its last approval created (state scheduled): GET /flags/schedules."
+        )
 
     class ChangeRequestAnswer(BaseModel):
         change_request: ChangeRequest

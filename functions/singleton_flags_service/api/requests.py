@@ -225,7 +225,8 @@ def validate_schedule(body: Mapping[str, Any], declarations: Declarations) -> di
 
 def validate_change_request(body: Mapping[str, Any], declarations: Declarations) -> dict[str, Any]:
     """A POST /flags/change-requests body of known fields: exactly one of ``flags`` (checked as PATCH checks them,
-    protected flags welcome) and ``revert_to`` (a version), a reason, ``if_version`` and ``break_glass``."""
+    protected flags welcome) and ``revert_to`` (a version), a reason, ``if_version``, ``break_glass``, and ``at``
+    (with ``timezone``) as POST /flags/schedules checks them (not with break-glass, which applies now)."""
     if ("flags" in body) == ("revert_to" in body):
         raise InvalidRequest("give exactly one of 'flags' (a change) and 'revert_to' (a version)", rule="change")
     checked: dict[str, Any] = {"reason": validate_reason(body.get("reason"))}
@@ -238,6 +239,13 @@ def validate_change_request(body: Mapping[str, Any], declarations: Declarations)
     if not isinstance(break_glass, bool):
         raise InvalidRequest("'break_glass' must be true or false", rule="break_glass")
     checked["break_glass"] = break_glass
+    if body.get("at") is not None or body.get("timezone") is not None:
+        parse_schedule_time(body.get("at"), body.get("timezone"))
+        if break_glass:
+            raise InvalidRequest(
+                "break-glass applies the change now: give 'at' or 'break_glass', not both", rule="at", field="at"
+            )
+        checked.update({"at": body.get("at"), "timezone": body.get("timezone")})
     return checked
 
 

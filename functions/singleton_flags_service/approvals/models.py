@@ -5,8 +5,10 @@ names its target), the base version and the base values of the flags it touches 
 author (normalised), reason, creation time and expiry, and the rule it was created under (the protected flags it
 touches, the approvals they need). Its id is the SHA-256 of that text: nothing of it can change without changing
 the id, and an item whose text no longer hashes to its id (edited around the API) is refused, never approved.
-Only the state moves: ``pending`` to ``applied``, ``rejected``, ``withdrawn``, ``expired`` or ``stale``, each move
-conditioned on ``pending``; approvals are appended while pending, each conditioned on the count read.
+Only the state moves: ``pending`` to ``applied``, ``scheduled``, ``rejected``, ``withdrawn``, ``expired`` or
+``stale``, each move conditioned on ``pending``; approvals are appended while pending, each conditioned on the count
+read. A request with a time (``at``, bound too) is not applied by its last approval but ``scheduled``: the approval
+creates the scheduled change (named on the request as ``schedule``) that applies it then.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ REJECTED = "rejected"
 WITHDRAWN = "withdrawn"
 EXPIRED = "expired"
 STALE = "stale"
-STATES = (PENDING, APPLIED, REJECTED, WITHDRAWN, EXPIRED, STALE)
+SCHEDULED = "scheduled"
+STATES = (PENDING, APPLIED, SCHEDULED, REJECTED, WITHDRAWN, EXPIRED, STALE)
 
 KIND_CHANGE = "change"
 KIND_REVERT = "revert"
@@ -43,6 +46,7 @@ STATE_ATTR = "state"
 APPROVALS_ATTR = "approvals"
 DECIDED_ATTR = "decided"
 APPLIED_VERSION_ATTR = "applied_version"
+SCHEDULE_ATTR = "schedule"  # the scheduled change a request with a time created
 
 
 def canonical(content: Mapping[str, Any]) -> str:
@@ -61,6 +65,7 @@ class ChangeRequest:
     approvals: tuple[Mapping[str, str], ...] = ()
     decided: Mapping[str, str] | None = None
     applied_version: int | None = None
+    schedule: str | None = None
 
     @classmethod
     def bind(cls, content: Mapping[str, Any]) -> ChangeRequest:
@@ -99,6 +104,12 @@ class ChangeRequest:
         return int(self.content["required_approvals"])
 
     @property
+    def at(self) -> str | None:
+        """When the change applies (UTC, RFC 3339), for a request with a time; None: by its last approval."""
+        at = self.content.get("at")
+        return str(at) if at is not None else None
+
+    @property
     def expires_at(self) -> float:
         return datetime.fromisoformat(self.content["expires_at"]).timestamp()
 
@@ -127,6 +138,8 @@ class ChangeRequest:
             item[DECIDED_ATTR] = encode_plain(dict(self.decided))
         if self.applied_version is not None:
             item[APPLIED_VERSION_ATTR] = {"N": str(self.applied_version)}
+        if self.schedule is not None:
+            item[SCHEDULE_ATTR] = {"S": self.schedule}
         return item
 
     @classmethod
@@ -149,6 +162,7 @@ class ChangeRequest:
             approvals=tuple(decode_plain(item.get(APPROVALS_ATTR, {"L": []}))),
             decided=decided,
             applied_version=int(version["N"]) if version is not None else None,
+            schedule=item[SCHEDULE_ATTR]["S"] if SCHEDULE_ATTR in item else None,
         )
 
     def as_json(self, now: float) -> dict[str, Any]:
@@ -171,6 +185,9 @@ class ChangeRequest:
             "expires_at": content["expires_at"],
             "decided": dict(self.decided) if self.decided is not None else None,
             "applied_version": self.applied_version,
+            "at": content.get("at"),
+            "timezone": content.get("timezone"),
+            "schedule": self.schedule,
         }
 
 

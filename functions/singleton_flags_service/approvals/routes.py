@@ -38,6 +38,7 @@ from singleton_flags_service.approvals.store import (
 from singleton_flags_service.contract import WRITE_FUNCTION
 from singleton_flags_service.errors import InvalidRequest
 from singleton_flags_service.observability import emit_count, logger
+from singleton_flags_service.schedules.timing import parse_schedule_time
 from singleton_flags_service.vocabulary import BREAK_GLASS_USED, CHANGE_REQUESTS_APPLIED
 from singleton_flags_service.writes.idempotency import REPLAYED_HEADER, Idempotency
 
@@ -95,12 +96,15 @@ def approval_routes(
     def create_change_request(body: Annotated[create_model, Body()]):  # type: ignore[no-untyped-def,valid-type]
         request: Any = body
         caller = principal()
+        # validated by the model; parsed for its instant (how far ahead: checked against the clock at creation)
+        when = parse_schedule_time(request.at, request.timezone) if request.at is not None else None
         named = {
             "flags": request.flags.model_dump(exclude_unset=True) if request.flags is not None else None,
             "revert_to": request.revert_to,
             "reason": request.reason,
             "if_version": request.if_version,
             "break_glass": request.break_glass,
+            "at": when.iso if when is not None else None,
         }
         created = requests().create(
             caller,
@@ -109,6 +113,7 @@ def approval_routes(
             revert_to=request.revert_to,
             if_version=request.if_version,
             break_glass=request.break_glass,
+            at=when,
             idempotency=idempotency(caller, named),
         )
         if request.break_glass and not created.replayed:

@@ -5,6 +5,10 @@ Each request is one item ``CHANGE_REQUEST#APP / CHANGE_REQUEST#<id>`` (``singlet
 - An approval that is not the last appends the approver to the item, conditioned on the request still pending
   with the approvals it was decided on (``size(approvals) = :count``): two approvals racing are serialised, and the
   loser decides again on what the winner wrote, so neither is lost and the last one is always the one that applies.
+  It is also conditioned on the flags item still being at the version whose values it found bound: an approval
+  never lands on a request whose values moved (it marks the request stale instead, 412).
+- Marking a request stale is conditioned on the approvals it was decided on, as approvals are: the mark and an
+  approval exclude each other, and whichever loses decides again on what the other wrote.
 - The last required approval applies the change in the transaction that records it: the flags' conditioned
   update and its audit record (kind ``change_request_applied``, naming the author and every approver), and the
   request's move to ``applied`` with the same conditions. The flags store re-checks on every attempt, on a fresh
@@ -12,6 +16,11 @@ Each request is one item ``CHANGE_REQUEST#APP / CHANGE_REQUEST#<id>`` (``singlet
   protected flag still holds its base value; an unrelated flag moving is only a retry. A moved flag marks the
   request ``stale`` (412): it was approved against values that no longer hold. Of concurrent final approvals
   exactly one commits; every other one finds the request applied on its retry and is told so (409).
+- A request with a time (``at``) is scheduled, not applied, by its last approval: the request's move to
+  ``scheduled`` (naming the schedule), the scheduled change's pending item (``singleton_flags_service.schedules``,
+  naming the request, its approvals and its base values) and a check that the flags item is still at the version
+  whose values were found bound commit in one transaction; then its one-time schedule is created (the reconciler
+  creates it again if that failed). Such a request expires when its time is too near to schedule it.
 - Break-glass applies a new request at once, alone (kind ``break_glass``), with the same base-value condition.
 - ``Idempotency-Key`` on create and approve: the key's item is written in the same transaction as what it names
   (``singleton_flags_service.writes.idempotency``), so a duplicate replays the original answer.
@@ -25,6 +34,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from singleton_flags.codec import encode_plain, iso_time
@@ -43,6 +53,8 @@ from singleton_flags_service.approvals.models import (
     KIND_REVERT,
     PENDING,
     REJECTED,
+    SCHEDULE_ATTR,
+    SCHEDULED,
     STALE,
     STATE_ATTR,
     STATES,
@@ -62,12 +74,17 @@ from singleton_flags_service.errors import (
     RequestAltered,
     RequestClosed,
     RequestStale,
+    SchedulerFault,
+    SchedulerUnavailable,
     SelfApproval,
     StoreUnavailable,
     WriteConflict,
 )
 from singleton_flags_service.observability import logger
 from singleton_flags_service.vocabulary import KIND_BREAK_GLASS as VERSION_BREAK_GLASS, KIND_CHANGE_REQUEST
+from singleton_flags_service.schedules.changes import ScheduledChange, ScheduleItems, create_schedule, new_id
+from singleton_flags_service.schedules.one_time import OneTimeSchedules
+from singleton_flags_service.schedules.timing import MIN_LEAD, ScheduleTime, check_lead
 from singleton_flags_service.writes import transaction
 from singleton_flags_service.writes.idempotency import Idempotency
 from singleton_flags_service.writes.store import FlagStore
@@ -113,7 +130,10 @@ class ChangeRequests:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         call_seconds: float = 6.0,
+        scheduler: OneTimeSchedules | None = None,
     ) -> None:
+        """``scheduler`` creates the one-time schedules of requests with a time (None: their items are written and
+        the reconciler creates their schedules)."""
         self._client = client
         self._table = table_name
         self._flags = flags
@@ -122,11 +142,22 @@ class ChangeRequests:
         self._clock = clock
         self._monotonic = monotonic
         self._call_seconds = call_seconds
+        self._scheduler = scheduler
+        self._schedule_items = ScheduleItems(client, table_name, retention_seconds=retention_seconds)
 
     @classmethod
-    def for_function(cls, client: Any, settings: Settings, flags: FlagStore) -> ChangeRequests:
-        """The change requests a writing function builds at cold start, on its flags store and table."""
-        return cls(client, settings.table_name, flags, retention_seconds=settings.audit_retention_days * 86400)
+    def for_function(
+        cls, client: Any, settings: Settings, flags: FlagStore, scheduler: OneTimeSchedules | None = None
+    ) -> ChangeRequests:
+        """The change requests a writing function builds at cold start, on its flags store, table and scheduled
+        changes' schedule group."""
+        return cls(
+            client,
+            settings.table_name,
+            flags,
+            retention_seconds=settings.audit_retention_days * 86400,
+            scheduler=scheduler,
+        )
 
     @property
     def declarations(self) -> Declarations:
@@ -189,9 +220,15 @@ class ChangeRequests:
         revert_to: int | None = None,
         if_version: int | None = None,
         break_glass: bool = False,
+        at: ScheduleTime | None = None,
         idempotency: Idempotency | None = None,
     ) -> Created:
-        """A pending request bound to today's values (or, with ``break_glass``, the change applied at once)."""
+        """A pending request bound to today's values (or, with ``break_glass``, the change applied at once);
+        ``at``: its last approval schedules the change for then instead of applying it."""
+        if at is not None and break_glass:
+            raise InvalidRequest(
+                "break-glass applies the change now: give 'at' or 'break_glass', not both", rule="at", field="at"
+            )
         if idempotency is not None:
             answer = idempotency.remembered(self._get_item(idempotency.key), self._clock())
             if answer is not None:
@@ -218,6 +255,12 @@ class ChangeRequests:
                 "none of these flags is protected: change them directly (PATCH /flags)", rule="unprotected"
             )
         now = self._clock()
+        expires = now + self._expiry_seconds
+        timed: dict[str, Any] = {}
+        if at is not None:  # bound too; it expires when its time is too near to schedule it
+            check_lead(at, now)
+            timed = {"at": at.iso, "timezone": at.timezone, "local_time": at.local}
+            expires = min(expires, at.utc.timestamp() - MIN_LEAD.total_seconds())
         kept = set(patch) | set(declarations.protected)
         kind = KIND_BREAK_GLASS if break_glass else KIND_REVERT if revert_to is not None else KIND_CHANGE
         request = ChangeRequest.bind(
@@ -232,7 +275,8 @@ class ChangeRequests:
                 "author": author,
                 "reason": reason,
                 "created_at": iso_time(now),
-                "expires_at": iso_time(now + self._expiry_seconds),
+                "expires_at": iso_time(expires),
+                **timed,
             }
         )
         if break_glass:
@@ -287,13 +331,21 @@ class ChangeRequests:
                 approval["reason"] = reason
             approvals = (*request.approvals, approval)
             if len(approvals) < required:
+                snapshot = self._flags.current()  # an approval is of the bound values: refused once one moved
+                moved_flags = moved(request.base_values, snapshot.values)
+                if moved_flags:
+                    self._refuse_stale(request, moved_flags, snapshot.version)
+                    continue  # an approval was recorded first: decide again on what it wrote
                 try:
-                    return self._record_approval(request, approvals, idempotency)
+                    return self._record_approval(request, approvals, idempotency, snapshot.version)
                 except transaction.Conflict:
                     if idempotency is not None and (replayed := self._replayed(idempotency)) is not None:
                         return replayed
                     continue  # another approval (or a decision) won: decide again on what it wrote
-            applied = self._apply(request, approvals, principal, KIND_CHANGE_REQUEST, idempotency, existing=True)
+            if request.at is not None:
+                applied = self._schedule(request, approvals, principal, idempotency)
+            else:
+                applied = self._apply(request, approvals, principal, KIND_CHANGE_REQUEST, idempotency, existing=True)
             if applied is not None:
                 return applied
         raise WriteConflict(
@@ -310,12 +362,19 @@ class ChangeRequests:
         return Approval(request, applied=bool(answer.get("applied")), version=version, replayed=True)
 
     def _record_approval(
-        self, request: ChangeRequest, approvals: tuple[Mapping[str, str], ...], idempotency: Idempotency | None
+        self,
+        request: ChangeRequest,
+        approvals: tuple[Mapping[str, str], ...],
+        idempotency: Idempotency | None,
+        version: int | None,
     ) -> Approval:
+        """Append an approval, conditioned on the request (pending, the approvals it was decided on) and on the
+        flags item (still at ``version``, whose values were found bound): an approval never lands on a request
+        whose values moved meanwhile (``transaction.Conflict``: decide again)."""
         update = self._conditioned(request)
         update["UpdateExpression"] = "SET #approvals = :approvals"
         update["ExpressionAttributeValues"][":approvals"] = encode_plain([dict(approval) for approval in approvals])
-        items: list[dict[str, Any]] = [{"Update": update}]
+        items: list[dict[str, Any]] = [{"Update": update}, {"ConditionCheck": self._flags.still_at(version)}]
         if idempotency is not None:
             items.append({"Put": idempotency.put(self._table, self._clock(), {"id": request.id, "applied": False})})
         self._send(items)
@@ -406,17 +465,114 @@ class ChangeRequests:
                 return None  # another approval was recorded first: decide again
             raise self._closed(fresh)
         if "moved" in seen:
-            if existing:
-                self._close(request, STALE, SYSTEM, f"flags moved since version {request.base_version}")
-            raise RequestStale(
-                f"{', '.join(seen['moved'])} no longer hold{'s' if len(seen['moved']) == 1 else ''} the value the "
-                f"request was made against (version {request.base_version}); the request is stale: create a new one",
-                id=request.id,
-                moved=seen["moved"],
-                current_version=seen.get("version"),
-            )
+            if not existing:
+                raise self._stale(request, seen["moved"], seen.get("version"))
+            stale = self._mark_stale(request, seen["moved"], seen.get("version"))
+            if stale is None:
+                return None  # an approval was recorded before the mark: decide again on what it wrote
+            raise stale
         raise RequestStale(  # the values already hold: nothing left to apply
             f"the flags already hold change request {request.id}'s values", id=request.id, moved=[]
+        )
+
+    def _schedule(
+        self,
+        request: ChangeRequest,
+        approvals: tuple[Mapping[str, str], ...],
+        principal: str,
+        idempotency: Idempotency | None,
+    ) -> Approval | None:
+        """The last approval of a request with a time: the request's move to scheduled, the scheduled change's
+        pending item and the check that the bound values still hold, in one transaction; then its schedule. None
+        when the request or the flags moved meanwhile (decide again); ``RequestStale`` when a bound flag moved."""
+        snapshot = self._flags.current()
+        moved_flags = moved(request.base_values, snapshot.values)
+        if moved_flags:
+            return self._refuse_stale(request, moved_flags, snapshot.version)
+        now = self._clock()
+        content = request.content
+        when = ScheduleTime(
+            utc=datetime.fromisoformat(str(content["at"])),
+            local=str(content["local_time"]),
+            timezone=str(content["timezone"]),
+        )
+        check_lead(when, now)
+        schedule_id = new_id(now)
+        said = approvals[-1].get("reason") if approvals else None
+        decided = {"by": principal, "at": iso_time(now), "reason": said or "approved"}
+        update = self._conditioned(request)
+        update["UpdateExpression"] = (
+            "SET #state = :scheduled, #approvals = :approvals, #decided = :decided, #schedule = :schedule"
+        )
+        update["ExpressionAttributeNames"].update({"#decided": DECIDED_ATTR, "#schedule": SCHEDULE_ATTR})
+        update["ExpressionAttributeValues"].update(
+            {
+                ":scheduled": {"S": SCHEDULED},
+                ":approvals": encode_plain([dict(approval) for approval in approvals]),
+                ":decided": encode_plain(decided),
+                ":schedule": {"S": schedule_id},
+            }
+        )
+        from_request = {
+            "change_request": request.id,
+            "approved_by": [dict(approval) for approval in approvals],
+            "base_values": request.base_values,
+        }
+        put = self._schedule_items.pending_put(
+            schedule_id, request.flags, request.reason, when, None, request.author, now, from_request
+        )
+        items: list[dict[str, Any]] = [
+            {"Update": update},
+            {"Put": put},
+            {"ConditionCheck": self._flags.still_at(snapshot.version)},
+        ]
+        if idempotency is not None:
+            answer = {"id": request.id, "applied": False, "schedule": schedule_id}
+            items.append({"Put": idempotency.put(self._table, now, answer)})
+        try:
+            self._send(items)
+        except transaction.Conflict:
+            return None
+        logger.info("change request scheduled", id=request.id, schedule=schedule_id, at=when.iso)
+        if self._scheduler is not None:
+            try:
+                create_schedule(self._scheduler, ScheduledChange.from_item(put["Item"]))
+            except (SchedulerUnavailable, SchedulerFault) as exc:
+                logger.warning(
+                    "scheduled; its schedule could not be created now (the reconciler creates it)",
+                    schedule=schedule_id,
+                    error=exc.message,
+                )
+        done = replace(request, state=SCHEDULED, approvals=approvals, decided=decided, schedule=schedule_id)
+        return Approval(done, applied=False, version=None)
+
+    def _refuse_stale(self, request: ChangeRequest, moved_flags: list[str], version: int | None) -> None:
+        """Mark the request stale and raise the refusal; returns (None: decide again) when an approval came first."""
+        stale = self._mark_stale(request, moved_flags, version)
+        if stale is not None:
+            raise stale
+
+    def _mark_stale(self, request: ChangeRequest, moved_flags: list[str], version: int | None) -> RequestStale | None:
+        """Mark the request stale, conditioned on it being pending with exactly the approvals it was decided on,
+        so the mark and an approval exclude each other: the refusal to answer, or None when an approval was
+        recorded in between (decide again on what it wrote). ``RequestClosed`` when it was decided otherwise."""
+        marked = self._close(
+            request, STALE, SYSTEM, f"flags moved since version {request.base_version}", count=len(request.approvals)
+        )
+        if marked.state == PENDING:
+            return None
+        if marked.state != STALE:
+            raise self._closed(marked)
+        return self._stale(request, moved_flags, version)
+
+    @staticmethod
+    def _stale(request: ChangeRequest, moved_flags: list[str], version: int | None) -> RequestStale:
+        return RequestStale(
+            f"{', '.join(moved_flags)} no longer hold{'s' if len(moved_flags) == 1 else ''} the value the "
+            f"request was made against (version {request.base_version}); the request is stale: create a new one",
+            id=request.id,
+            moved=moved_flags,
+            current_version=version,
         )
 
     # -- reject, withdraw -------------------------------------------------------------------------------------
@@ -461,10 +617,13 @@ class ChangeRequests:
             f"change request {request.id} is {state}: it can no longer move", id=request.id, state=state
         )
 
-    def _close(self, request: ChangeRequest, state: str, by: str, reason: str, *, must: bool = False) -> ChangeRequest:
-        """Move a pending request to ``state``; when it already moved, the state it holds (``must``: refused)."""
+    def _close(
+        self, request: ChangeRequest, state: str, by: str, reason: str, *, must: bool = False, count: int | None = None
+    ) -> ChangeRequest:
+        """Move a pending request (with ``count`` approvals, when given) to ``state``; when it already moved, the
+        request as it is now (``must``: refused)."""
         decided = {"by": by, "at": iso_time(self._clock()), "reason": reason}
-        update = {
+        update: dict[str, Any] = {
             "TableName": self._table,
             "Key": self._key(request.id),
             "UpdateExpression": "SET #state = :state, #decided = :decided",
@@ -476,6 +635,10 @@ class ChangeRequests:
                 ":pending": {"S": PENDING},
             },
         }
+        if count is not None:
+            update["ConditionExpression"] += " AND size(#approvals) = :count"
+            update["ExpressionAttributeNames"]["#approvals"] = APPROVALS_ATTR
+            update["ExpressionAttributeValues"][":count"] = {"N": str(count)}
         try:
             transaction.call(self._client, "update_item", conditional=True, **update)
         except transaction.Conflict:

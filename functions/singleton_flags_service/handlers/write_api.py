@@ -113,7 +113,8 @@ READER = FlagReader(
     max_stale=SETTINGS.max_stale_seconds,
     counter=ReadCounter(),
 )
-CHANGE_REQUESTS = ChangeRequests.for_function(CLIENT, SETTINGS, STORE)
+# a request with a time is scheduled by its last approval, in the scheduled changes' schedule group
+CHANGE_REQUESTS = ChangeRequests.for_function(CLIENT, SETTINGS, STORE, OneTimeSchedules(SCHEDULER, CONFIG.scheduled_changes))
 GUARDS = GuardedWrites.for_function(CLIENT, SCHEDULER, SETTINGS, CONFIG.guard_closes)
 MODELS = build_models(DECLARATIONS, SETTINGS.guard_alarm_prefix)
 if TYPE_CHECKING:  # the request models' shape for the type checker; at run time they come from the declarations

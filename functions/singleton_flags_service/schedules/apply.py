@@ -9,8 +9,8 @@ Outcomes (``status``), each a structured log line and, where it counts, a metric
 
 - ``applied``: a new version (kind ``scheduled``, actor ``schedule:<id>``, the requester and reason in its audit
   record), or no version when the values already held -> ``ScheduledChangesApplied``;
-- ``skipped``: ``if_version`` no longer matches the flags' version; recorded on the item, no version ->
-  ``ScheduledChangeSkips``;
+- ``skipped``: ``if_version`` no longer matches the flags' version, or (a change an approved request scheduled) a
+  flag it is bound to no longer holds its base value; recorded on the item, no version -> ``ScheduledChangeSkips``;
 - ``not_pending``: already applied, skipped, failed or cancelled (a second delivery, a cancelled change):
   nothing written;
 - ``failed``: a flag no longer declared, a value no longer valid, the item too large; recorded on the item;
@@ -20,6 +20,10 @@ Outcomes (``status``), each a structured log line and, where it counts, a metric
 DynamoDB failures (unavailable, contention beyond the store's retries, an outcome not known) raise, so Lambda
 retries the asynchronous invocation and finally hands it to the function's on-failure queue (alarmed); every
 retry is safe, the status condition makes it so.
+
+A change an approved change request scheduled (its item names the request) is written as a version of kind
+``change_request_applied`` naming the request and its approvers, the one kind of scheduled version the write path
+lets change a protected flag; every other scheduled change is of kind ``scheduled`` and refused there (failed).
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from typing import Any
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.snapshot import Snapshot
+from singleton_flags_service.approvals.rules import moved
 from singleton_flags_service.errors import (
+    ApprovalRequired,
     FlagsError,
     FlagsSuperseded,
     InvalidRequest,
@@ -47,11 +53,13 @@ from singleton_flags_service.schedules.changes import (
     PAYLOAD_KEY,
     PENDING,
     SKIPPED,
+    CHANGE_REQUEST_ATTR,
     ScheduledChange,
     ScheduleItems,
     actor_of,
 )
 from singleton_flags_service.vocabulary import (
+    KIND_CHANGE_REQUEST,
     KIND_SCHEDULED,
     SCHEDULED_CHANGE_FAILURES,
     SCHEDULED_CHANGE_SKIPS,
@@ -124,7 +132,7 @@ class ScheduledChangeRunner:
             return self._fail(found, f"no longer valid: {exc.message}")
         try:
             return self._apply(found, changes, time_budget)
-        except (ItemTooLarge, FlagsSuperseded) as exc:  # no retry changes either: failed, said why
+        except (ItemTooLarge, FlagsSuperseded, ApprovalRequired) as exc:  # no retry changes these: failed, said why
             return self._fail(found, exc.message)
         except FlagsError as exc:
             logger.error(
@@ -134,6 +142,8 @@ class ScheduledChangeRunner:
 
     def _apply(self, change: ScheduledChange, changes: Mapping[str, Any], time_budget: float | None) -> Outcome:
         decision: list[str] = []
+        bound = change.extra.get("base_values")
+        found_moved: list[str] = []
 
         def condition(snapshot: Snapshot) -> bool:
             """Re-taken on every attempt: still pending (after the first read, re-read), still at if_version."""
@@ -144,19 +154,28 @@ class ScheduledChangeRunner:
             if change.if_version is not None and snapshot.version != change.if_version:
                 decision.append(SKIPPED)
                 return False
+            if bound is not None:
+                found_moved[:] = moved(bound, snapshot.values)
+                if found_moved:
+                    decision.append(SKIPPED)
+                    return False
             decision.append(APPLIED)
             return True
 
         def companions(version: int, now: float) -> list[dict[str, Any]]:  # finished at the version's time
             return [{"Update": self._items.finish_update(change.id, APPLIED, now, version=version)}]
 
+        request = change.extra.get(CHANGE_REQUEST_ATTR)
+        extra: dict[str, Any] = {"schedule": change.id, "requested_by": change.created_by}
+        if request is not None:  # scheduled by an approved request: its approvals go with the version
+            extra.update({"change_request": request, "approved_by": change.extra.get("approved_by", [])})
         result = self._store.change(
             changes,
             actor=actor_of(change.id),
             reason=change.reason,
-            kind=KIND_SCHEDULED,
+            kind=KIND_SCHEDULED if request is None else KIND_CHANGE_REQUEST,
             condition=condition,
-            extra_audit={"schedule": change.id, "requested_by": change.created_by},
+            extra_audit=extra,
             companions=companions,
             time_budget=time_budget,
         )
@@ -167,6 +186,9 @@ class ScheduledChangeRunner:
             detail = (
                 f"if_version {change.if_version} no longer matches: the flags are at version "
                 f"{result.snapshot.version}; nothing changed"
+                if not found_moved
+                else f"{', '.join(found_moved)} no longer hold the values change request {request} was approved "
+                f"against; nothing changed"
             )
             if not self._items.finish(change.id, SKIPPED, now, detail=detail):
                 return self._log(Outcome(NOT_PENDING, change.id, "no longer pending: nothing to do"))

@@ -75,9 +75,15 @@ ID_PATTERN = re.compile(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}")  # creation time (sor
 MAX_LIST_LIMIT = 100
 DEFAULT_LIST_LIMIT = 20
 
+# A change scheduled by an approved change request (``singleton_flags_service.approvals.store``): the request's id,
+# its approvals and the values it is bound to, which must still hold when it comes due (else it is skipped). Only
+# such a change may touch a protected flag when it is delivered (a version of kind ``change_request_applied``).
+CHANGE_REQUEST_ATTR = "change_request"
+FROM_REQUEST = (CHANGE_REQUEST_ATTR, "approved_by", "base_values")
+
 # Attributes of a schedule's item beyond its key (low-level names: the item is built and read here only).
 _PLAIN = ("id", "status", "reason", "at", "local_time", "timezone", "created_by", "created_at")
-_OPTIONAL = ("if_version", "cancelled_by", "cancelled_at", "finished_at", "version", "detail")
+_OPTIONAL = ("if_version", "cancelled_by", "cancelled_at", "finished_at", "version", "detail", *FROM_REQUEST)
 
 
 def schedule_name(schedule_id: str) -> str:
@@ -126,7 +132,7 @@ class ScheduledChange:
     created_by: str
     created_at: str
     if_version: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # cancelled_by/at, finished_at, version, detail
+    extra: dict[str, Any] = field(default_factory=dict)  # cancelled_by/at, finished_at, version, detail; FROM_REQUEST
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> ScheduledChange:
@@ -182,6 +188,27 @@ class ScheduleItems:
     ) -> dict[str, Any]:
         """Write the pending item (with its key's item, in one transaction, when the request has one);
         ``transaction.Conflict`` when the id, or the key, is taken."""
+        put = self.pending_put(schedule_id, changes, reason, when, if_version, actor, now)
+        if idempotency is None:
+            transaction.call(self._client, "put_item", conditional=True, **put)
+            return dict(put["Item"])
+        key = idempotency.put(self._table, now, {"schedule": schedule_id})
+        self._send([{"Put": put}, {"Put": key}], "the scheduled change")
+        return dict(put["Item"])
+
+    def pending_put(
+        self,
+        schedule_id: str,
+        changes: Mapping[str, Any],
+        reason: str,
+        when: ScheduleTime,
+        if_version: int | None,
+        actor: str,
+        now: float,
+        from_request: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The ``Put`` of a new pending item (conditioned on its id being new), sent alone or in a transaction with
+        what it records; ``from_request``: the FROM_REQUEST attributes of a change an approved request schedules."""
         item: dict[str, Any] = {
             **schedule_key(schedule_id),
             "id": {"S": schedule_id},
@@ -198,18 +225,16 @@ class ScheduleItems:
         }
         if if_version is not None:
             item["if_version"] = {"N": str(if_version)}
-        put = {
+        for name, value in (from_request or {}).items():
+            if name not in FROM_REQUEST:
+                raise ValueError(f"{name!r} is not an attribute of a change scheduled by a request")
+            item[name] = encode_plain(value)
+        return {
             "TableName": self._table,
             "Item": item,
             "ConditionExpression": "attribute_not_exists(#pk)",
             "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
         }
-        if idempotency is None:
-            transaction.call(self._client, "put_item", conditional=True, **put)
-            return item
-        key = idempotency.put(self._table, now, {"schedule": schedule_id})
-        self._send([{"Put": put}, {"Put": key}], "the scheduled change")
-        return item
 
     def get_key(self, idempotency: Idempotency) -> dict[str, Any] | None:
         item: dict[str, Any] | None = transaction.call(

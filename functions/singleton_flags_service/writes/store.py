@@ -344,6 +344,19 @@ class FlagStore:
         )
         return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True, restored_from=last)
 
+    def still_at(self, version: int | None) -> dict[str, Any]:
+        """A ``ConditionCheck`` for another writer's transaction: the flags item is still at ``version`` (None:
+        still missing), so what that transaction records was decided on the values of that version."""
+        check: dict[str, Any] = {"TableName": self._table, "Key": singleton_key(self._sort_key)}
+        if version is None:
+            check["ConditionExpression"] = "attribute_not_exists(#pk)"
+            check["ExpressionAttributeNames"] = {"#pk": PARTITION_KEY}
+        else:
+            check["ConditionExpression"] = "#version = :version"
+            check["ExpressionAttributeNames"] = {"#version": VERSION_ATTR}
+            check["ExpressionAttributeValues"] = {":version": {"N": str(version)}}
+        return check
+
     def _snapshot(self, raw: Mapping[str, Any]) -> Snapshot:
         return Snapshot.from_item(raw, self._declarations, fetched_at=self._clock())
 
