@@ -12,6 +12,7 @@ codes).
       schedule list [--limit N] [--cursor C]
       schedule cancel ID
       request create (NAME=VALUE ... | --revert-to VERSION) --reason TEXT [--if-version VERSION]
+                     [--at TIME [--timezone ZONE]]
       request list [--state STATE] [--limit N] [--cursor C]
       request show ID
       request approve ID [--reason TEXT]
@@ -225,6 +226,12 @@ def _request_commands(commands: Any) -> None:
     actions = request.add_subparsers(dest="request_command", required=True, metavar="ACTION")
     create = actions.add_parser("create", help="ask for a change: NAME=VALUE ... (or --revert-to V) --reason TEXT")
     _requested_change(create)
+    create.add_argument(
+        "--at",
+        metavar="TIME",
+        help="apply at TIME instead of at the last approval, which then schedules it (as schedule create --at)",
+    )
+    create.add_argument("--timezone", metavar="ZONE", help="IANA time zone of a local --at (Europe/Paris)")
     glass = actions.add_parser(
         "break-glass",
         help="apply a protected change at once, alone (break-glass principals only; it raises an alarm)",
@@ -446,6 +453,8 @@ def _create_request(args: argparse.Namespace, client: FlagsClient, *, break_glas
         revert_to=args.revert_to,
         if_version=args.if_version,
         break_glass=break_glass,
+        at=getattr(args, "at", None),
+        timezone=getattr(args, "timezone", None),
         idempotency_key=new_idempotency_key(),
     )
 

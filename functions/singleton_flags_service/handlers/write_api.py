@@ -114,7 +114,9 @@ READER = FlagReader(
     counter=ReadCounter(),
 )
 # a request with a time is scheduled by its last approval, in the scheduled changes' schedule group
-CHANGE_REQUESTS = ChangeRequests.for_function(CLIENT, SETTINGS, STORE, OneTimeSchedules(SCHEDULER, CONFIG.scheduled_changes))
+CHANGE_REQUESTS = ChangeRequests.for_function(
+    CLIENT, SETTINGS, STORE, OneTimeSchedules(SCHEDULER, CONFIG.scheduled_changes)
+)
 GUARDS = GuardedWrites.for_function(CLIENT, SCHEDULER, SETTINGS, CONFIG.guard_closes)
 MODELS = build_models(DECLARATIONS, SETTINGS.guard_alarm_prefix)
 if TYPE_CHECKING:  # the request models' shape for the type checker; at run time they come from the declarations
