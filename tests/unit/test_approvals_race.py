@@ -18,13 +18,15 @@ from singleton_flags_service.errors import RequestStale
 from singleton_flags_service.writes.store import FlagStore
 from tests.support.approvals import ALICE, BOB, CAROL, DAVE, DOCUMENT
 from tests.support.unit import WriteApi, body_of
-from tests.unit.test_approvals_routes import (  # noqa: F401 - the fixture, shared
+from tests.unit import test_approvals_routes as routes
+from tests.unit.test_approvals_routes import (
     REQUESTS,
-    approvals_api,
     approve,
     created_id,
     error_of,
 )
+
+approvals_api = routes.approvals_api  # the write function with protected declarations (a fixture)
 
 
 class Interleaved:

@@ -28,15 +28,17 @@ from singleton_flags_service.vocabulary import KIND_CHANGE_REQUEST
 from tests.conftest import REGION, SCHEDULE_GROUP
 from tests.support.approvals import ALICE, BOB, CAROL, ON_CALL
 from tests.support.unit import Clock, WriteApi, body_of
-from tests.unit.test_approvals_routes import (  # noqa: F401 - the fixture, shared
+from tests.unit import test_approvals_routes as routes
+from tests.unit.test_approvals_routes import (
     REQUESTS,
-    approvals_api,
     approve,
     create,
     created_id,
     error_of,
     versions,
 )
+
+approvals_api = routes.approvals_api  # the write function with protected declarations (a fixture)
 
 RETENTION = 365 * 86400
 

@@ -81,10 +81,10 @@ from singleton_flags_service.errors import (
     WriteConflict,
 )
 from singleton_flags_service.observability import logger
-from singleton_flags_service.vocabulary import KIND_BREAK_GLASS as VERSION_BREAK_GLASS, KIND_CHANGE_REQUEST
 from singleton_flags_service.schedules.changes import ScheduledChange, ScheduleItems, create_schedule, new_id
 from singleton_flags_service.schedules.one_time import OneTimeSchedules
 from singleton_flags_service.schedules.timing import MIN_LEAD, ScheduleTime, check_lead
+from singleton_flags_service.vocabulary import KIND_BREAK_GLASS as VERSION_BREAK_GLASS, KIND_CHANGE_REQUEST
 from singleton_flags_service.writes import transaction
 from singleton_flags_service.writes.idempotency import Idempotency
 from singleton_flags_service.writes.store import FlagStore

@@ -48,12 +48,12 @@ from singleton_flags_service.errors import (
 from singleton_flags_service.observability import logger
 from singleton_flags_service.schedules.changes import (
     APPLIED,
+    CHANGE_REQUEST_ATTR,
     FAILED,
     ID_PATTERN,
     PAYLOAD_KEY,
     PENDING,
     SKIPPED,
-    CHANGE_REQUEST_ATTR,
     ScheduledChange,
     ScheduleItems,
     actor_of,
