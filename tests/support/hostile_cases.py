@@ -448,6 +448,17 @@ CASES: tuple[Case, ...] = (
     request("request-unknown-flag", {"flags": {"nope": 1}, "reason": REASON}, code="UNKNOWN_FLAG"),
     request("request-body-array", "[]", rule="json"),
     request("request-if-version-string", {**VALID_CHANGE, "if_version": "3"}, rule="if_version"),
+    request("request-at-not-a-time", {**VALID_CHANGE, "at": "tomorrow"}, rule="at"),
+    request("request-at-number", {**VALID_CHANGE, "at": 5}, rule="at"),
+    request("request-timezone-without-at", {**VALID_CHANGE, "timezone": "Europe/Paris"}, rule="at"),
+    request(
+        "request-at-unknown-zone",
+        {**VALID_CHANGE, "at": "2030-01-01T09:00:00", "timezone": "Mars/Base"},
+        rule="timezone",
+    ),
+    request(
+        "request-at-with-break-glass", {**VALID_CHANGE, "at": "2030-01-01T09:00:00Z", "break_glass": True}, rule="at"
+    ),
     decide("approve-unknown-id", "0" * 32, "approve", {}, status=404, code="CHANGE_REQUEST_NOT_FOUND"),
     decide("approve-not-an-id", "..", "approve", {}, status=404, code="CHANGE_REQUEST_NOT_FOUND"),
     decide("approve-long-id", "f" * 5000, "approve", {}, status=404, code="CHANGE_REQUEST_NOT_FOUND"),
