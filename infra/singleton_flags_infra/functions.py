@@ -94,10 +94,19 @@ TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
 # and nothing else; the writers also the audit trail, the write API its Idempotency-Key items and the guards it
 # creates and lists, the write API (create, list, cancel) and the maintenance function (apply) the scheduled
-# changes' items, the guard function the guards it ends; the write API its change requests.
+# changes' items, the guard function the guards it ends; the write API its change requests and (for the history) the
+# records of lowered protection.
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
-    WRITE_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, f"{IDEMPOTENCY_PK_PREFIX}*", SCHEDULE_PK, CHANGE_REQUEST_PK),
+    WRITE_FUNCTION: (
+        SINGLETON_PK,
+        AUDIT_PK,
+        GUARD_PK,
+        f"{IDEMPOTENCY_PK_PREFIX}*",
+        SCHEDULE_PK,
+        CHANGE_REQUEST_PK,
+        PROTECTION_PK,
+    ),
     MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK),
     GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
     SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK, PROTECTION_PK),

@@ -31,6 +31,7 @@ LEADING_KEYS = {
                 "IDEMPOTENCY#*",
                 "SCHEDULE#APP",
                 "CHANGE_REQUEST#APP",
+                "PROTECTION#APP",
             ]
         }
     },

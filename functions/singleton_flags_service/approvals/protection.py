@@ -6,7 +6,9 @@ break_glass). A flag's protection is lowered when it needs fewer approvals, when
 added to a list that named some, or the list emptied: anyone may approve), when its break-glass widens (a pattern
 added), or when a protected flag is no longer declared. Each lowering is a record ``PROTECTION#APP /
 PROTECTION#LOWERED#<time>`` (kind, actor, reason, time, each flag's old and new protection), committed in one
-transaction with the new current item, conditioned on the current item being the one compared.
+transaction with the new current item, conditioned on the current item being the one compared. A record names the
+flags' version at the deploy: ``GET /flags/history`` returns it among the audit records, right after (newer than)
+that version (``with_lowered``), with no version of its own (nothing in the flags changed).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from singleton_flags.codec import encode_plain, iso_time
+from singleton_flags.codec import decode_plain, encode_plain, iso_time
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import PARTITION_KEY, PROTECTION_PK, SORT_KEY, TTL_ATTR
 from singleton_flags_service.observability import logger
@@ -64,8 +66,10 @@ def record_protection(
     reason: str,
     now: float,
     retention_seconds: int,
+    version: int | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Store the deployed protection; record what it lowers (returned). A first deploy records nothing."""
+    """Store the deployed protection; record what it lowers (returned), at the flags' ``version``. A first deploy
+    records nothing."""
     key = {PARTITION_KEY: {"S": PROTECTION_PK}, SORT_KEY: {"S": CURRENT_SK}}
     item = transaction.call(client, "get_item", TableName=table, Key=key, ConsistentRead=True).get("Item")
     after = deployed(declarations)
@@ -94,7 +98,54 @@ def record_protection(
             "changes": encode_plain(drops),
             TTL_ATTR: {"N": str(int(now) + retention_seconds)},
         }
+        if version is not None:
+            record["version"] = {"N": str(version)}
         items.append({"Put": {"TableName": table, "Item": record}})
         logger.warning("a deploy lowered flags' protection", flags=sorted(drops), actor=actor)
     transaction.send(client, {"TransactItems": items}, transaction.Budget(None, lambda: 0.0, 0.0))
     return drops
+
+
+def lowered_records(client: Any, table: str) -> list[dict[str, Any]]:
+    """Every ``protection_lowered`` record still kept (TTL), as the history answers records: the flags' version at
+    the deploy, kind, actor, reason, time, each flag's old and new protection (``changes``), no ``state``."""
+    params = {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+        "ExpressionAttributeValues": {":pk": {"S": PROTECTION_PK}, ":prefix": {"S": LOWERED_SK_PREFIX}},
+        "ConsistentRead": True,
+    }
+    return transaction.query_all(client, params, _history_record)
+
+
+def _history_record(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "version": int(item["version"]["N"]) if "version" in item else 0,
+        "kind": item["kind"]["S"],
+        "actor": item["actor"]["S"],
+        "reason": item["reason"]["S"],
+        "at": item["at"]["S"],
+        "changes": decode_plain(item["changes"]),
+        "state": {},
+    }
+
+
+def with_lowered(
+    records: list[dict[str, Any]], lowered: list[dict[str, Any]], *, before: int | None, last_page: bool
+) -> list[dict[str, Any]]:
+    """A page of history ``records`` (newest first) with the lowered records that fall in it, each right after
+    (newer than) the version it names: those below ``before`` (the cursor's version: this page holds older
+    versions only; None on the first page) and at or above the page's oldest version (any older one on the last
+    page). So each lowered record is on exactly one page."""
+    oldest = records[-1]["version"] if records and not last_page else None
+    joined = [
+        record
+        for record in lowered
+        if (before is None or record["version"] < before) and (oldest is None or record["version"] >= oldest)
+    ]
+    return sorted(
+        [*records, *joined],
+        key=lambda record: (record["version"], record["kind"] == KIND_PROTECTION_LOWERED, record["at"]),
+        reverse=True,
+    )

@@ -35,7 +35,7 @@ STORE = FlagStore.for_function(CLIENT, SETTINGS, DECLARATIONS)
 SSM = boto3.client("ssm", config=WRITE_CLIENT_CONFIG)
 
 
-def _record_protection(*, actor: str, reason: str) -> dict[str, Any]:
+def _record_protection(*, actor: str, reason: str, version: int | None = None) -> dict[str, Any]:
     return record_protection(
         CLIENT,
         SETTINGS.table_name,
@@ -44,6 +44,7 @@ def _record_protection(*, actor: str, reason: str) -> dict[str, Any]:
         reason=reason,
         now=time.time(),
         retention_seconds=SETTINGS.audit_retention_days * 86400,
+        version=version,
     )
 
 
@@ -74,8 +75,10 @@ def seed(event: Mapping[str, Any], time_budget: float | None = None) -> tuple[st
         time_budget=time_budget,
     )
     data = {"Version": str(result.snapshot.version), "Applied": str(result.applied).lower()}
-    lowered = PROTECTION(  # a lowered protection is recorded as its own kind, never silently
-        actor=f"cloudformation:{stack}", reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}"
+    lowered = PROTECTION(  # a lowered protection is recorded as its own kind (in the history), never silently
+        actor=f"cloudformation:{stack}",
+        reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}",
+        version=result.snapshot.version,
     )
     if lowered:
         data["ProtectionLowered"] = ",".join(sorted(lowered))
