@@ -13,10 +13,11 @@ from typing import Any
 
 from flagctl.text import safe, shown, table
 
-REQUEST_STATES = ("pending", "applied", "rejected", "withdrawn", "expired", "stale")
+REQUEST_STATES = ("pending", "applied", "scheduled", "rejected", "withdrawn", "expired", "stale")
 STATE_TEXT = {
     "pending": "pending: waiting for approvals",
     "applied": "applied",
+    "scheduled": "scheduled: approved; its scheduled change applies it at its time",
     "rejected": "rejected: it can no longer be approved",
     "withdrawn": "withdrawn by its author",
     "expired": "expired before enough approvals",
@@ -86,6 +87,9 @@ def describe(request: dict[str, Any]) -> str:
     decided = request.get("decided")
     if isinstance(decided, dict):
         lines.append(safe(f"decided    by {decided.get('by')} at {decided.get('at')}: {decided.get('reason') or '-'}"))
+    if request.get("at") is not None:
+        scheduled = f" · scheduled as {request['schedule']}" if request.get("schedule") else ""
+        lines.append(safe(f"at         {request['at']}{scheduled}"))
     if request.get("applied_version") is not None:
         lines.append(safe(f"applied    as version {request['applied_version']}"))
     diff = _diff(request)
@@ -102,6 +106,8 @@ def render_decision(decision: str, body: dict[str, Any]) -> str:
     request = body["change_request"]
     if decision == "approve" and body.get("applied"):
         head = f"approved: the change is applied, now at version {body.get('version')}"
+    elif decision == "approve" and request.get("state") == "scheduled":
+        head = f"approved: the change is scheduled for {request.get('at')} ({request.get('schedule')})"
     elif decision == "approve":
         head = f"approved: {approvals_text(request)} approvals, not applied yet"
     else:

@@ -306,10 +306,13 @@ class FlagsClient:
         revert_to: int | None = None,
         if_version: int | None = None,
         break_glass: bool = False,
+        at: str | None = None,
+        timezone: str | None = None,
         idempotency_key: str | None = None,
     ) -> Answer:
         """Ask for a change of ``flags`` (or a revert to version ``revert_to``: exactly one of them) to a protected
-        flag; with ``break_glass``, apply it at once, alone (a principal allowed to break glass only)."""
+        flag; with ``break_glass``, apply it at once, alone (a principal allowed to break glass only); with ``at``
+        (and ``timezone``), the last approval schedules it for then."""
         if (flags is None) == (revert_to is None):
             raise FlagctlError("a change request holds either flags or a version to revert to", BAD_INPUT, "USAGE")
         body: dict[str, Any]
@@ -323,6 +326,10 @@ class FlagsClient:
             body["if_version"] = if_version
         if break_glass:
             body["break_glass"] = True
+        if at is not None:
+            body["at"] = at
+        if timezone is not None:
+            body["timezone"] = timezone
         return self.request("POST", CHANGE_REQUESTS, body=body, headers=_write_headers(None, idempotency_key))
 
     def change_requests(self, state: str | None = None, limit: int | None = None, cursor: str | None = None) -> Answer:

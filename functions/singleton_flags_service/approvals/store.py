@@ -488,7 +488,8 @@ class ChangeRequests:
         snapshot = self._flags.current()
         moved_flags = moved(request.base_values, snapshot.values)
         if moved_flags:
-            return self._refuse_stale(request, moved_flags, snapshot.version)
+            self._refuse_stale(request, moved_flags, snapshot.version)
+            return None  # an approval was recorded first: decide again on what it wrote
         now = self._clock()
         content = request.content
         when = ScheduleTime(
