@@ -1348,6 +1348,7 @@ async function loadGuards({ more = false } = {}) {
 const REQUEST_STATE = {
   pending: "pending: waiting for approvals",
   applied: "applied",
+  scheduled: "scheduled: approved; its scheduled change applies it at its time",
   rejected: "rejected",
   withdrawn: "withdrawn by its author",
   expired: "expired before enough approvals",
