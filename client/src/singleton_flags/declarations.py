@@ -228,14 +228,12 @@ class FlagSpec:
         return doc
 
     def lifecycle_doc(self) -> dict[str, Any]:
-        """The flag's lifecycle, every field given (``permanent`` as the rule resolves it)."""
-        return {
-            "owner": self.owner or None,
-            "state": self.state,
-            "deprecated_on": self.deprecated_on,
-            "note": self.note or None,
-            "permanent": self.is_permanent,
-        }
+        """The flag's lifecycle: ``state`` and ``permanent`` (as the rule resolves it) always, the owner, the date
+        and the note when declared (never a null)."""
+        doc: dict[str, Any] = {"state": self.state, "permanent": self.is_permanent}
+        given = (("owner", self.owner), ("deprecated_on", self.deprecated_on), ("note", self.note))
+        doc.update({key: value for key, value in given if value})
+        return doc
 
 
 _JSON_TYPE_NAMES = {"bool": "boolean", "int": "integer", "float": "number", "string": "string"}
@@ -284,8 +282,8 @@ class Declarations(Mapping[str, FlagSpec]):
         return {name: spec.fallback for name, spec in self._specs.items()}
 
     def as_documents(self) -> list[dict[str, Any]]:
-        """Every declaration as JSON, its name first, in file order, with its lifecycle resolved (``state`` and
-        ``permanent`` always given): GET /flags/declarations."""
+        """Every declaration as JSON, its name first, in file order, with its lifecycle (``state`` and ``permanent``
+        always given, resolved): GET /flags/declarations."""
         return [{"name": name, **spec.as_doc(), **spec.lifecycle_doc()} for name, spec in self._specs.items()]
 
     def deprecated(self) -> dict[str, FlagSpec]:
