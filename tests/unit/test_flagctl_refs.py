@@ -167,7 +167,7 @@ def test_without_a_declarations_file_refs_reads_the_apis_declarations(tmp_path):
 
     source = tree(tmp_path / "src", {"app.py": "FLAGS.get_bool('signup_enabled')\n"})
     # When
-    code, out, err = refs("--url", "http://127.0.0.1:3000", "refs", str(source), transport=transport)
+    code, _, err = refs("--url", "http://127.0.0.1:3000", "refs", str(source), transport=transport)
     # Then
     assert code == 0, err
     assert [(o.method, o.url) for o in sent] == [("GET", "http://127.0.0.1:3000/flags/declarations")]

@@ -71,8 +71,17 @@ class TestDeclaredLifecycle:
         assert declared(initial=True, permanent=False).is_permanent is False
         with pytest.raises(DeclarationError, match="always permanent"):
             parse_declarations(
-                {"flags": [{"name": "maintenance_mode", "type": "bool", "initial": False, "fallback": True,
-                            "permanent": False}]}
+                {
+                    "flags": [
+                        {
+                            "name": "maintenance_mode",
+                            "type": "bool",
+                            "initial": False,
+                            "fallback": True,
+                            "permanent": False,
+                        }
+                    ]
+                }
             )
 
     def test_the_declarations_route_serves_each_lifecycle_resolved(self) -> None:
@@ -107,7 +116,8 @@ def test_a_deprecated_flag_still_reads_and_warns_once_per_environment(
     assert values == [False, False, False]
     told = [record.getMessage() for record in caplog.records if "deprecated" in record.getMessage()]
     assert told == [
-        "flag 'ai_search_enabled' is deprecated since 2026-11-30: the search is always AI-backed now; it is still served"
+        "flag 'ai_search_enabled' is deprecated since 2026-11-30: the search is always AI-backed now; "
+        "it is still served"
     ]
 
 

@@ -222,9 +222,14 @@ class FlagSpec:
         doc["description"] = self.description
         if self.protection is not None:
             doc["protection"] = self.protection.as_doc()
-        lifecycle = (("owner", self.owner or None), ("state", None if self.state == ACTIVE else self.state))
-        lifecycle += (("deprecated_on", self.deprecated_on), ("note", self.note or None), ("permanent", self.permanent))
-        doc.update({key: value for key, value in lifecycle if value is not None})
+        lifecycle: dict[str, str | bool | None] = {
+            "owner": self.owner or None,
+            "state": None if self.state == ACTIVE else self.state,
+            "deprecated_on": self.deprecated_on,
+            "note": self.note or None,
+            "permanent": self.permanent,
+        }
+        doc.update({key: value for key, value in lifecycle.items() if value is not None})
         return doc
 
     def lifecycle_doc(self) -> dict[str, Any]:

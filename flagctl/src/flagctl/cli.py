@@ -22,7 +22,8 @@ codes).
       report [--days N] [--declarations FILE] [--log-group NAME ...] [--json]  lifecycle, last change, reads
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
-Exit codes: 0 ok, 1 ``refs``: code and declarations disagree, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
+Exit codes: 0 ok, 1 ``refs``: code and declarations disagree, 2 bad input (400/404/413, usage),
+3 conflict (409/412), 4 auth (401/403),
 5 server or network (5xx, 429, a redirect, a malformed answer, no whole answer within --timeout),
 6 a read served the declared fallbacks (reason DEFAULT: the flags item is missing or unreadable), said on stderr,
 7 ``set --wait``: the change was applied, but it could not be known within --wait-timeout that readers serve it
@@ -133,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flagctl",
         description="Read and change singleton-flags through its API (the local runner, or a deployed stack).",
-        epilog="Exit codes: 0 ok, 1 ``refs``: code and declarations disagree, 2 bad input, 3 conflict (409/412), 4 auth (401/403), 5 server or network, "
-        "6 a read served the declared fallbacks (reason DEFAULT).",
+        epilog="Exit codes: 0 ok, 1 refs: code and declarations disagree, 2 bad input, 3 conflict (409/412), "
+        "4 auth (401/403), 5 server or network, 6 a read served the declared fallbacks (reason DEFAULT).",
     )
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--url", help=f"the API's base URL (default {DEFAULT_URL}; non-loopback URLs are SigV4-signed)")

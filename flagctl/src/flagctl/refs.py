@@ -267,10 +267,8 @@ def render(answer: Mapping[str, Any]) -> str:
         lines.append(f"declared removed, still used: {name} at {', '.join(places)}")
     for name, places in answer["deprecated_referenced"].items():
         lines.append(f"deprecated, still used: {name} at {', '.join(places)}")
-    for name in answer["unreferenced"]:
-        lines.append(f"not referenced in the scanned paths: {name}")
-    for skipped in answer["skipped"]:
-        lines.append(f"skipped: {skipped}")
+    lines.extend(f"not referenced in the scanned paths: {name}" for name in answer["unreferenced"])
+    lines.extend(f"skipped: {skipped}" for skipped in answer["skipped"])
     if answer["agree"]:
         lines.append(f"code and declarations agree ({len(answer['referenced'])} flag(s) referenced)")
     return "\n".join(lines)

@@ -127,7 +127,11 @@ def logs_insights_reads(
             result = call("GetQueryResults", {"queryId": query_id})
             status = result.get("status")
             if status == "Complete":
-                return Reads(query_counts(result.get("results")), since, f"CloudWatch Logs Insights ({len(log_groups)} log group(s))")
+                return Reads(
+                    query_counts(result.get("results")),
+                    since,
+                    f"CloudWatch Logs Insights ({len(log_groups)} log group(s))",
+                )
             if status not in ("Scheduled", "Running", "Unknown") or clock() >= deadline:
                 raise FlagctlError(f"the Logs Insights query ended {status!r}, no reads known", SERVER, "LOGS_ERROR")
             sleep(POLL_SECONDS)
@@ -230,4 +234,3 @@ def check_days(days: int) -> int:
     if not 1 <= days <= MAX_DAYS:
         raise FlagctlError(f"--days is from 1 to {MAX_DAYS}, got {days}", BAD_INPUT, "USAGE")
     return days
-
