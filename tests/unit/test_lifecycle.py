@@ -124,8 +124,19 @@ def test_a_deprecated_flag_still_reads_and_warns_once_per_environment(
 def test_the_seed_names_each_attribute_no_declaration_names_and_leaves_it(
     ddb: Any, table_name: str, declarations: Declarations, stdout: Output
 ) -> None:
-    # Given a live item, then a deploy whose declarations dropped ai_search_enabled
-    FlagStore(ddb, table_name, declarations).seed(actor="deploy", reason="first")
+    # Given a live item changed since (maintenance on, held by a window until a deadline), seeded again: nothing said
+    store = FlagStore(ddb, table_name, declarations)
+    store.seed(actor="deploy", reason="first")
+    store.change({"signup_enabled": False}, actor="op", reason="live change")
+    ddb.update_item(
+        TableName=table_name,
+        Key=singleton_key(),
+        UpdateExpression="SET maintenance_mode = :on, maintenance_owner = :w, maintenance_deadline = :d",
+        ExpressionAttributeValues={":on": {"BOOL": True}, ":w": {"S": "weekly"}, ":d": {"N": "4102444800"}},
+    )
+    store.seed(actor="deploy", reason="again")
+    assert warnings_in(stdout.records()) == []
+    # And then a deploy whose declarations dropped ai_search_enabled
     document = json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
     document["flags"] = [flag for flag in document["flags"] if flag["name"] != "ai_search_enabled"]
     shrunk = parse_declarations(document)

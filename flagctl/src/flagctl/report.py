@@ -3,13 +3,13 @@ candidates.
 
 - the lifecycle: from ``--declarations FILE`` or the API's GET /flags/declarations (``flagctl.refs``);
 - the last change: the newest audit record (GET /flags/history, followed page by page) that changed the flag;
-- the reads in the last N days: the readers' telemetry. Locally, the runner's runner-only ``GET /_reads`` (what it
-  counted since it started: a shorter window when it started less than N days ago). Deployed, CloudWatch Logs
-  Insights over the readers' ``ServedVersion`` records (their ``flag_reads`` property), in the log groups given
-  with ``--log-group`` (StartQuery, then GetQueryResults until complete, signed for ``logs``). Counts are lower
-  bounds: an environment reclaimed before its next flush never printed its last reads, a read of every flag at
-  once (``GET /flags``, the bulk OFREP evaluation) names no flag and is counted apart (``*``), and a reader
-  without metrics prints nothing.
+- the reads in the last N days: the readers' telemetry. Locally, the runner's runner-only ``GET /_reads`` (what
+  it counted since it started, the window shown; a flag last read more than N days ago counts none). Deployed,
+  CloudWatch Logs Insights over the readers' ``ServedVersion`` records (their ``flag_reads`` property), in the
+  log groups given with ``--log-group`` (StartQuery, then GetQueryResults until complete, signed for ``logs``).
+  Counts are lower bounds: an environment reclaimed before its next flush never printed its last reads, a read
+  of every flag at once (``GET /flags``, the bulk OFREP evaluation) names no flag and is counted apart (``*``),
+  and a reader without metrics prints nothing.
 
 A stale candidate was never read in the window, by name, while its reads were known. A flag unchanged for long
 is not one for that alone, and a permanent flag (``flagctl.refs.DeclaredFlag.permanent``) never is one. A
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flagctl.client import Answer, FlagsClient, Outgoing, Transport, http_transport
-from flagctl.errors import BAD_INPUT, SERVER, FlagctlError
+from flagctl.errors import SERVER, FlagctlError
 from flagctl.refs import DeclaredFlag
 from flagctl.text import safe, table
 
@@ -33,7 +33,6 @@ READS_PATH = "/_reads"
 ALL_FLAGS = "*"
 DAY_SECONDS = 86400
 DEFAULT_DAYS = 30
-MAX_DAYS = 365
 HISTORY_PAGE = 100
 MAX_HISTORY_PAGES = 100
 LOGS_TARGET_PREFIX = "Logs_20140328."
@@ -75,7 +74,9 @@ def runner_reads(client: FlagsClient) -> ReadsSource:
             and isinstance(tally.get("reads"), int)
             and (not isinstance(tally.get("last_read_at"), (int, float)) or tally["last_read_at"] >= since)
         }
-        return Reads(counted, max(since, float(started)), "the local runner's read function (GET /_reads)")
+        # the runner's counts are totals since it started: a flag last read before the window counts none, and the
+        # window shown is the runner's (longer than asked when it has run for longer)
+        return Reads(counted, float(started), "the local runner's read function (GET /_reads)")
 
     return reads
 
@@ -229,8 +230,3 @@ def render(report: Mapping[str, Any]) -> str:
         )
     return text
 
-
-def check_days(days: int) -> int:
-    if not 1 <= days <= MAX_DAYS:
-        raise FlagctlError(f"--days is from 1 to {MAX_DAYS}, got {days}", BAD_INPUT, "USAGE")
-    return days
