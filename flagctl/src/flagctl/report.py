@@ -229,4 +229,3 @@ def render(report: Mapping[str, Any]) -> str:
             f"counts are lower bounds; reads of every flag at once, which name none: {report['reads_of_every_flag']}"
         )
     return text
-
