@@ -24,6 +24,11 @@
   (``{"readers": [{"function", "reason", "version", "last_read_at"}]}``; version -1 for the declared fallbacks; an
   empty list before the first read): what ``flagctl set --wait`` watches locally; never deployed (a deployed stage
   is watched through CloudWatch's ServedVersion);
+- ``GET /_reads``: the reads per flag the runner counted since it started, as the read function counts them
+  (``GET /flags/{name}`` and ``POST /ofrep/v1/evaluate/flags/{key}`` one for the name, ``GET /flags`` and the
+  bulk OFREP evaluation one for ``*``; answered reads only): ``{"since", "flags": {name: {"reads",
+  "last_read_at"}}}``; what ``flagctl report`` reads locally; never deployed (a deployed stage's reads are its
+  readers' ``ServedVersion`` records, ``flag_reads``);
 - ``POST /_dynamodb``: DynamoDB's ``GetItem`` on the flags item, for a handler in another process reading the flags
   through the embedded client (``local.backend.TableReads``); never deployed;
 - ``GET /openapi.json``; the console (``/``, ``/console/<file>``) and Swagger UI (``/docs``) as static files
@@ -75,6 +80,9 @@ ALARM_STATE = "alarm-state"
 GUARD_CLOSE = "guard-close"
 SERVED = "served"
 SERVED_PATH = "/_served"
+READS = "reads"
+READS_PATH = "/_reads"
+ALL_FLAGS = "*"  # a read of every flag (singleton_flags.vocabulary.ALL_FLAGS)
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
 SCHEDULED_CHANGE_PATH = "/_scheduler/changes/{id}"  # static "changes" wins over {window} (routes._specificity)
 THROTTLE_PATH = "/_throttle"
@@ -88,6 +96,7 @@ LOCAL_ROUTES: tuple[Route, ...] = (
     Route("POST", "/_alarms/{name}", ALARM_STATE),
     Route("POST", "/_guards/{version}/close", GUARD_CLOSE),
     Route("GET", SERVED_PATH, SERVED),
+    Route("GET", READS_PATH, READS),
 )
 MAX_THROTTLED_REQUESTS = 1000
 # The runner's header naming the caller (an IAM principal's ARN), so a test can act as another identity: set as
@@ -154,6 +163,9 @@ class LocalApi:
         self._throttled_left = 0
         self._retry_after = 1
         self._last_read_at: float | None = None  # when the read function was last invoked
+        self._reads_lock = threading.Lock()
+        self._reads_since = time.time()
+        self._reads: dict[str, dict[str, Any]] = {}  # flag (or "*") -> {"reads", "last_read_at"}
 
     def handle(self, request: Request) -> HttpResponse:
         """The answer to ``request``; every answer carries ``x-amzn-RequestId``, as API Gateway's do."""
@@ -191,6 +203,10 @@ class LocalApi:
             return self._close_guard(found.path_parameters["version"])
         if found.route.function == SERVED:
             return _json(200, {"readers": self._served()})
+        if found.route.function == READS:
+            with self._reads_lock:
+                flags = {name: dict(tally) for name, tally in self._reads.items()}
+            return _json(200, {"since": self._reads_since, "flags": flags})
         throttled = self._throttled()
         if throttled is not None:
             return throttled
@@ -275,7 +291,18 @@ class LocalApi:
             response = http_response(self._functions.invoke(match.route.function, event, request_id))
         except Exception as exc:  # noqa: BLE001 - a Lambda error (or a malformed proxy answer) is API Gateway's 502
             return self._function_error(match.route.function, exc)
+        if match.route.function == READ_FUNCTION and response.status in (200, 304):
+            self._count_read(match)
         return HttpResponse(response.status, [*response.headers, ("x-amzn-RequestId", request_id)], response.body)
+
+    def _count_read(self, match: RouteMatch) -> None:
+        """One answered read: one for the flag it names, or one for ``*`` (every flag)."""
+        params = match.path_parameters
+        name = unquote(params.get("name") or params.get("key") or ALL_FLAGS)
+        with self._reads_lock:
+            tally = self._reads.setdefault(name, {"reads": 0, "last_read_at": None})
+            tally["reads"] += 1
+            tally["last_read_at"] = time.time()
 
     def _schedule(self, window: str, action: str) -> HttpResponse:
         names = [known.name for known in self._config.maintenance_windows]

@@ -28,7 +28,7 @@ from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.doc_examples import examples
 from tests.support.runner import REPO_ROOT, Runner, runner_env, start_runner
 
-PAGES = ("docs/api.md", "docs/local-runner.md", "docs/flagctl.md", "docs/change-workflows.md")
+PAGES = ("docs/api.md", "docs/local-runner.md", "docs/flagctl.md", "docs/change-workflows.md", "docs/lifecycle.md")
 DOCUMENTED_URL = "http://127.0.0.1:3000"
 COMMAND_TIMEOUT_SECONDS = 60
 

@@ -32,6 +32,10 @@ def schedules(*windows: dict[str, str]) -> Any:
     return window_schedules(WindowDefinition(**window, duration_seconds=3600) for window in windows)
 
 
+# Operational flags, permanent by default (maintenance, and a fallback unlike the initial value)
+PERMANENT = {"maintenance_mode", "signup_enabled", "api_rate_limit_per_minute", "trace_sample_rate"}
+
+
 class TestDeclarations:
     def test_every_flag_in_declaration_order_with_its_type_values_and_description(self, seeded_api: WriteApi) -> None:
         # Given the bundled declarations file
@@ -44,7 +48,8 @@ class TestDeclarations:
         answered = body_of(response)["declarations"]
         assert [entry["name"] for entry in answered] == [flag["name"] for flag in declared]
         for entry, flag in zip(answered, declared, strict=True):
-            assert entry == {"description": "", **flag}
+            lifecycle = {"state": "active", "permanent": flag["name"] in PERMANENT}
+            assert entry == {"description": "", **flag, **lifecycle}
 
     def test_only_the_constraints_a_flag_has(self, seeded_api: WriteApi) -> None:
         answered = {entry["name"]: entry for entry in body_of(seeded_api("GET", "/flags/declarations"))["declarations"]}
@@ -67,8 +72,10 @@ class TestDeclarations:
         monkeypatch.setattr(seeded_api.module, "DECLARATION_LIST", {"declarations": declarations.as_documents()})
         # When GET /flags/declarations / Then exactly what each declares, floats as floats
         assert body_of(seeded_api("GET", "/flags/declarations"))["declarations"] == [
-            {"name": "banner", "type": "string", "initial": "", "fallback": "", "max_length": 40, "description": ""},
-            {"name": "ratio", "type": "float", "initial": 1.0, "fallback": 0.0, "min": 0, "description": "r"},
+            {"name": "banner", "type": "string", "initial": "", "fallback": "", "max_length": 40, "description": ""}
+            | {"state": "active", "permanent": False},
+            {"name": "ratio", "type": "float", "initial": 1.0, "fallback": 0.0, "min": 0, "description": "r"}
+            | {"state": "active", "permanent": True},
         ]
 
 

@@ -1,5 +1,11 @@
 """Typed loader for declarations.json, the single source of truth for every flag.
 
+Each flag may carry its lifecycle: ``owner``, ``state`` (``active``, the default; ``deprecated`` with its
+``deprecated_on`` date; ``removed``), a ``note``, and ``permanent``. A flag is permanent by default when it is an
+operational control rather than a release toggle: ``maintenance_mode`` (always), and every flag whose fallback
+differs from its initial value (a deliberate degraded position: a kill switch on normally and off on failure, a
+conservative limit); ``"permanent": false`` or ``true`` overrides the rule for any other flag.
+
 The seed, the API validation, the read fallbacks and the docs all come from ``load_declarations(path)``.
 A broken file raises ``DeclarationError`` naming the flag, at import time of whoever loads it (a
 function's cold start, ``cdk synth``, the test session), so a bad declaration never deploys.
@@ -7,6 +13,7 @@ function's cold start, ``cdk synth``, the test session), so a bad declaration ne
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -16,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from singleton_flags.errors import DeclarationError, InvalidRequest, InvalidValue, UnknownFlag
-from singleton_flags.keys import BOOKKEEPING_ATTRS
+from singleton_flags.keys import BOOKKEEPING_ATTRS, MAINTENANCE_FLAG
 
 __all__ = [
     "DEFAULT_STRING_MAX_LENGTH",
+    "LIFECYCLE_STATES",
     "NAME_PATTERN",
     "NUMBER_MAX_MAGNITUDE_EXCLUSIVE",
     "NUMBER_MAX_SIGNIFICANT_DIGITS",
@@ -62,6 +70,14 @@ RESERVED_FLAG_NAMES = frozenset(
 DEFAULT_STRING_MAX_LENGTH = 256
 TYPES: dict[str, tuple[type, ...]] = {"bool": (bool,), "int": (int,), "float": (float, int), "string": (str,)}
 _FIELDS = {"name", "type", "initial", "fallback", "description", "min", "max", "enum", "max_length", "protection"}
+_LIFECYCLE_FIELDS = {"owner", "state", "deprecated_on", "note", "permanent"}
+ACTIVE, DEPRECATED, REMOVED = "active", "deprecated", "removed"
+LIFECYCLE_STATES = (ACTIVE, DEPRECATED, REMOVED)
+MAX_OWNER_LENGTH = 128
+MAX_NOTE_LENGTH = 1024
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# The flag the maintenance windows switch: an operational control, always permanent.
+_ALWAYS_PERMANENT = frozenset({MAINTENANCE_FLAG})
 _PROTECTION_FIELDS = {"approvals", "approvers", "break_glass"}
 MAX_APPROVALS = 10
 MAX_PRINCIPAL_PATTERNS = 20
@@ -149,6 +165,21 @@ class FlagSpec:
     choices: tuple[str | int | float, ...] | None = None
     max_length: int | None = None
     protection: Protection | None = None  # None: declared without one (approvals 0)
+    owner: str = ""
+    state: str = ACTIVE
+    deprecated_on: str | None = None  # an ISO date (YYYY-MM-DD), set when deprecated (or removed after it)
+    note: str = ""
+    permanent: bool | None = None  # None: the default rule (``is_permanent``)
+
+    @property
+    def is_permanent(self) -> bool:
+        """Never a stale candidate: declared so, or by default an operational control (``maintenance_mode``, or a
+        flag whose fallback differs from its initial value: a kill switch, a conservative limit)."""
+        if self.name in _ALWAYS_PERMANENT:
+            return True
+        if self.permanent is not None:
+            return self.permanent
+        return self.fallback != self.initial
 
     @property
     def protected(self) -> bool:
@@ -191,6 +222,22 @@ class FlagSpec:
         doc["description"] = self.description
         if self.protection is not None:
             doc["protection"] = self.protection.as_doc()
+        lifecycle: dict[str, str | bool | None] = {
+            "owner": self.owner or None,
+            "state": None if self.state == ACTIVE else self.state,
+            "deprecated_on": self.deprecated_on,
+            "note": self.note or None,
+            "permanent": self.permanent,
+        }
+        doc.update({key: value for key, value in lifecycle.items() if value is not None})
+        return doc
+
+    def lifecycle_doc(self) -> dict[str, Any]:
+        """The flag's lifecycle: ``state`` and ``permanent`` (as the rule resolves it) always, the owner, the date
+        and the note when declared (never a null)."""
+        doc: dict[str, Any] = {"state": self.state, "permanent": self.is_permanent}
+        given = (("owner", self.owner), ("deprecated_on", self.deprecated_on), ("note", self.note))
+        doc.update({key: value for key, value in given if value})
         return doc
 
 
@@ -240,8 +287,13 @@ class Declarations(Mapping[str, FlagSpec]):
         return {name: spec.fallback for name, spec in self._specs.items()}
 
     def as_documents(self) -> list[dict[str, Any]]:
-        """Every declaration as JSON, its name first, in file order (GET /flags/declarations)."""
-        return [{"name": name, **spec.as_doc()} for name, spec in self._specs.items()]
+        """Every declaration as JSON, its name first, in file order, with its lifecycle (``state`` and ``permanent``
+        always given, resolved): GET /flags/declarations."""
+        return [{"name": name, **spec.as_doc(), **spec.lifecycle_doc()} for name, spec in self._specs.items()]
+
+    def deprecated(self) -> dict[str, FlagSpec]:
+        """The flags declared deprecated, by name."""
+        return {name: spec for name, spec in self._specs.items() if spec.state == DEPRECATED}
 
     def initials(self) -> dict[str, FlagValue]:
         return {name: spec.initial for name, spec in self._specs.items()}
@@ -275,7 +327,7 @@ def _spec_from(raw: Any, position: int) -> FlagSpec:
         raise DeclarationError(f"flag #{position} ({name!r}): name must match {NAME_PATTERN.pattern}")
     if name in RESERVED_FLAG_NAMES or name in BOOKKEEPING_ATTRS:
         raise DeclarationError(f"flag '{name}': the name is reserved (an API path or a bookkeeping attribute)")
-    unknown = set(raw) - _FIELDS
+    unknown = set(raw) - _FIELDS - _LIFECYCLE_FIELDS
     if unknown:
         raise DeclarationError(f"flag '{name}': unknown field(s) {sorted(unknown)}")
     flag_type = raw.get("type")
@@ -301,6 +353,7 @@ def _spec_from(raw: Any, position: int) -> FlagSpec:
     if not isinstance(raw.get("description", ""), str):
         raise DeclarationError(f"flag '{name}': 'description' must be a string")
     spec = FlagSpec(
+        **_lifecycle_from(name, raw),
         protection=_protection_from(name, raw["protection"]) if "protection" in raw else None,
         name=name,
         type=flag_type,
@@ -321,6 +374,40 @@ def _spec_from(raw: Any, position: int) -> FlagSpec:
     if flag_type == "float":  # 1 in a float flag's file means 1.0
         spec = replace(spec, initial=float(spec.initial), fallback=float(spec.fallback))
     return spec
+
+
+def _lifecycle_from(name: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """The lifecycle fields of a declaration, checked: FlagSpec's keyword arguments."""
+    where = f"flag '{name}'"
+    owner, note, state = raw.get("owner", ""), raw.get("note", ""), raw.get("state", ACTIVE)
+    if not isinstance(owner, str) or len(owner) > MAX_OWNER_LENGTH:
+        raise DeclarationError(f"{where}: 'owner' must be a string of at most {MAX_OWNER_LENGTH} characters")
+    if not isinstance(note, str) or len(note) > MAX_NOTE_LENGTH:
+        raise DeclarationError(f"{where}: 'note' must be a string of at most {MAX_NOTE_LENGTH} characters")
+    if state not in LIFECYCLE_STATES:
+        raise DeclarationError(f"{where}: 'state' must be one of {list(LIFECYCLE_STATES)}, got {state!r}")
+    deprecated_on = raw.get("deprecated_on")
+    if deprecated_on is None and state == DEPRECATED:
+        raise DeclarationError(f"{where}: a deprecated flag needs 'deprecated_on' (YYYY-MM-DD): when it was")
+    if deprecated_on is not None:
+        if state == ACTIVE:
+            raise DeclarationError(f"{where}: 'deprecated_on' is only for a deprecated or removed flag")
+        if not isinstance(deprecated_on, str) or not _DATE.fullmatch(deprecated_on) or not _is_date(deprecated_on):
+            raise DeclarationError(f"{where}: 'deprecated_on' must be a date YYYY-MM-DD, got {deprecated_on!r}")
+    permanent = raw.get("permanent")
+    if permanent is not None and not isinstance(permanent, bool):
+        raise DeclarationError(f"{where}: 'permanent' must be true or false")
+    if permanent is False and name in _ALWAYS_PERMANENT:
+        raise DeclarationError(f"{where}: the maintenance windows' flag is always permanent")
+    return {"owner": owner, "state": state, "deprecated_on": deprecated_on, "note": note, "permanent": permanent}
+
+
+def _is_date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _patterns(where: str, raw: Any) -> tuple[str, ...]:

@@ -26,6 +26,10 @@ on every request. A window whose end never arrived still ends: a maintenance swi
 reported off once the deadline stored with it has passed (``maintenance_deadline_passed``). The jitter comes from
 the reader's own generator, seeded from the operating system.
 
+A flag declared deprecated is still served; the reader warns once per execution environment, at its first
+successful fetch, naming each deprecated flag with its date and note (the log of every environment that serves
+it, whether the application reads it or not: the hot read path checks nothing).
+
 A SnapStart restore resumes many environments from one snapshot of an initialized one: where the runtime offers
 restore hooks, every reader registers ``reset`` (``singleton_flags.snapstart``), which forgets what the snapshot
 made them share (the cached item, the lookup's expiry, the back-off, the generator's state).
@@ -96,6 +100,7 @@ class FlagReader:
         self._retry_at = 0.0
         self._read_once = False  # a fetch has succeeded in this environment (the item found or not)
         self._told: set[ReadCause] = set()  # causes already told in the log: each once per environment
+        self._deprecation_due = bool(declarations.deprecated())  # deprecated flags not yet told in this environment
         register_reset(self)  # a SnapStart restore: forget what the snapshot shared (no-op outside Lambda)
 
     def read(self) -> FlagState:
@@ -129,6 +134,8 @@ class FlagReader:
         refreshed = self.provider.fetches != fetches_before  # else another thread's fetch filled the cache
         self._failures = 0
         self._read_once = True
+        if self._deprecation_due:
+            self._tell_deprecated()
         if snapshot.superseded_by is not None:
             self._last_good = None  # a replaced item's values are never served, not even as STALE
             self._read_once = False  # no live item read: a later failure counts as never read, too
@@ -166,6 +173,7 @@ class FlagReader:
         self._failures = 0
         self._retry_at = 0.0
         self._told = set()
+        self._deprecation_due = bool(self._declarations.deprecated())
         self._counter.restart()
         self._random.seed()
 
@@ -195,6 +203,16 @@ class FlagReader:
             },
         )
         return cause
+
+    def _tell_deprecated(self) -> None:
+        """Warn once per environment of each deprecated flag: still served, its date and note named."""
+        self._deprecation_due = False
+        for name, spec in self._declarations.deprecated().items():
+            note = f": {spec.note}" if spec.note else ""
+            logger.warning(
+                f"flag '{name}' is deprecated since {spec.deprecated_on}{note}; it is still served",
+                extra={"flag": name, "deprecated_on": spec.deprecated_on, "note": spec.note, "owner": spec.owner},
+            )
 
     def _tell_superseded(self, snapshot: Snapshot) -> None:
         """Log that the item is superseded, naming its successor: a warning once per environment, then debug."""

@@ -19,9 +19,12 @@ codes).
       request reject ID --reason TEXT
       request withdraw ID [--reason TEXT]
       request break-glass (NAME=VALUE ... | --revert-to VERSION) --reason TEXT [--if-version VERSION]
+      refs PATH ... [--declarations FILE] [--json]  flag names the code reads, against the declarations
+      report [--days N] [--declarations FILE] [--log-group NAME ...] [--json]  lifecycle, last change, reads
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
-Exit codes: 0 ok, 2 bad input (400/404/413, usage), 3 conflict (409/412), 4 auth (401/403),
+Exit codes: 0 ok, 1 ``refs``: code and declarations disagree, 2 bad input (400/404/413, usage),
+3 conflict (409/412), 4 auth (401/403),
 5 server or network (5xx, 429, a redirect, a malformed answer, no whole answer within --timeout),
 6 a read served the declared fallbacks (reason DEFAULT: the flags item is missing or unreadable), said on stderr,
 7 ``set --wait``: the change was applied, but it could not be known within --wait-timeout that readers serve it
@@ -58,7 +61,7 @@ from flagctl.client import (
     region_for,
     url_from_stack_outputs,
 )
-from flagctl.errors import AUTH, BAD_INPUT, CONFLICT, FALLBACKS, NOT_SEEN, OK, SERVER, FlagctlError
+from flagctl.errors import AUTH, BAD_INPUT, CONFLICT, DISAGREE, FALLBACKS, NOT_SEEN, OK, SERVER, FlagctlError
 from flagctl.http_client import DEADLINE_SECONDS
 from flagctl.text import excerpt, layout, safe, safe_json, shown as _show, table
 
@@ -132,8 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flagctl",
         description="Read and change singleton-flags through its API (the local runner, or a deployed stack).",
-        epilog="Exit codes: 0 ok, 2 bad input, 3 conflict (409/412), 4 auth (401/403), 5 server or network, "
-        "6 a read served the declared fallbacks (reason DEFAULT).",
+        epilog="Exit codes: 0 ok, 1 refs: code and declarations disagree, 2 bad input, 3 conflict (409/412), "
+        "4 auth (401/403), 5 server or network, 6 a read served the declared fallbacks (reason DEFAULT).",
     )
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--url", help=f"the API's base URL (default {DEFAULT_URL}; non-loopback URLs are SigV4-signed)")
@@ -217,7 +220,40 @@ def build_parser() -> argparse.ArgumentParser:
     cancel = schedule_commands.add_parser("cancel", help="cancel a pending scheduled change")
     cancel.add_argument("id")
     _request_commands(commands)
+    _lifecycle_commands(commands)
     return parser
+
+
+def parse_days(text: str) -> int:
+    """Days of reads a report covers: ASCII digits, 1-365."""
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= 365:
+        raise argparse.ArgumentTypeError(f"days are an integer from 1 to 365, got {text!r}")
+    return int(text)
+
+
+def _lifecycle_commands(commands: Any) -> None:
+    """``flagctl refs`` and ``flagctl report`` (docs/lifecycle.md)."""
+    refs = commands.add_parser(
+        "refs",
+        help="flag names the code under PATH reads, against the declarations (exit 1 when they disagree)",
+    )
+    refs.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    report = commands.add_parser("report", help="per flag: lifecycle, last change, reads in the last N days")
+    report.add_argument("--days", type=parse_days, default=30, metavar="N", help="the reads' window (default 30)")
+    report.add_argument(
+        "--log-group",
+        action="append",
+        metavar="NAME",
+        help="a deployed stage: a readers' log group to query (repeat; the read function's, your functions')",
+    )
+    for command in (refs, report):
+        command.add_argument(
+            "--declarations",
+            type=Path,
+            metavar="FILE",
+            help="the declarations file (default: the API's GET /flags/declarations)",
+        )
+        command.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
 
 
 def _request_commands(commands: Any) -> None:
@@ -559,6 +595,8 @@ def main(
     try:
         if args.command == "console":
             return run_console(_url(args), args.port, args.open, out)
+        if args.command in ("refs", "report"):
+            return run_lifecycle(args, transport, out)
         sent_at = time.time()
         client = _client(args, transport)
         answer, render = _call(args, client)
@@ -586,6 +624,44 @@ def main(
         return FALLBACKS
     if args.command == "set" and args.wait:
         return wait_for_readers(args, client, answer, sent_at, transport, out, err)
+    return OK
+
+
+def run_lifecycle(args: argparse.Namespace, transport: Transport | None, out: TextIO) -> int:
+    """``refs``: 0 when code and declarations agree, ``DISAGREE`` (1) when not; ``report``: 0."""
+    from flagctl import refs, report
+
+    if args.command == "refs":
+        client = None if args.declarations is not None else _client(args, transport)
+        declared = refs.declared_flags(args.declarations, client)
+        answer = refs.compare(declared, refs.scan(args.paths))
+        _say(out, safe_json(answer, indent=2) if args.json else refs.render(answer))
+        return OK if answer["agree"] else DISAGREE
+    client = _client(args, transport)
+    declared = refs.declared_flags(args.declarations, client)
+    changes, _ = report.last_changes(client, {flag.name for flag in declared})
+    since = time.time() - args.days * report.DAY_SECONDS
+    reads, unknown = None, None
+    if is_loopback(client.base_url):
+        reads = report.runner_reads(client)(declared, since)
+    elif args.log_group:
+        if len(args.log_group) > report.MAX_LOG_GROUPS:
+            raise FlagctlError(f"at most {report.MAX_LOG_GROUPS} --log-group", BAD_INPUT, "USAGE")
+        source = report.logs_insights_reads(
+            region_for(client.base_url, None),
+            list(args.log_group),
+            default_signer(client.base_url, service="logs"),
+            transport or functools.partial(http_transport, deadline=args.timeout),
+        )
+        reads = source(declared, since)
+    else:
+        unknown = (
+            "a deployed stage's reads are its readers' ServedVersion records in CloudWatch Logs: give --log-group "
+            "NAME for each readers' log group (the read function's, your functions' with metrics=True); the "
+            "caller needs logs:StartQuery and logs:GetQueryResults on them"
+        )
+    built = report.build(declared, changes, reads, args.days, unknown)
+    _say(out, safe_json(built, indent=2) if args.json else report.render(built))
     return OK
 
 

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 OK, BAD_INPUT, CONFLICT, AUTH, SERVER = 0, 2, 3, 4, 5
+# ``refs``: code and declarations disagree (an undeclared name used, a declared flag not referenced, ...).
+DISAGREE = 1
 # A read answered, but with the declared fallbacks (reason DEFAULT): the item is missing or unreadable.
 FALLBACKS = 6
 # ``set --wait``: the change was applied, but it could not be known that readers serve it within --wait-timeout.

@@ -356,6 +356,11 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         max: StrictInt | StrictFloat | None = Field(None, description="Numbers only; absent when unbounded.")
         enum: list[StrictInt | StrictFloat | StrictStr] | None = Field(None, description="The allowed values, if any.")
         max_length: int | None = Field(None, description="Strings only; absent for the default limit.")
+        state: Literal["active", "deprecated", "removed"] = Field(description="The flag's lifecycle state.")
+        permanent: bool = Field(description="Never a stale candidate (declared, or an operational control).")
+        owner: str | None = Field(None, description="Who answers for the flag; absent when not declared.")
+        deprecated_on: str | None = Field(None, description="YYYY-MM-DD; deprecated (or removed) flags only.")
+        note: str | None = Field(None, description="Why, and what replaces it; absent when not declared.")
 
     class DeclarationList(BaseModel):
         declarations: list[Declaration] = Field(description="In declaration order; only the constraints a flag has.")

@@ -65,6 +65,7 @@ from singleton_flags.aws import WRITE_CLIENT_CONFIG, worst_call_seconds
 from singleton_flags.codec import decode, decode_plain, encode, iso_time
 from singleton_flags.declarations import Declarations, FlagValue
 from singleton_flags.keys import (
+    BOOKKEEPING_ATTRS,
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_FLAG,
     MAINTENANCE_OWNER_ATTR,
@@ -357,6 +358,15 @@ class FlagStore:
             check["ExpressionAttributeValues"] = {":version": {"N": str(version)}}
         return check
 
+    def _tell_undeclared(self, raw: Mapping[str, Any]) -> None:
+        """The seed's word on each attribute of the item no declaration names: found, and left as it is."""
+        for name in sorted(set(raw) - set(self._declarations) - BOOKKEEPING_ATTRS):
+            logger.warning(
+                f"the flags item holds '{name}', which no declaration names: left in the item (no reader serves it) "
+                "until a migration or a cleanup removes it",
+                attribute=name,
+            )
+
     def _snapshot(self, raw: Mapping[str, Any]) -> Snapshot:
         return Snapshot.from_item(raw, self._declarations, fetched_at=self._clock())
 
@@ -495,7 +505,9 @@ class FlagStore:
     def seed(self, *, actor: str, reason: str, time_budget: float | None = None) -> ChangeResult:
         """The deploy-time seed: adds every declared flag the item lacks, with its initial value, as one
         version (kind ``seed``); never changes a live value. A missing item is restored first, by the same
-        rule as any write (a brand-new table gets version 0 with the initial values)."""
+        rule as any write (a brand-new table gets version 0 with the initial values). An attribute of the item
+        that no declaration names (a flag removed from the declarations) is left where it is, and said: one
+        log line per attribute, until a migration or a cleanup removes it."""
 
         def planned(current: Snapshot) -> Plan:
             missing = {name: spec.initial for name, spec in self._declarations.items() if name in current.fallen_back}
@@ -535,6 +547,8 @@ class FlagStore:
         while True:  # the first attempt fits (above); each next one is granted before its back-off (``_pause``)
             attempt += 1
             current = self._read_current(seeding=write.kind == KIND_SEED)
+            if write.kind == KIND_SEED and attempt == 1 and not current.missing:
+                self._tell_undeclared(current.raw)
             self._check_superseded(current, write)
             if expected is not None and (current.missing or current.version not in expected):
                 raise self._stale(current, expected)

@@ -314,6 +314,17 @@ function buildEditor(declaration) {
   return wrap;
 }
 
+// A deprecated (or removed) flag's badge: its state and date, its note as the badge's title.
+function lifecycleBadge(declaration) {
+  if (declaration.state !== "deprecated" && declaration.state !== "removed") return null;
+  const since = declaration.deprecated_on ? ` since ${declaration.deprecated_on}` : "";
+  return el("span", {
+    class: `badge badge-lifecycle badge-${declaration.state}`,
+    text: `${declaration.state}${since}`,
+    title: declaration.note || null,
+  });
+}
+
 function buildFlagsTable() {
   const body = $("flags-body");
   body.replaceChildren();
@@ -331,6 +342,7 @@ function buildFlagsTable() {
               text: `protected: ${approvalsText(approvalsFor(declaration.name))}`,
             })
           : null,
+        lifecycleBadge(declaration),
       ),
       el("td", { "data-label": "Type", text: declaration.type }),
       el("td", { "data-label": "Current value", class: "current" }),
