@@ -188,6 +188,11 @@ def test_the_openapi_document_and_swagger_ui_are_served(runner):
         "/flags/guards",
         "/flags/schedules",
         "/flags/schedules/{id}",
+        "/flags/change-requests",
+        "/flags/change-requests/{id}",
+        "/flags/change-requests/{id}/approve",
+        "/flags/change-requests/{id}/reject",
+        "/flags/change-requests/{id}/withdraw",
         "/ofrep/v1/evaluate/flags",
         "/ofrep/v1/evaluate/flags/{key}",
     } == set(document["paths"])
