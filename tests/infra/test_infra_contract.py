@@ -106,7 +106,9 @@ def asked_for(synth: Synth, name: str) -> object:
         for window in config.maintenance_windows
     )
     if name == contract.CHANGE_EVENTS_FUNCTION:
-        return contract.ChangeEventSettings(event_bus_name=f"singleton-flags-{config.stage}", stage=config.stage)
+        return contract.ChangeEventSettings(
+            event_bus_name=f"singleton-flags-{config.stage}", stage=config.stage, table_name=settings.table_name
+        )
     if name in ("read", contract.SEED_FUNCTION):
         return settings
     if name in ("maintenance", "guard"):
