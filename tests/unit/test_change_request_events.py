@@ -86,13 +86,18 @@ def test_a_created_request_is_its_documented_event(requests: Requests) -> None:
     assert "true" not in json.dumps(event)  # the flags it touches by name, never the values it would write
 
 
-def test_each_approval_and_the_last_one_applying_are_events(requests: Requests) -> None:
+def test_each_approval_and_the_last_one_applying_are_events(requests: Requests, clock: Clock) -> None:
     request_id = requests.create()
+    clock.advance(60)
     requests.store.approve(request_id, BOB, reason="looks right")
     first = detail(requests.image(request_id))
+    clock.advance(60)
     requests.store.approve(request_id, CAROL)
     last = detail(requests.image(request_id))
-    assert first is not None and last is not None
+    created = detail(requests.records[0])
+    assert first is not None and last is not None and created is not None
+    # each event's time is its own transition's: the creation, the approval, the decision
+    assert created["time"] < first["time"] < last["time"]
     # an approval that is not the last: the request stays pending, the approver named
     assert (first["transition"], first["state"]) == ("approved", "pending")
     assert first["approved_by"] == {"principal": BOB, "at": first["time"], "reason": "looks right"}
