@@ -399,14 +399,26 @@ class AuditCheck:
         self._get_item = get_item
         self._table = table_name
 
-    def check(self, event: Mapping[str, Any]) -> CheckResult:
+    def check(
+        self,
+        event: Mapping[str, Any],
+        *,
+        budget_seconds: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> CheckResult:
         """Check the flags item's new images in a DynamoDB stream event, in order; stop at the first whose record
-        could not be read (it is reported, so Lambda retries from it)."""
+        could not be read, or that ``budget_seconds`` (the invocation's time left for reads) no longer covers: it
+        is reported, so Lambda retries from it."""
         result = CheckResult()
+        started = monotonic()
         for record in event.get("Records", []):
             if not is_flags_item_record(record):
                 continue
             stream = record["dynamodb"]
+            if budget_seconds is not None and monotonic() - started >= budget_seconds:
+                result.errors.append(f"record {stream.get('SequenceNumber')}: no time left to read its audit record")
+                result.failed_sequence_number = stream["SequenceNumber"]
+                break
             try:
                 found = self.unaudited(stream["NewImage"], stream["SequenceNumber"])
             except Exception as exc:  # noqa: BLE001 - any failed read (throttled, unreachable...) is retried by Lambda

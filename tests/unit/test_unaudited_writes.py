@@ -237,3 +237,19 @@ def test_the_function_reports_the_first_record_it_could_neither_publish_nor_chec
     event = {"Records": [stream_record(item, 1, "MODIFY"), stream_record(item, 2, "MODIFY")]}
     first = event["Records"][0]["dynamodb"]["SequenceNumber"]
     assert module.handler(event, invocation_context()) == {"batchItemFailures": [{"itemIdentifier": first}]}
+
+
+def test_no_read_starts_that_the_invocations_time_left_would_not_cover(
+    store: FlagStore, ddb: Any, table_name: str
+) -> None:
+    item = flags_item(ddb, table_name)
+    event = {"Records": [stream_record(item, 1, "MODIFY"), stream_record(item, 2, "MODIFY")]}
+    reads = Reads(ddb)
+    ticks = iter([0.0, 1.0, 20.0])  # the start, before the first read, before the second read
+    result = AuditCheck(reads.get_item, table_name=table_name).check(
+        event, budget_seconds=10.0, monotonic=lambda: next(ticks)
+    )
+    # Then the second image is left for Lambda's retry instead of being cut off by the timeout
+    assert (result.checked, len(reads.calls)) == (1, 1)
+    assert result.failed_sequence_number == event["Records"][1]["dynamodb"]["SequenceNumber"]
+    assert "no time left" in result.errors[0]

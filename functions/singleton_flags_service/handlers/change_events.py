@@ -26,6 +26,7 @@ from singleton_flags_service.vocabulary import CHANGE_EVENTS_PUBLISHED, CHANGE_E
 SETTINGS = ChangeEventSettings.from_env(os.environ)
 # The publisher retries refused entries itself; botocore retries a failed call once more within it.
 CLIENT_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"total_max_attempts": 2, "mode": "standard"})
+READ_SECONDS = 2 * (2 + 5)  # one call's worst case under CLIENT_CONFIG: two attempts of connect and read
 EVENTS_CLIENT = boto3.client("events", config=CLIENT_CONFIG)
 DYNAMODB_CLIENT = boto3.client("dynamodb", config=CLIENT_CONFIG)
 PUBLISHER = ChangePublisher(EVENTS_CLIENT.put_events, event_bus_name=SETTINGS.event_bus_name, stage=SETTINGS.stage)
@@ -46,7 +47,8 @@ def first_failure(event: Mapping[str, Any], *sequence_numbers: str | None) -> st
 @metrics.log_metrics
 def handler(event: Any, context: Any) -> dict[str, Any]:
     result = PUBLISHER.publish(event)
-    check = AUDIT_CHECK.check(event)
+    # one audit record read takes at most READ_SECONDS (two attempts): none starts that the timeout would cut off
+    check = AUDIT_CHECK.check(event, budget_seconds=context.get_remaining_time_in_millis() / 1000 - READ_SECONDS)
     for error in result.errors:
         logger.error("change event not published", extra={"error": error})
     for error in check.errors:
