@@ -3,9 +3,10 @@ reads it, through the deployed publisher (``singleton_flags_service.events.Chang
 
 The write function never publishes, here as deployed: an event exists because its audit record reached the
 stream. Each ``GET /_events`` reads what the stream holds beyond what was already read (every shard, from the
-oldest record the first time), keeps the records ``STREAM_FILTER`` lets through (as the mapping's filter does),
-hands them to the publisher in a Lambda-shaped event, and answers every event published since the runner
-started, oldest first. Works on the embedded moto and on DynamoDB Local (``AWS_ENDPOINT_URL_DYNAMODB``), whose
+oldest record the first time), keeps the records ``STREAM_FILTERS`` let through (as the mapping's filters do),
+hands them to the publisher in a Lambda-shaped event, checks the flags item's new images against their audit
+records (``AuditCheck``: an unaudited write is listed in ``errors``), and answers every event published since the
+runner started, oldest first. Works on the embedded moto and on DynamoDB Local (``AWS_ENDPOINT_URL_DYNAMODB``), whose
 stream endpoint is its DynamoDB endpoint.
 """
 
@@ -23,7 +24,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from singleton_flags_infra.constants import event_bus_name
-from singleton_flags_service.events import ChangePublisher, is_change_record
+from singleton_flags_service.events import AuditCheck, ChangePublisher, is_flags_item_record, is_published_record
 
 NEW_IMAGE_VIEWS = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 # botocore sends a call naming a stream ARN to the account's own endpoint (<account>.streams-ddb.<region>...),
@@ -109,10 +110,18 @@ class StreamEvents:
             records = self._read(streams, stream_arn)
         except (ClientError, BotoCoreError) as exc:
             raise StreamUnavailable(f"cannot read the stream of table {self._table}: {exc}") from exc
-        changes = [lambda_record(record, stream_arn) for record in records if is_change_record(record)]
+        changes = [lambda_record(record, stream_arn) for record in records if is_published_record(record)]
         if changes:
             result = self._publisher.publish({"Records": changes})
             self.errors.extend(result.errors)  # a record no retry can publish here is skipped, and said
+        writes = [lambda_record(record, stream_arn) for record in records if is_flags_item_record(record)]
+        if writes:
+            check = AuditCheck(dynamodb.get_item, table_name=self._table).check({"Records": writes})
+            self.errors.extend(check.errors)
+            self.errors.extend(
+                f"unaudited write to the flags item: {json.dumps(found.log_fields(), default=str)}"
+                for found in check.unaudited
+            )
 
     def _read(self, streams: Any, stream_arn: str) -> list[dict[str, Any]]:
         shards: list[dict[str, Any]] = []

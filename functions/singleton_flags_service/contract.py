@@ -130,21 +130,25 @@ STAGE_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
 
 @dataclass(frozen=True, slots=True)
 class ChangeEventSettings:
-    """The change-events function's configuration: the bus it publishes to and the stage its events name."""
+    """The change-events function's configuration: the bus it publishes to, the stage its events name, and the
+    table whose audit records it reads (the flags item's writes are checked against them)."""
 
     event_bus_name: str
     stage: str
+    table_name: str
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ChangeEventSettings:
-        bus, stage = env.get(EVENT_BUS_NAME, ""), env.get(STAGE, "")
+        bus, stage, table = env.get(EVENT_BUS_NAME, ""), env.get(STAGE, ""), env.get(TABLE_NAME, "")
         if not bus:
             raise SettingsError(f"{EVENT_BUS_NAME} is required")
         if not stage:
             raise SettingsError(f"{STAGE} is required")
         if not STAGE_PATTERN.match(stage):
             raise SettingsError(f"{STAGE} must match {STAGE_PATTERN.pattern}, got {stage!r}")
-        return cls(event_bus_name=bus, stage=stage)
+        if not table:
+            raise SettingsError(f"{TABLE_NAME} is required")
+        return cls(event_bus_name=bus, stage=stage, table_name=table)
 
 
 # ---------------------------------------------------------------------------------------------- one-time targets
@@ -251,7 +255,7 @@ GUARD_CLOSE_TARGET = ScheduleTargetVariables("GUARD_SCHEDULE_")
 WINDOW_NAME_PATTERN = re.compile(r"^[a-z0-9-]{1,40}$")
 MAX_WINDOW_SECONDS = 24 * 3600
 # Each window is two CloudFormation resources (its start and end schedules) of the 500 a stack may declare: 50
-# windows keep the whole stack under 300 (docs/decisions.md). The window definitions travel in the deployment
+# windows keep the whole stack under 350, leaving at least 150 for an application that embeds it (docs/decisions.md). The window definitions travel in the deployment
 # document, so the functions' environments do not grow with them.
 MAX_WINDOWS = 50
 WINDOW_ACTIONS = ("start", "end")
@@ -341,7 +345,8 @@ def function_environment(deployment: Deployment, function: str) -> dict[str, str
     """The environment the stack gives ``function`` when it creates it (the write function's one-time schedule
     targets are added by the constructs that own them: ``SCHEDULED_CHANGE_TARGET``, ``GUARD_CLOSE_TARGET``).
 
-    The change-events function never touches the table's items: it gets the bus and the stage, not the table.
+    The change-events function gets the bus, the stage and the table (it reads audit records only, never the
+    flags), not the readers' limits.
     """
     if function not in READERS:
         raise ValueError(f"no function {function!r}; functions: {sorted(READERS)}")
@@ -353,7 +358,12 @@ def function_environment(deployment: Deployment, function: str) -> dict[str, str
         METRICS_NAMESPACE: deployment.metrics_namespace,
     }
     if function == CHANGE_EVENTS_FUNCTION:
-        return {EVENT_BUS_NAME: deployment.event_bus_name, STAGE: deployment.stage, **observability}
+        return {
+            EVENT_BUS_NAME: deployment.event_bus_name,
+            STAGE: deployment.stage,
+            TABLE_NAME: deployment.table_name,
+            **observability,
+        }
     environment = {
         TABLE_NAME: deployment.table_name,
         MAX_AGE.name: MAX_AGE.write(deployment.max_age_seconds),

@@ -67,6 +67,7 @@ __all__ = [
     "SERVED_VERSION",
     "STALE",
     "STATIC",
+    "UNAUDITED_WRITES",
     "VERSION_KINDS",
     "WINDOW_ENDS",
     "WINDOW_FAILURES",
@@ -116,7 +117,7 @@ GUARD_REVERTS = "GuardReverts"  # a guard's alarm fired while the flags were at 
 GUARD_SKIPS = "GuardSkips"  # a guard's alarm fired after a newer change: nothing reverted (alarmed)
 GUARD_CLOSES = "GuardCloses"  # a bake ended without its alarms firing
 GUARD_FAILURES = "GuardFailures"  # a guard event no retry can fix, or a close schedule not created (alarmed)
-CHANGE_EVENTS_PUBLISHED = "ChangeEventsPublished"  # Flags Changed events EventBridge accepted
+CHANGE_EVENTS_PUBLISHED = "ChangeEventsPublished"  # events EventBridge accepted (versions and change requests)
 CHANGE_EVENTS_REFUSED = "ChangeEventsRefused"  # PutEvents entries refused (FailedEntryCount), every attempt counted
 SCHEDULED_CHANGES_APPLIED = "ScheduledChangesApplied"
 SCHEDULED_CHANGE_SKIPS = "ScheduledChangeSkips"  # if_version no longer matched: recorded, nothing changed
@@ -125,4 +126,5 @@ SCHEDULES_RECREATED = "SchedulesRecreated"  # a pending item's missing one-time 
 SCHEDULES_OVERDUE = "SchedulesOverdue"  # a pending item's time passed with no delivery (alarmed; once per item)
 CHANGE_REQUESTS_APPLIED = "ChangeRequestsApplied"
 BREAK_GLASS_USED = "BreakGlassUsed"  # a protected change applied by break-glass (alarmed: always seen)
+UNAUDITED_WRITES = "UnauditedWrites"  # a write to the flags item no audit record accounts for (alarmed)
 DIMENSION_CODE = "code"

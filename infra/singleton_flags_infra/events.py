@@ -1,19 +1,20 @@
 """Change events: the stage's event bus, the table's stream wired to the change-events function, its
 on-failure queue, and (``change_events.sns_topic``) a rule forwarding the events to an encrypted SNS topic.
 
-The function reads the stream through an event source mapping whose filter (``singleton_flags_service.events.
-STREAM_FILTER``) lets only INSERTs into the audit partition invoke it. Failures are bounded: a function error
-bisects the batch, a partial batch response (``ReportBatchItemFailures``) retries from the first record not
-published, at most ``STREAM_RETRY_ATTEMPTS`` times and ``STREAM_MAX_RECORD_AGE_SECONDS`` after the write;
-then the batch's description (shard, sequence numbers; the audit records stay in the table) goes to the
-on-failure queue, alarmed in infra/monitoring.py.
+The function reads the stream through an event source mapping whose filters (``singleton_flags_service.events.
+STREAM_FILTERS``) let only new images of the audit records, the change requests and the flags item invoke it.
+Failures are bounded: a function error bisects the batch, a partial batch response (``ReportBatchItemFailures``)
+retries from the first record not published or checked, at most ``STREAM_RETRY_ATTEMPTS`` times and
+``STREAM_MAX_RECORD_AGE_SECONDS`` after the write; then the batch's description (shard, sequence numbers; the
+audit records stay in the table) goes to the on-failure queue, alarmed in infra/monitoring.py.
 
 The forwarding rule's target retries an undelivered event (``FORWARD_RETRY_ATTEMPTS`` times, for
 ``FORWARD_MAX_EVENT_AGE_SECONDS``), then sends it to the rule's own dead-letter queue, alarmed in
 infra/monitoring.py: EventBridge drops an event it could not deliver unless its target has a dead-letter queue.
 
-The function's role: read this table's stream (not its items) and PutEvents to this bus; nothing else but its
-own log group and the on-failure queue.
+The function's role: read this table's stream and PutEvents to this bus; GetItem on the audit partition only
+(infra/functions.py: the flags item's writes are checked against their audit records); nothing else but its own
+log group and the on-failure queue.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from aws_cdk import (
 from aws_cdk.interfaces import aws_events as events_refs
 from constructs import Construct
 
-from singleton_flags_service.events import DETAIL_TYPE, SOURCE, STREAM_FILTER
+from singleton_flags_service.events import DETAIL_TYPES, SOURCE, STREAM_FILTERS
 
 from . import constants
 from .config import FlagsConfig
@@ -145,7 +146,7 @@ class ChangeEvents(Construct):
             retry_attempts=constants.STREAM_RETRY_ATTEMPTS,
             max_record_age=Duration.seconds(constants.STREAM_MAX_RECORD_AGE_SECONDS),
             on_failure=sources.SqsDlq(self.failure_queue),
-            filters=[lambda_.FilterCriteria.filter(STREAM_FILTER)],
+            filters=[lambda_.FilterCriteria.filter(stream_filter) for stream_filter in STREAM_FILTERS],
         )
         mapping.node.add_dependency(function.role)  # the stream grant exists before Lambda polls
         return mapping
@@ -200,9 +201,9 @@ class ChangeEvents(Construct):
             self,
             "ForwardRule",
             rule_name=rule_name,
-            description=f"Every Flags Changed event of stage {stage}, to the change events topic",
+            description=f"Every change event of stage {stage} (versions, change requests), to the change events topic",
             event_bus=self.bus,
-            event_pattern=events.EventPattern(source=[SOURCE], detail_type=[DETAIL_TYPE]),
+            event_pattern=events.EventPattern(source=[SOURCE], detail_type=list(DETAIL_TYPES)),
             targets=[_TopicTarget(topic, dead_letters)],
         )
         return rule, topic

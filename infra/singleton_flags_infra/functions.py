@@ -89,13 +89,16 @@ DYNAMODB_ACTIONS: dict[str, tuple[str, ...]] = {
     SEED_FUNCTION: ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"),
     # the pending items (Query), each overdue one recorded once (UpdateItem): infra/reconciler.py
     RECONCILE_FUNCTION: ("dynamodb:Query", "dynamodb:UpdateItem"),
+    # the audit record of each new image of the flags item (singleton_flags_service.events.AuditCheck); its stream
+    # and PutEvents are granted by infra/events.py
+    CHANGE_EVENTS_FUNCTION: ("dynamodb:GetItem",),
 }
 TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # The partitions each function may touch (dynamodb:LeadingKeys names partition keys only): the reader the flags
 # and nothing else; the writers also the audit trail, the write API its Idempotency-Key items and the guards it
 # creates and lists, the write API (create, list, cancel) and the maintenance function (apply) the scheduled
 # changes' items, the guard function the guards it ends; the write API its change requests and (for the history) the
-# records of lowered protection.
+# records of lowered protection; the change-events function the audit trail alone (read).
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
     WRITE_FUNCTION: (
@@ -111,6 +114,7 @@ PARTITIONS: dict[str, tuple[str, ...]] = {
     GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
     SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK, PROTECTION_PK),
     RECONCILE_FUNCTION: (SCHEDULE_PK, GUARD_PK),
+    CHANGE_EVENTS_FUNCTION: (AUDIT_PK,),
 }
 
 
@@ -252,10 +256,9 @@ class Functions(Construct):
         return name == READ_FUNCTION and self._config.read_snapstart
 
     def _build_role(self, name: str, logs_group: logs.ILogGroup) -> iam.Role:
-        policies: dict[str, iam.PolicyDocument] = {}
-        if name in DYNAMODB_ACTIONS:
-            rights = f"{', '.join(DYNAMODB_ACTIONS[name])} on the flags table"
-            policies["Table"] = iam.PolicyDocument(
+        rights = f"{', '.join(DYNAMODB_ACTIONS[name])} on the flags table"
+        policies = {
+            "Table": iam.PolicyDocument(
                 statements=[
                     iam.PolicyStatement(
                         actions=list(DYNAMODB_ACTIONS[name]),
@@ -264,8 +267,9 @@ class Functions(Construct):
                     )
                 ]
             )
-        else:
-            rights = "the flags table's stream, PutEvents to its bus"  # granted by infra/events.py
+        }
+        if name == CHANGE_EVENTS_FUNCTION:
+            rights += ", its stream, PutEvents to its bus"  # granted by infra/events.py
         return iam.Role(
             self,
             f"{title_of(name)}Role",

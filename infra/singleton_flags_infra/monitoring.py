@@ -302,6 +302,15 @@ class Monitoring(Construct):
             "A protected flag was changed by break-glass, without approvals: GET /flags/history shows who and why "
             "(kind break_glass). Expected only during an incident.",
         )
+        self._alarm(
+            "UnauditedFlagsWrite",
+            flags_metric(self._config.stage, vocabulary.UNAUDITED_WRITES, FIVE_MINUTES),
+            "The flags item was written without an audit record for its version (someone with table rights calling "
+            "UpdateItem or PutItem directly, around the API and its approvals): the change-events function's ERROR "
+            "log 'unaudited write to the flags item' names the version and what differs from the record. Find the "
+            "writer in CloudTrail; restore the audited state with a revert, or a change request when a protected flag "
+            "moved (docs/change-workflows.md).",
+        )
 
     def _build_read_alarms(self) -> None:
         self._alarm(

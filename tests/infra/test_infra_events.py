@@ -1,6 +1,6 @@
 """Change events as synthesized: the table's stream, the filtered and bounded stream mapping, the stream function's
-exact rights (this stream, this bus, its own queue and logs: nothing of the table's items), the stage's bus, the
-alarms, and (variant) the rule forwarding to an encrypted topic only that rule may publish to.
+exact rights (this stream, this bus, its own queue and logs, GetItem on the audit records alone), the stage's bus,
+the alarms, and (variant) the rule forwarding to an encrypted topic only that rule may publish to.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ HANDLER = "singleton_flags_service.handlers.change_events.handler"
 STREAM_ACTIONS = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
 QUEUE_ACTIONS = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
-FILTER = {"dynamodb": {"Keys": {"PK": {"S": ["AUDIT#APP"]}}, "NewImage": {"PK": {"S": ["AUDIT#APP"]}}}}
+FILTERS = [
+    {"dynamodb": {"Keys": {"PK": {"S": [partition]}}, "NewImage": {"PK": {"S": [partition]}}}}
+    for partition in ("AUDIT#APP", "CHANGE_REQUEST#APP", "SETTINGS#APP")
+]
 
 
 def table_id(synth: Synth) -> str:
@@ -46,14 +49,16 @@ def test_the_table_streams_new_images(any_synth: Synth) -> None:
     assert table["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
 
 
-def test_the_stream_mapping_lets_only_audit_inserts_in_and_bounds_every_failure(any_synth: Synth) -> None:
+def test_the_stream_mapping_lets_only_new_images_of_its_three_partitions_in_and_bounds_every_failure(
+    any_synth: Synth,
+) -> None:
     _, mapping = any_synth.one("AWS::Lambda::EventSourceMapping")
     properties = mapping["Properties"]
     function_id, _ = function(any_synth)
     assert properties["FunctionName"] == {"Ref": function_id}
     assert properties["EventSourceArn"] == {"Fn::GetAtt": [table_id(any_synth), "StreamArn"]}
-    (pattern,) = properties["FilterCriteria"]["Filters"]
-    assert json.loads(pattern["Pattern"]) == FILTER
+    # audit records (Flags Changed), change requests (their events), the flags item (checked against its record)
+    assert [json.loads(pattern["Pattern"]) for pattern in properties["FilterCriteria"]["Filters"]] == FILTERS
     assert properties["StartingPosition"] == "TRIM_HORIZON"
     assert properties["BatchSize"] == 10  # at most one PutEvents request (10 entries) per invocation
     assert properties["BisectBatchOnFunctionError"] is True
@@ -92,12 +97,20 @@ def test_the_stream_function_reads_this_stream_and_puts_to_its_bus_and_nothing_e
     ]
     statements = tt.role_statements(any_synth.template, role_id)  # also refuses any attached managed policy
     assert all(statement["Effect"] == "Allow" for statement in statements)
-    assert tt.actions(statements) == STREAM_ACTIONS | {"events:PutEvents"} | QUEUE_ACTIONS | LOG_ACTIONS
+    assert tt.actions(statements) == (
+        STREAM_ACTIONS | {"dynamodb:GetItem", "events:PutEvents"} | QUEUE_ACTIONS | LOG_ACTIONS
+    )
     by_service = {
         prefix: [s for s in statements if any(a.startswith(prefix) for a in tt.as_list(s["Action"]))]
         for prefix in ("dynamodb:", "events:", "sqs:", "logs:")
     }
-    stream, list_streams = sorted(by_service["dynamodb:"], key=lambda s: s["Resource"] == "*")
+    (read_audit,) = [s for s in by_service["dynamodb:"] if tt.as_list(s["Action"]) == ["dynamodb:GetItem"]]
+    # the audit records alone (the flags item's writes are checked against them): never the flags or requests
+    assert read_audit["Resource"] == {"Fn::GetAtt": [table_id(any_synth), "Arn"]}
+    assert read_audit["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["AUDIT#APP"]}}
+    stream, list_streams = sorted(
+        (s for s in by_service["dynamodb:"] if s is not read_audit), key=lambda s: s["Resource"] == "*"
+    )
     # the stream's ARN itself: not the table's (its items), not table/*, not *
     assert stream["Resource"] == {"Fn::GetAtt": [table_id(any_synth), "StreamArn"]}
     assert set(tt.as_list(stream["Action"])) == STREAM_ACTIONS - {"dynamodb:ListStreams"}
@@ -122,12 +135,13 @@ def test_the_stream_function_reads_this_stream_and_puts_to_its_bus_and_nothing_e
     assert function_id.startswith("FunctionsChangeEventsFunction")
 
 
-def test_the_stream_function_knows_its_bus_and_stage_and_not_the_table(any_synth: Synth) -> None:
+def test_the_stream_function_knows_its_bus_its_stage_and_the_table_of_its_audit_records(any_synth: Synth) -> None:
     _, resource = function(any_synth)
     stage = any_synth.config.stage
     assert resource["Properties"]["Environment"]["Variables"] == {
         "EVENT_BUS_NAME": f"singleton-flags-{stage}",
         "FLAGS_STAGE": stage,
+        "TABLE_NAME": {"Ref": table_id(any_synth)},
         "POWERTOOLS_SERVICE_NAME": "singleton-flags",
         "POWERTOOLS_METRICS_NAMESPACE": f"SingletonFlags/{stage}",
     }
@@ -200,7 +214,10 @@ def test_the_forwarding_rule_publishes_to_an_encrypted_topic_only_it_may_publish
     assert not others
     properties = rule["Properties"]
     assert properties["EventBusName"] == {"Ref": bus_id}
-    assert properties["EventPattern"] == {"source": ["singleton-flags"], "detail-type": ["Flags Changed"]}
+    assert properties["EventPattern"] == {
+        "source": ["singleton-flags"],
+        "detail-type": ["Flags Changed", "Flag Change Request Updated"],
+    }
     (target,) = properties["Targets"]
     assert "RoleArn" not in target  # an SNS target is authorised by the topic's own policy
     topic_id = tt.referenced_id(target["Arn"])

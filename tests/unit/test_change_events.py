@@ -253,6 +253,7 @@ def test_a_record_that_is_no_audit_record_is_reported_not_skipped(trail: list[di
 def change_events_function(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("EVENT_BUS_NAME", BUS)
     monkeypatch.setenv("FLAGS_STAGE", "prod")
+    monkeypatch.setenv("TABLE_NAME", "flags")
     return load_module("singleton_flags_service.handlers.change_events", fresh=True)
 
 

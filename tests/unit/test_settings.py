@@ -108,7 +108,7 @@ def test_what_the_stack_writes_for_each_function_is_what_its_reader_reads() -> N
     written = function_environment(deployment, "write")
     assert Settings.from_env(written).guard_alarm_prefix == "singleton-flags-staging-guard-"
     assert READERS["change_events"](function_environment(deployment, "change_events")) == ChangeEventSettings(
-        "singleton-flags-staging", "staging"
+        "singleton-flags-staging", "staging", "flags"
     )
 
 
