@@ -255,8 +255,9 @@ GUARD_CLOSE_TARGET = ScheduleTargetVariables("GUARD_SCHEDULE_")
 WINDOW_NAME_PATTERN = re.compile(r"^[a-z0-9-]{1,40}$")
 MAX_WINDOW_SECONDS = 24 * 3600
 # Each window is two CloudFormation resources (its start and end schedules) of the 500 a stack may declare: 50
-# windows keep the whole stack under 350, leaving at least 150 for an application that embeds it (docs/decisions.md). The window definitions travel in the deployment
-# document, so the functions' environments do not grow with them.
+# windows keep the whole stack under 350, leaving at least 150 for an application that embeds it
+# (docs/decisions.md). The window definitions travel in the deployment document, so the functions' environments
+# do not grow with them.
 MAX_WINDOWS = 50
 WINDOW_ACTIONS = ("start", "end")
 WINDOW_PAYLOAD_KEYS = frozenset({"action", "window", "scheduled_time"})
