@@ -23,6 +23,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from singleton_flags.keys import PARTITION_KEY, SORT_KEY
 from singleton_flags_infra.constants import event_bus_name
 from singleton_flags_service.events import AuditCheck, ChangePublisher, is_flags_item_record, is_published_record
 
@@ -114,7 +115,11 @@ class StreamEvents:
         if changes:
             result = self._publisher.publish({"Records": changes})
             self.errors.extend(result.errors)  # a record no retry can publish here is skipped, and said
-        writes = [lambda_record(record, stream_arn) for record in records if is_flags_item_record(record)]
+        writes = [
+            lambda_record(record, stream_arn)
+            for record in records
+            if is_flags_item_record(record) and not _key_only_insert(record)
+        ]
         if writes:
             check = AuditCheck(dynamodb.get_item, table_name=self._table).check({"Records": writes})
             self.errors.extend(check.errors)
@@ -184,3 +189,11 @@ def _parents_first(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ordered.extend(pending)
             break
     return ordered
+
+
+def _key_only_insert(record: Mapping[str, Any]) -> bool:
+    """An INSERT whose new image is the item's key alone. The embedded moto records an update that creates an item
+    as two INSERTs, the key first, then the whole item; DynamoDB records one. The runner checks the whole one only.
+    The deployed check never skips it: there an item written with its key alone is an unaudited write."""
+    image = record.get("dynamodb", {}).get("NewImage", {})
+    return record.get("eventName") == "INSERT" and set(image) <= {PARTITION_KEY, SORT_KEY}
