@@ -262,16 +262,20 @@ def _check_types(move: FlagMove, old: FlagSpec, new: FlagSpec) -> None:
     if move.conversion is None:
         if old.type != new.type:
             raise MappingError(
-                f"{where}: '{move.old}' is a {old.type} and '{new.name}' a {new.type}: give a conversion "
+                f"{where}: '{move.old}' is {_a(old.type)} and '{new.name}' {_a(new.type)}: give a conversion "
                 f"(one of {sorted(CONVERSIONS)})"
             )
         return
     conversion = CONVERSIONS[move.conversion]
     if (conversion.source, conversion.target) != (old.type, new.type):
         raise MappingError(
-            f"{where}.convert: '{move.conversion}' turns a {conversion.source} into a {conversion.target}, but "
-            f"'{move.old}' is a {old.type} and '{new.name}' a {new.type}"
+            f"{where}.convert: '{move.conversion}' turns {_a(conversion.source)} into {_a(conversion.target)}, but "
+            f"'{move.old}' is {_a(old.type)} and '{new.name}' {_a(new.type)}"
         )
+
+
+def _a(flag_type: str) -> str:
+    return f"an {flag_type}" if flag_type == "int" else f"a {flag_type}"
 
 
 def _item_key(document: dict[str, Any], name: str) -> str:
