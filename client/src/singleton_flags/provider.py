@@ -35,7 +35,6 @@ from aws_lambda_powertools.utilities.parameters.constants import DEFAULT_MAX_AGE
 
 from singleton_flags.declarations import Declarations, FlagValue
 from singleton_flags.keys import MIGRATED_TO_ATTR, SINGLETON_SK, SUPERSEDED_BY_ATTR, singleton_key
-from singleton_flags.migration import MappingError, read_pointer
 from singleton_flags.snapshot import Snapshot
 
 __all__ = ["SingletonProvider"]
@@ -83,6 +82,8 @@ class SingletonProvider(BaseProvider):
         """The item points to a later one (a migration): one GetItem more, read through the mapping stored beside
         the pointer. Whatever cannot be followed is the declared fallbacks, with why (the one rule: on doubt, the
         fallbacks)."""
+        from singleton_flags.migration import MappingError, read_pointer  # loaded by the first pointer seen
+
         pointer = item[MIGRATED_TO_ATTR].get("S") if isinstance(item[MIGRATED_TO_ATTR], dict) else None
         try:
             mapping = read_pointer(name, item)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from singleton_flags.codec import decode, iso_time
 from singleton_flags.declarations import Declarations, FlagValue
@@ -35,7 +35,6 @@ from singleton_flags.keys import (
     UPDATED_BY_ATTR,
     VERSION_ATTR,
 )
-from singleton_flags.migration import Mapping as MigrationMapping
 from singleton_flags.vocabulary import (
     CACHED,
     DEADLINE_ENDED_VARIANT,
@@ -44,6 +43,9 @@ from singleton_flags.vocabulary import (
     STORED_VARIANT,
     Reason,
 )
+
+if TYPE_CHECKING:  # a type only: the mapping's module loads when an item carries the pointer, never at cold start
+    from singleton_flags.migration import Mapping as MigrationMapping
 
 __all__ = ["FlagState", "Snapshot", "flag_metadata", "flag_reason", "flag_variant"]
 
