@@ -14,7 +14,7 @@ import pytest
 from flagctl.cli import main
 from flagctl.client import Answer, Outgoing
 from singleton_flags.declarations import Declarations
-from tests.unit.test_migration_mapping import GOOD, new_declarations
+from tests.support.migration import GOOD, new_declarations
 
 LOCAL = "http://127.0.0.1:3000"
 
@@ -106,7 +106,8 @@ def test_without_dry_run_the_write_is_not_offered_and_nothing_is_sent(
 
 
 def test_a_bad_mapping_is_bad_input_naming_the_problem(declarations: Declarations, files: tuple[Path, Path]) -> None:
-    files[1].write_text(json.dumps({**GOOD, "flags": {**GOOD["flags"], "search_ranking": {"rename": "nowhere"}}}), encoding="utf-8")
+    bad = {**GOOD, "flags": {**GOOD["flags"], "search_ranking": {"rename": "nowhere"}}}
+    files[1].write_text(json.dumps(bad), encoding="utf-8")
     code, _, err = migrate(Api(declarations, declarations.initials()), files, "--dry-run")
     assert code == 2
     assert "--mapping: flags.search_ranking: 'search_ranking' is renamed to 'nowhere'" in err

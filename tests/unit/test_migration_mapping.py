@@ -8,37 +8,9 @@ from typing import Any
 
 import pytest
 
-from singleton_flags.declarations import Declarations, parse_declarations
+from singleton_flags.declarations import Declarations
 from singleton_flags.migration import FlagMove, MappingError, NotConvertible, parse_mapping, parse_mapping_text
-
-GOOD: dict[str, Any] = {
-    "mapping_version": 1,
-    "from": "FLAGS#V1",
-    "to": "FLAGS#V2",
-    "flags": {
-        "search_ranking": {"rename": "ranking_strategy"},
-        "api_rate_limit_per_minute": {"convert": "int_to_float"},
-        "ai_search_enabled": {"remove": True},
-    },
-    "add": {"assistant_enabled": {"initial": True}},
-}
-
-
-def new_declarations(declarations: Declarations, **changes: Any) -> Declarations:
-    """The service's declarations in the new shape GOOD maps them to."""
-    flags = []
-    for flag in declarations.document()["flags"]:
-        if flag["name"] == "ai_search_enabled":
-            continue
-        if flag["name"] == "search_ranking":
-            flag = {**flag, "name": "ranking_strategy"}
-        if flag["name"] == "api_rate_limit_per_minute":
-            flag = {**flag, "type": "float", "initial": 600.0, "fallback": 60.0, "min": 1.0, "max": 100000.0}
-        flags.append(flag)
-    flags.append({"name": "assistant_enabled", "type": "bool", "initial": False, "fallback": False})
-    for name, flag in changes.items():
-        flags = [f for f in flags if f["name"] != name] + ([flag] if flag else [])
-    return parse_declarations({"flags": flags})
+from tests.support.migration import GOOD, new_declarations
 
 
 def with_(path: str, value: Any) -> dict[str, Any]:
