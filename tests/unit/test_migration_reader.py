@@ -26,7 +26,7 @@ from singleton_flags.keys import (
 )
 from singleton_flags.reader import FlagReader, flag_reason
 from singleton_flags.vocabulary import CACHED, DEFAULT, STATIC
-from tests.support.unit import CallCount, expire, flags_item
+from tests.support.unit import CallCount, body_of, expire, flags_item
 
 V2 = "FLAGS#V2"
 MAPPING: dict[str, Any] = {
@@ -234,3 +234,45 @@ def test_the_embedded_client_follows_the_pointer_too(
     assert flags.get("search_ranking") == "hybrid"
     assert flags.details("ai_search_enabled").reason == DEFAULT
     assert flags.details("api_rate_limit_per_minute").value == 1200
+
+
+def test_the_read_function_and_ofrep_follow_the_pointer(read_api: Any, put: Any, declarations: Declarations) -> None:
+    # Given V1 pointing to V2
+    put(pointing_v1(declarations))
+    put(v2_item(version=8))
+    # When the read function answers GET /flags and an OFREP evaluation
+    flags = body_of(read_api.get("/flags"))
+    ofrep = body_of(
+        read_api(
+            "POST",
+            "/ofrep/v1/evaluate/flags/ai_search_enabled",
+            resource="/ofrep/v1/evaluate/flags/{key}",
+            path_parameters={"key": "ai_search_enabled"},
+            body={},
+        )
+    )
+    # Then both serve V2's values under V1's names, and the removed flag's fallback with DEFAULT
+    assert flags["version"] == 8 and flags["flags"]["search_ranking"] == "hybrid"
+    assert flags["fallen_back"] == ["ai_search_enabled"]
+    assert (ofrep["value"], ofrep["reason"], ofrep["variant"]) == (False, DEFAULT, "fallback")
+
+
+def test_the_openfeature_provider_follows_the_pointer(
+    ddb: Any, table_name: str, put: Any, declarations: Declarations
+) -> None:
+    from openfeature import api
+
+    from singleton_flags.openfeature import register
+
+    put(pointing_v1(declarations))
+    put(v2_item())
+    api.clear_providers()
+    try:
+        register(Flags(table_name=table_name, declarations=declarations, client=ddb))
+        client = api.get_client()
+        ranking = client.get_string_details("search_ranking", "classic")
+        removed = client.get_boolean_details("ai_search_enabled", True)
+    finally:
+        api.clear_providers()
+    assert (ranking.value, ranking.flag_metadata["version"]) == ("hybrid", 8)
+    assert (removed.value, removed.reason) == (False, "DEFAULT")
