@@ -14,6 +14,8 @@ __all__ = [
     "MAINTENANCE_DEADLINE_ATTR",
     "MAINTENANCE_FLAG",
     "MAINTENANCE_OWNER_ATTR",
+    "MIGRATED_TO_ATTR",
+    "MIGRATION_MAPPING_ATTR",
     "PARTITION_KEY",
     "PROTECTION_PK",
     "SCHEDULE_PK",
@@ -77,6 +79,12 @@ TTL_ATTR = "expires_at"
 SUPERSEDED_BY_ATTR = "superseded_by"  # what replaces it: the new table's ARN, or the key of the item that does
 SUPERSEDED_AT_ATTR = "superseded_at"  # when it was marked (RFC 3339, UTC)
 SUPERSEDED_REASON_ATTR = "superseded_reason"  # why, in words
+# The migration pointer: the item's flags now live in a later item of the same partition (FLAGS#V1 -> FLAGS#V2),
+# written with the mapping between the two shapes (``singleton_flags.migration``, a JSON text). A reader configured
+# for this item follows it (one GetItem more per cache age) and serves the later item's values expressed under its
+# own declarations. The superseded marker wins over it: a superseded item is never followed.
+MIGRATED_TO_ATTR = "migrated_to"  # the later item's sort key
+MIGRATION_MAPPING_ATTR = "migration_mapping"  # the mapping from this item's shape to the later one's
 
 MAINTENANCE_FLAG = "maintenance_mode"
 
@@ -93,6 +101,8 @@ BOOKKEEPING_ATTRS = frozenset(
         SUPERSEDED_BY_ATTR,
         SUPERSEDED_AT_ATTR,
         SUPERSEDED_REASON_ATTR,
+        MIGRATED_TO_ATTR,
+        MIGRATION_MAPPING_ATTR,
     }
 )
 

@@ -5,7 +5,9 @@ subclass ``BaseProvider`` and implement ``_get`` / ``_get_multiple``. The instan
 module scope, so ``BaseProvider``'s cache (``max_age``, env ``POWERTOOLS_PARAMETERS_MAX_AGE``) lives in
 the warm execution environment. The fetched item is decoded once, at fetch time, into a ``Snapshot``:
 every declared flag is checked against its declaration, and an attribute that is missing or of the wrong
-type yields that flag's fallback and a warning (once per fetch, never per request).
+type yields that flag's fallback and a warning (once per fetch, never per request). An item carrying the
+migration pointer is followed within the same fetch (one GetItem more: at most two per cache age), and what is
+cached is the later item's values as the reader's declarations express them (``Snapshot.from_successor``).
 
 That cache is the only one. A snapshot enters it through ``get`` (a fetch) or ``prime`` (a write of this
 environment), leaves it with ``clear_cache()`` or a newer entry, and is read back from it by every read
@@ -32,7 +34,7 @@ from aws_lambda_powertools.utilities.parameters.base import BaseProvider
 from aws_lambda_powertools.utilities.parameters.constants import DEFAULT_MAX_AGE_SECS
 
 from singleton_flags.declarations import Declarations, FlagValue
-from singleton_flags.keys import SINGLETON_SK, singleton_key
+from singleton_flags.keys import MIGRATED_TO_ATTR, SINGLETON_SK, SUPERSEDED_BY_ATTR, singleton_key
 from singleton_flags.snapshot import Snapshot
 
 __all__ = ["SingletonProvider"]
@@ -71,7 +73,35 @@ class SingletonProvider(BaseProvider):
     def _get(self, name: str = SINGLETON_SK, **sdk_options: Any) -> Snapshot:  # type: ignore[override]
         self.fetches += 1
         response = self._client.get_item(TableName=self._table_name, Key=singleton_key(name), **sdk_options)
-        return Snapshot.from_item(response.get("Item"), self._declarations, fetched_at=self._clock())
+        item = response.get("Item")
+        if item is not None and MIGRATED_TO_ATTR in item and SUPERSEDED_BY_ATTR not in item:
+            return self._follow(name, item, **sdk_options)
+        return Snapshot.from_item(item, self._declarations, fetched_at=self._clock())
+
+    def _follow(self, name: str, item: dict[str, Any], **sdk_options: Any) -> Snapshot:
+        """The item points to a later one (a migration): one GetItem more, read through the mapping stored beside
+        the pointer. Whatever cannot be followed is the declared fallbacks, with why (the one rule: on doubt, the
+        fallbacks)."""
+        from singleton_flags.migration import MappingError, read_pointer  # loaded by the first pointer seen
+
+        pointer = item[MIGRATED_TO_ATTR].get("S") if isinstance(item[MIGRATED_TO_ATTR], dict) else None
+        try:
+            mapping = read_pointer(name, item)
+        except MappingError as exc:
+            return Snapshot.unfollowed(self._declarations, self._clock(), pointer, f"the pointer cannot be read: {exc}")
+        self.fetches += 1
+        response = self._client.get_item(TableName=self._table_name, Key=singleton_key(mapping.target), **sdk_options)
+        later = response.get("Item")
+        problem: str | None = None
+        if later is None:
+            problem = f"{mapping.target} is missing"
+        elif SUPERSEDED_BY_ATTR in later:
+            problem = f"{mapping.target} is itself superseded by {later[SUPERSEDED_BY_ATTR].get('S')!r}"
+        elif MIGRATED_TO_ATTR in later:
+            problem = f"{mapping.target} points further (a reader follows one pointer): switch this reader"
+        if problem is not None:
+            return Snapshot.unfollowed(self._declarations, self._clock(), mapping.target, problem)
+        return Snapshot.from_successor(later, mapping, self._declarations, fetched_at=self._clock())
 
     def _get_multiple(self, path: str, **sdk_options: Any) -> dict[str, FlagValue]:  # type: ignore[override]  # typed values, not str
         """All flag values of the item at ``path`` (its sort key), as Powertools' get_multiple promises."""

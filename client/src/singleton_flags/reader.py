@@ -30,6 +30,11 @@ A flag declared deprecated is still served; the reader warns once per execution 
 successful fetch, naming each deprecated flag with its date and note (the log of every environment that serves
 it, whether the application reads it or not: the hot read path checks nothing).
 
+An item migrated to a later one (the pointer ``keys.MIGRATED_TO_ATTR``) is followed by the provider's fetch, so a
+cached read costs what it did. The reader says once per environment that it should be switched to the later item,
+each flag its declarations cannot express there (served as its fallback, reason DEFAULT for that flag) with the
+cause, and why a pointer could not be followed (every flag its fallback, reason DEFAULT).
+
 A SnapStart restore resumes many environments from one snapshot of an initialized one: where the runtime offers
 restore hooks, every reader registers ``reset`` (``singleton_flags.snapstart``), which forgets what the snapshot
 made them share (the cached item, the lookup's expiry, the back-off, the generator's state).
@@ -101,6 +106,7 @@ class FlagReader:
         self._read_once = False  # a fetch has succeeded in this environment (the item found or not)
         self._told: set[ReadCause] = set()  # causes already told in the log: each once per environment
         self._deprecation_due = bool(declarations.deprecated())  # deprecated flags not yet told in this environment
+        self._told_migration: set[str] = set()  # what the migration pointer made this environment say, once each
         register_reset(self)  # a SnapStart restore: forget what the snapshot shared (no-op outside Lambda)
 
     def read(self) -> FlagState:
@@ -146,7 +152,11 @@ class FlagReader:
                 state.reason, version=state.version, refreshed=refreshed, never_read=ReadCause.SUPERSEDED
             )
             return state
-        if snapshot.found:
+        if (snapshot.migrated_to is not None or snapshot.migration_problem is not None) and refreshed:
+            self._tell_migrated(snapshot)
+        if snapshot.migration_problem is not None:
+            pass  # a pointer that cannot be followed: the fallbacks, never kept as the last good values
+        elif snapshot.found:
             self._last_good = snapshot
         elif refreshed:
             logger.warning("the flags item is missing, serving declared fallbacks", extra={"sort_key": self._sort_key})
@@ -173,6 +183,7 @@ class FlagReader:
         self._failures = 0
         self._retry_at = 0.0
         self._told = set()
+        self._told_migration = set()
         self._deprecation_due = bool(self._declarations.deprecated())
         self._counter.restart()
         self._random.seed()
@@ -213,6 +224,39 @@ class FlagReader:
                 f"flag '{name}' is deprecated since {spec.deprecated_on}{note}; it is still served",
                 extra={"flag": name, "deprecated_on": spec.deprecated_on, "note": spec.note, "owner": spec.owner},
             )
+
+    def _tell_migrated(self, snapshot: Snapshot) -> None:
+        """Say once per environment each thing the migration pointer changes: that this reader should be switched
+        to the later item, each flag served as its fallback because the mapping cannot express it, or why the
+        pointer could not be followed (every flag its fallback)."""
+        target = snapshot.migrated_to
+        said = self._told_migration
+        fields = {"sort_key": self._sort_key, "migrated_to": target}
+        if snapshot.migration_problem is not None:
+            if snapshot.migration_problem not in said:
+                said.add(snapshot.migration_problem)
+                logger.warning(
+                    f"cannot follow the flags item's migration pointer ({self._sort_key} -> {target}): "
+                    f"{snapshot.migration_problem}; serving the declared fallbacks (DEFAULT: maintenance on, "
+                    "features off)",
+                    extra={**fields, "problem": snapshot.migration_problem, "reason": DEFAULT},
+                )
+            return
+        if "switch" not in said:
+            said.add("switch")
+            logger.warning(
+                f"the flags item {self._sort_key} was migrated to {target}: serving {target}'s values through the "
+                f"migration's mapping; switch this reader to {target} and its declarations",
+                extra=fields,
+            )
+        for name, cause in snapshot.migration_causes:
+            if name not in said:
+                said.add(name)
+                logger.warning(
+                    f"flag '{name}' cannot be expressed under this reader's declaration: {cause}; serving its "
+                    "declared fallback (DEFAULT)",
+                    extra={**fields, "flag": name, "cause": cause, "reason": DEFAULT},
+                )
 
     def _tell_superseded(self, snapshot: Snapshot) -> None:
         """Log that the item is superseded, naming its successor: a warning once per environment, then debug."""

@@ -8,6 +8,12 @@ maintenance deadline is honoured for every answer.
 What a cached read of a snapshot serves is built once, with the snapshot (``Snapshot.as_cached``), unless a
 window's deadline makes it depend on the time of the read: the snapshot lives in the provider's cache, and so
 does everything a cached read answers with.
+
+An item carrying the migration pointer (``keys.MIGRATED_TO_ATTR``) is read through it: ``Snapshot.from_successor``
+holds the later item's values expressed under the reader's own declarations by the mapping stored beside the
+pointer (each flag they cannot express is its fallback, with the cause in ``migration_causes``), and its version.
+A pointer that cannot be followed (``Snapshot.unfollowed``: unreadable, the later item missing, superseded or
+pointing further) holds the declared fallbacks, served with reason DEFAULT, and why (``migration_problem``).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from singleton_flags.codec import decode, iso_time
 from singleton_flags.declarations import Declarations, FlagValue
@@ -37,6 +43,9 @@ from singleton_flags.vocabulary import (
     STORED_VARIANT,
     Reason,
 )
+
+if TYPE_CHECKING:  # a type only: the mapping's module loads when an item carries the pointer, never at cold start
+    from singleton_flags.migration import Mapping as MigrationMapping
 
 __all__ = ["FlagState", "Snapshot", "flag_metadata", "flag_reason", "flag_variant"]
 
@@ -123,6 +132,11 @@ class Snapshot:
     # superseded snapshot holds the declared fallbacks and every read of it is DEFAULT (fail closed).
     superseded_by: str | None = None
     superseded_at: str | None = None
+    # Read through the migration pointer: the item read for the values, the flags the mapping cannot express and
+    # why (name, cause), or why the pointer could not be followed (then every read of it is DEFAULT, fail closed).
+    migrated_to: str | None = None
+    migration_causes: tuple[tuple[str, str], ...] = ()
+    migration_problem: str | None = None
     # What a cached read of this snapshot serves, when that does not depend on the time of the read (a window's
     # deadline could pass between two reads): None then, and ``state`` builds it per read.
     as_cached: FlagState | None = field(init=False, repr=False, compare=False)
@@ -143,7 +157,7 @@ class Snapshot:
         """What a read at ``now`` serves from this snapshot with ``reason`` (DEFAULT for an item not found or
         superseded)."""
         values = self.effective_values(now)
-        if not self.found or reason == DEFAULT or self.superseded_by is not None:
+        if not self.found or reason == DEFAULT or self.superseded_by is not None or self.migration_problem is not None:
             return FlagState(values=values, version=None, reason=DEFAULT, fetched_at=self.fetched_at)
         return FlagState(
             values=values,
@@ -175,6 +189,40 @@ class Snapshot:
     @classmethod
     def missing(cls, declarations: Declarations, fetched_at: float) -> Snapshot:
         return cls(found=False, values=declarations.fallbacks(), version=None, fetched_at=fetched_at)
+
+    @classmethod
+    def unfollowed(
+        cls, declarations: Declarations, fetched_at: float, migrated_to: str | None, problem: str
+    ) -> Snapshot:
+        """An item whose migration pointer cannot be followed: the declared fallbacks, and why."""
+        return cls(
+            found=True,
+            values=declarations.fallbacks(),
+            version=None,
+            fetched_at=fetched_at,
+            migrated_to=migrated_to,
+            migration_problem=problem,
+        )
+
+    @classmethod
+    def from_successor(
+        cls, item: Mapping[str, Any], mapping: MigrationMapping, declarations: Declarations, fetched_at: float
+    ) -> Snapshot:
+        """The later item ``item`` (the pointer's target) read under ``declarations`` through ``mapping``."""
+        values, causes = mapping.backward_item(declarations, item)
+        return cls(
+            found=True,
+            values=values,
+            version=_int_or_none(item.get(VERSION_ATTR, {}).get("N")),
+            fetched_at=fetched_at,
+            updated_at=item.get(UPDATED_AT_ATTR, {}).get("S"),
+            updated_by=item.get(UPDATED_BY_ATTR, {}).get("S"),
+            maintenance_owner=item.get(MAINTENANCE_OWNER_ATTR, {}).get("S"),
+            maintenance_deadline=_number_or_none(item.get(MAINTENANCE_DEADLINE_ATTR)),
+            fallen_back=tuple(causes),
+            migrated_to=mapping.target,
+            migration_causes=tuple(causes.items()),
+        )
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any] | None, declarations: Declarations, fetched_at: float) -> Snapshot:

@@ -21,9 +21,11 @@ codes).
       request break-glass (NAME=VALUE ... | --revert-to VERSION) --reason TEXT [--if-version VERSION]
       refs PATH ... [--declarations FILE] [--json]  flag names the code reads, against the declarations
       report [--days N] [--declarations FILE] [--log-group NAME ...] [--json]  lifecycle, last change, reads
+      migrate --declarations NEW.json --mapping MAP.json --reason TEXT --dry-run   the plan of FLAGS#V1 -> FLAGS#V2
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
-Exit codes: 0 ok, 1 ``refs``: code and declarations disagree, 2 bad input (400/404/413, usage),
+Exit codes: 0 ok, 1 ``refs``: code and declarations disagree, ``migrate --dry-run``: a value does not convert,
+2 bad input (400/404/413, usage; ``migrate`` without ``--dry-run``: its write is not offered yet),
 3 conflict (409/412), 4 auth (401/403),
 5 server or network (5xx, 429, a redirect, a malformed answer, no whole answer within --timeout),
 6 a read served the declared fallbacks (reason DEFAULT: the flags item is missing or unreadable), said on stderr,
@@ -246,6 +248,14 @@ def _lifecycle_commands(commands: Any) -> None:
         metavar="NAME",
         help="a deployed stage: a readers' log group to query (repeat; the read function's, your functions')",
     )
+    migrate = commands.add_parser(
+        "migrate", help="the plan of a migration of the flags item to a new shape (--dry-run; read-only)"
+    )
+    migrate.add_argument("--declarations", type=Path, required=True, metavar="NEW.json", help="the new declarations")
+    migrate.add_argument("--mapping", type=Path, required=True, metavar="MAP.json", help="the mapping (lifecycle.md)")
+    migrate.add_argument("--reason", required=True, help="why (the migration's audit record)")
+    migrate.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
+    migrate.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     for command in (refs, report):
         command.add_argument(
             "--declarations",
@@ -597,6 +607,8 @@ def main(
             return run_console(_url(args), args.port, args.open, out)
         if args.command in ("refs", "report"):
             return run_lifecycle(args, transport, out)
+        if args.command == "migrate":
+            return run_migrate(args, transport, out)
         sent_at = time.time()
         client = _client(args, transport)
         answer, render = _call(args, client)
@@ -663,6 +675,20 @@ def run_lifecycle(args: argparse.Namespace, transport: Transport | None, out: Te
     built = report.build(declared, changes, reads, args.days, unknown)
     _say(out, safe_json(built, indent=2) if args.json else report.render(built))
     return OK
+
+
+def run_migrate(args: argparse.Namespace, transport: Transport | None, out: TextIO) -> int:
+    """``migrate --dry-run``: 0 when the plan would apply, ``DISAGREE`` (1) when a value does not convert. Without
+    ``--dry-run``: the inputs checked, then ``BAD_INPUT`` (2): the migration's write is not offered yet."""
+    from flagctl import migrate
+
+    new, mapping = migrate.load_inputs(args.declarations, args.mapping)
+    if not args.dry_run:
+        raise FlagctlError(migrate.NOT_OFFERED, BAD_INPUT, "NOT_OFFERED")
+    current, values, version = migrate.current_state(_client(args, transport))
+    plan = migrate.build_plan(current, new, mapping, values, version)
+    _say(out, safe_json(plan, indent=2) if args.json else migrate.render(plan))
+    return OK if plan["would_apply"] else DISAGREE
 
 
 def wait_for_readers(

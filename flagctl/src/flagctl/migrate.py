@@ -1,0 +1,181 @@
+"""``flagctl migrate --declarations NEW.json --mapping MAP.json --reason TEXT --dry-run``: the plan of a migration of
+the flags item to a new shape (``FLAGS#V1`` -> ``FLAGS#V2``), read-only.
+
+The mapping is checked alone, then against the current declarations (the API's ``GET /flags/declarations``) and
+the new ones (NEW.json, checked as the service checks a declarations file), then against the current values
+(``GET /flags``). The plan says per flag what V2 would hold, the values that do not convert (the migration would be
+refused), and what a reader still configured for V1 would serve once it follows the pointer (a flag V1 cannot
+express: its declared fallback). Nothing is written: the migration's write is not offered yet.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from flagctl.client import FlagsClient
+from flagctl.errors import BAD_INPUT, SERVER, FlagctlError
+from flagctl.text import safe, table
+from singleton_flags.declarations import Declarations, FlagValue, load_declarations, parse_declarations
+from singleton_flags.errors import DeclarationError, FlagsError
+from singleton_flags.migration import Mapping, MappingError, NotConvertible, parse_mapping_text
+
+__all__ = ["NOT_OFFERED", "build_plan", "current_state", "load_inputs", "render"]
+
+NOT_OFFERED = (
+    "the migration's write is not offered yet: readers that follow the pointer must be released first. "
+    "Run with --dry-run to see the plan (docs/lifecycle.md)"
+)
+_HEADERS = ["FLAG (V1)", "V2", "NOW", "V2 VALUE", "V1 READERS SERVE"]
+
+
+def load_inputs(declarations: Path, mapping: Path) -> tuple[Declarations, Mapping]:
+    """NEW.json and MAP.json, each checked alone; a bad one is bad input naming the file and the problem."""
+    try:
+        new = load_declarations(declarations)
+    except DeclarationError as exc:
+        raise FlagctlError(f"--declarations: {exc}", BAD_INPUT, "BAD_INPUT") from exc
+    try:
+        text = mapping.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FlagctlError(f"--mapping: cannot read {mapping}: {exc}", BAD_INPUT, "BAD_INPUT") from exc
+    try:
+        return new, parse_mapping_text(text)
+    except MappingError as exc:
+        raise FlagctlError(f"--mapping: {exc}", BAD_INPUT, "BAD_MAPPING") from exc
+
+
+def current_state(client: FlagsClient) -> tuple[Declarations, dict[str, FlagValue], int]:
+    """The current declarations, values and version, from the API; stored values only (a read that served the
+    declared fallbacks is no base for a plan)."""
+    answer = client.request("GET", "/flags/declarations")
+    documents = answer.body.get("declarations") if isinstance(answer.body, dict) else None
+    if answer.status != 200 or not isinstance(documents, list):
+        raise FlagctlError(
+            f"GET /flags/declarations answered HTTP {answer.status}, no declarations", SERVER, "BAD_ANSWER"
+        )
+    try:
+        current = parse_declarations({"flags": documents})
+    except DeclarationError as exc:
+        raise FlagctlError(f"GET /flags/declarations: {exc}", SERVER, "BAD_ANSWER") from exc
+    read = client.flags()
+    body = read.body if isinstance(read.body, dict) else {}
+    values, version = body.get("flags"), body.get("version")
+    if read.status != 200 or not isinstance(values, dict) or not isinstance(version, int):
+        raise FlagctlError(
+            f"GET /flags answered HTTP {read.status} without stored values (reason {body.get('reason')!r}): a plan "
+            "needs the item's values; check `flagctl get`",
+            SERVER,
+            "NO_VALUES",
+        )
+    return current, values, version
+
+
+def build_plan(
+    current: Declarations, new: Declarations, mapping: Mapping, values: dict[str, FlagValue], version: int
+) -> dict[str, Any]:
+    """The plan as data: per flag what V2 holds and what a V1 reader serves, the refused values, the added flags."""
+    try:
+        mapping.check(current, new)
+    except MappingError as exc:
+        raise FlagctlError(f"--mapping: {exc}", BAD_INPUT, "BAD_MAPPING") from exc
+    flags, refused, fallbacks = [], [], []
+    v2_values: dict[str, FlagValue] = {}
+    for name, spec in current.items():
+        move = mapping.move(name)
+        entry: dict[str, Any] = {"flag": name, "v2_flag": move.new, "conversion": move.conversion, "now": values[name]}
+        if move.new is None:
+            entry.update(action="remove", v1_readers={"fallback": spec.fallback, "why": "removed"})
+            fallbacks.append(name)
+            flags.append(entry)
+            continue
+        try:
+            converted = new[move.new].validate(move.forward(values[name]))
+        except (NotConvertible, FlagsError) as exc:
+            entry.update(action="refused", why=_why(exc))
+            refused.append({"flag": name, "value": values[name], "why": entry["why"]})
+            flags.append(entry)
+            continue
+        v2_values[move.new] = converted
+        entry.update(action=_action(move.new != name, move.conversion), v2_value=converted)
+        flags.append(entry)
+    served, causes = mapping.backward(current, v2_values)
+    for entry in flags:
+        name = entry["flag"]
+        if entry["action"] in ("remove", "refused"):
+            continue
+        if name in causes:
+            entry["v1_readers"] = {"fallback": current[name].fallback, "why": causes[name]}
+            fallbacks.append(name)
+        else:
+            entry["v1_readers"] = {"value": served[name]}
+    added = [{"flag": name, "initial": mapping.initial(name, new[name])} for name in new if name in mapping.added]
+    return {
+        "from": mapping.source,
+        "to": mapping.target,
+        "current_version": version,
+        "v2_version": version + 1,
+        "flags": flags,
+        "added": added,
+        "refused": refused,
+        "v1_reader_fallbacks": fallbacks,
+        "would_apply": not refused,
+        "written": False,
+    }
+
+
+def _why(exc: Exception) -> str:
+    message = getattr(exc, "message", None)
+    return message if isinstance(message, str) else str(exc)
+
+
+def _action(renamed: bool, conversion: str | None) -> str:
+    if renamed and conversion:
+        return "rename+convert"
+    if renamed:
+        return "rename"
+    return "convert" if conversion else "keep"
+
+
+def render(plan: dict[str, Any]) -> str:
+    """The plan for a terminal: one row per current flag, then the added flags, the refusals and the fallbacks."""
+    rows = []
+    for entry in plan["flags"]:
+        target = entry["v2_flag"] or "(removed)"
+        if entry["conversion"]:
+            target += f" [{entry['conversion']}]"
+        v2_value = (
+            _shown(entry["v2_value"]) if "v2_value" in entry else "REFUSED" if entry["action"] == "refused" else "-"
+        )
+        readers = entry.get("v1_readers")
+        if readers is None:
+            served = "-"
+        elif "value" in readers:
+            served = _shown(readers["value"])
+        else:
+            served = f"fallback {_shown(readers['fallback'])}"
+        rows.append([entry["flag"], target, _shown(entry["now"]), v2_value, served])
+    lines = [table(_HEADERS, rows)]
+    lines += [safe(f"new in {plan['to']}: {added['flag']} = {_shown(added['initial'])}") for added in plan["added"]]
+    lines += [safe(f"refused: {item['flag']} = {_shown(item['value'])}: {item['why']}") for item in plan["refused"]]
+    for entry in plan["flags"]:
+        readers = entry.get("v1_readers") or {}
+        if "why" in readers:
+            lines.append(safe(f"a V1 reader serves the fallback of {entry['flag']}: {readers['why']}"))
+    if plan["would_apply"]:
+        lines.append(
+            safe(
+                f"plan: {plan['to']} at version {plan['v2_version']} (after {plan['from']}'s "
+                f"{plan['current_version']}), {plan['from']} pointing to it with the mapping; dry run: nothing written"
+            )
+        )
+    else:
+        lines.append(
+            safe(f"the migration would be refused: {len(plan['refused'])} value(s) do not convert; nothing written")
+        )
+    return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
