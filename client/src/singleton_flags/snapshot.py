@@ -213,15 +213,11 @@ class Snapshot:
         return cls(
             found=True,
             values=values,
-            version=_int_or_none(item.get(VERSION_ATTR, {}).get("N")),
             fetched_at=fetched_at,
-            updated_at=item.get(UPDATED_AT_ATTR, {}).get("S"),
-            updated_by=item.get(UPDATED_BY_ATTR, {}).get("S"),
-            maintenance_owner=item.get(MAINTENANCE_OWNER_ATTR, {}).get("S"),
-            maintenance_deadline=_number_or_none(item.get(MAINTENANCE_DEADLINE_ATTR)),
             fallen_back=tuple(causes),
             migrated_to=mapping.target,
             migration_causes=tuple(causes.items()),
+            **_bookkeeping(item),
         )
 
     @classmethod
@@ -256,18 +252,20 @@ class Snapshot:
                 )
                 value = spec.fallback
             values[name] = value
-        deadline = _number_or_none(item.get(MAINTENANCE_DEADLINE_ATTR))
         return cls(
-            found=True,
-            values=values,
-            version=_int_or_none(item.get(VERSION_ATTR, {}).get("N")),
-            fetched_at=fetched_at,
-            updated_at=item.get(UPDATED_AT_ATTR, {}).get("S"),
-            updated_by=item.get(UPDATED_BY_ATTR, {}).get("S"),
-            maintenance_owner=item.get(MAINTENANCE_OWNER_ATTR, {}).get("S"),
-            maintenance_deadline=deadline,
-            fallen_back=tuple(fallen_back),
+            found=True, values=values, fetched_at=fetched_at, fallen_back=tuple(fallen_back), **_bookkeeping(item)
         )
+
+
+def _bookkeeping(item: Mapping[str, Any]) -> dict[str, Any]:
+    """What a live item says beside its flags: its version, who wrote it and when, maintenance's holder."""
+    return {
+        "version": _int_or_none(item.get(VERSION_ATTR, {}).get("N")),
+        "updated_at": item.get(UPDATED_AT_ATTR, {}).get("S"),
+        "updated_by": item.get(UPDATED_BY_ATTR, {}).get("S"),
+        "maintenance_owner": item.get(MAINTENANCE_OWNER_ATTR, {}).get("S"),
+        "maintenance_deadline": _number_or_none(item.get(MAINTENANCE_DEADLINE_ATTR)),
+    }
 
 
 def _number_or_none(attribute: Any) -> float | None:
