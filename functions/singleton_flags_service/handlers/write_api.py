@@ -292,7 +292,7 @@ def get_history(  # type: ignore[no-untyped-def]  # on purpose, see above
     # a deploy's lowered protection, among the versions (no version of its own: nothing in the flags changed)
     before = decode_cursor(cursor) if cursor is not None else None
     records = with_lowered(
-        records, lowered_records(CLIENT, SETTINGS.table_name), before=before, last_page=next_cursor is None
+        records, lowered_records(STORE.client, STORE.table_name), before=before, last_page=next_cursor is None
     )
     return json_response(HTTPStatus.OK, {"records": records, "next_cursor": next_cursor})
 

@@ -893,6 +893,16 @@ class FlagStore:
 
     # -- history and revert ------------------------------------------------------------------------
 
+    @property
+    def client(self) -> Any:
+        """The DynamoDB client this store writes with: what reads beside its records use (the same table, the same
+        retries)."""
+        return self._client
+
+    @property
+    def table_name(self) -> str:
+        return self._table
+
     def history(
         self, limit: int = DEFAULT_HISTORY_LIMIT, cursor: str | None = None
     ) -> tuple[list[dict[str, Any]], str | None]:
