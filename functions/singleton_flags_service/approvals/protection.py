@@ -23,6 +23,7 @@ from singleton_flags.keys import PARTITION_KEY, PROTECTION_PK, SORT_KEY, TTL_ATT
 from singleton_flags_service.observability import logger
 from singleton_flags_service.vocabulary import KIND_PROTECTION_LOWERED
 from singleton_flags_service.writes import transaction
+from singleton_flags_service.writes.audit import decode_cursor
 
 CURRENT_SK = "PROTECTION#CURRENT"
 LOWERED_SK_PREFIX = "PROTECTION#LOWERED#"
@@ -104,6 +105,15 @@ def record_protection(
         logger.warning("a deploy lowered flags' protection", flags=sorted(drops), actor=actor)
     transaction.send(client, {"TransactItems": items}, transaction.Budget(None, lambda: 0.0, 0.0))
     return drops
+
+
+def history_page(store: Any, limit: int, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of ``GET /flags/history``: the store's audit records, with each deploy's lowered protection among
+    the versions (no version of its own: nothing in the flags changed)."""
+    records, next_cursor = store.history(limit=limit, cursor=cursor)
+    before = decode_cursor(cursor) if cursor is not None else None
+    lowered = lowered_records(store.client, store.table_name)
+    return with_lowered(records, lowered, before=before, last_page=next_cursor is None), next_cursor
 
 
 def lowered_records(client: Any, table: str) -> list[dict[str, Any]]:

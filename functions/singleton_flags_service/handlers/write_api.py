@@ -61,7 +61,7 @@ from singleton_flags_service.api.routes import (
     REVERT_FLAGS,
     Views,
 )
-from singleton_flags_service.approvals.protection import lowered_records, with_lowered
+from singleton_flags_service.approvals.protection import history_page
 from singleton_flags_service.approvals.routes import PAGE_QUERY, approval_routes
 from singleton_flags_service.approvals.store import ChangeRequests
 from singleton_flags_service.contract import WRITE_FUNCTION, WriteConfiguration, load_service_declarations
@@ -288,12 +288,7 @@ def get_history(  # type: ignore[no-untyped-def]  # on purpose, see above
     cursor: Cursor = None,
 ):
     limit_value, cursor = _history_query()
-    records, next_cursor = STORE.history(limit=limit_value, cursor=cursor)
-    # a deploy's lowered protection, among the versions (no version of its own: nothing in the flags changed)
-    before = decode_cursor(cursor) if cursor is not None else None
-    records = with_lowered(
-        records, lowered_records(STORE.client, STORE.table_name), before=before, last_page=next_cursor is None
-    )
+    records, next_cursor = history_page(STORE, limit_value, cursor)
     return json_response(HTTPStatus.OK, {"records": records, "next_cursor": next_cursor})
 
 
