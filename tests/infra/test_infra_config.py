@@ -427,11 +427,12 @@ def test_bad_change_events_setting_is_refused_naming_its_key(value: Any, key: st
     assert_refused(settings(change_events=value), f"{KEY}.{key}", fragment)
 
 
-def test_the_change_events_function_gets_its_bus_and_stage_and_not_the_table() -> None:
+def test_the_change_events_function_gets_its_bus_stage_and_table_for_the_unaudited_write_check() -> None:
     config = parse_config(settings(stage="staging"))
     assert function_environment(config, "flags-table", "change_events") == {
         "EVENT_BUS_NAME": "singleton-flags-staging",
         "FLAGS_STAGE": "staging",
+        "TABLE_NAME": "flags-table",
         "POWERTOOLS_SERVICE_NAME": "singleton-flags",
         "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags/staging",
     }
