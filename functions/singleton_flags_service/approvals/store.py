@@ -419,19 +419,7 @@ class ChangeRequests:
         def companions(version: int, now: float) -> list[dict[str, Any]]:
             applied = replace(request, state=APPLIED, approvals=approvals, decided=decided, applied_version=version)
             if existing:
-                update = self._conditioned(request)
-                update["UpdateExpression"] = (
-                    "SET #state = :applied, #approvals = :approvals, #decided = :decided, #version = :version"
-                )
-                update["ExpressionAttributeNames"].update({"#decided": DECIDED_ATTR, "#version": APPLIED_VERSION_ATTR})
-                update["ExpressionAttributeValues"].update(
-                    {
-                        ":applied": {"S": APPLIED},
-                        ":approvals": encode_plain([dict(approval) for approval in approvals]),
-                        ":decided": encode_plain(decided),
-                        ":version": {"N": str(version)},
-                    }
-                )
+                update = self._decided(request, APPLIED, approvals, decided, APPLIED_VERSION_ATTR, {"N": str(version)})
                 items: list[dict[str, Any]] = [{"Update": update}]
             else:
                 items = [{"Put": self._put(applied)}]
@@ -501,19 +489,7 @@ class ChangeRequests:
         schedule_id = new_id(now)
         said = approvals[-1].get("reason") if approvals else None
         decided = {"by": principal, "at": iso_time(now), "reason": said or "approved"}
-        update = self._conditioned(request)
-        update["UpdateExpression"] = (
-            "SET #state = :scheduled, #approvals = :approvals, #decided = :decided, #schedule = :schedule"
-        )
-        update["ExpressionAttributeNames"].update({"#decided": DECIDED_ATTR, "#schedule": SCHEDULE_ATTR})
-        update["ExpressionAttributeValues"].update(
-            {
-                ":scheduled": {"S": SCHEDULED},
-                ":approvals": encode_plain([dict(approval) for approval in approvals]),
-                ":decided": encode_plain(decided),
-                ":schedule": {"S": schedule_id},
-            }
-        )
+        update = self._decided(request, SCHEDULED, approvals, decided, SCHEDULE_ATTR, {"S": schedule_id})
         from_request = {
             "change_request": request.id,
             "approved_by": [dict(approval) for approval in approvals],
@@ -649,6 +625,32 @@ class ChangeRequests:
             return fresh
         logger.info("change request closed", id=request.id, state=state, by=by)
         return replace(request, state=state, decided=decided)
+
+    def _decided(
+        self,
+        request: ChangeRequest,
+        state: str,
+        approvals: tuple[Mapping[str, str], ...],
+        decided: Mapping[str, Any],
+        outcome_attr: str,
+        outcome: dict[str, str],
+    ) -> dict[str, Any]:
+        """The ``Update`` that records a last approval's decision on a still-pending request: its new ``state``, the
+        approvals, who decided, and what came of it (``outcome_attr``: the version applied, or the schedule made)."""
+        update = self._conditioned(request)
+        update["UpdateExpression"] = (
+            "SET #state = :state, #approvals = :approvals, #decided = :decided, #outcome = :outcome"
+        )
+        update["ExpressionAttributeNames"].update({"#decided": DECIDED_ATTR, "#outcome": outcome_attr})
+        update["ExpressionAttributeValues"].update(
+            {
+                ":state": {"S": state},
+                ":approvals": encode_plain([dict(approval) for approval in approvals]),
+                ":decided": encode_plain(decided),
+                ":outcome": outcome,
+            }
+        )
+        return update
 
     def _conditioned(self, request: ChangeRequest) -> dict[str, Any]:
         """An Update of the request's item conditioned on it being pending with the approvals it was read with."""
