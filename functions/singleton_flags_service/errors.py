@@ -22,6 +22,7 @@ __all__ = [
     "DeclarationError",
     "FlagNotFound",
     "FlagsError",
+    "FlagsMigrated",
     "FlagsSuperseded",
     "GuardAlarmActive",
     "GuardAlarmNotFound",
@@ -29,6 +30,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidValue",
     "ItemTooLarge",
+    "MigrationRefused",
     "NotAnApprover",
     "NotTheAuthor",
     "OutcomeUnknown",
@@ -96,6 +98,27 @@ class FlagsSuperseded(FlagsError):
     status = HTTPStatus.CONFLICT
     code = "FLAGS_SUPERSEDED"
     detail_types: ClassVar[Mapping[str, Any]] = {"superseded_by": str, "superseded_at": str}
+
+
+class FlagsMigrated(FlagsError):
+    """The flags item was migrated to a later one (``migrated_to``, at version ``migrated_at``) and the request
+    cannot be carried across: an If-Match naming the earlier item's version, a flag the migration removed, a revert
+    to a version written in the earlier item's shape, a second migration. 409: the item's state refuses it; the
+    message says what to do instead."""
+
+    status = HTTPStatus.CONFLICT
+    code = "FLAGS_MIGRATED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"migrated_to": str, "migrated_at": int}
+
+
+class MigrationRefused(FlagsError):
+    """A migration (or its finalising) that cannot be done now: values that do not convert, pending scheduled
+    changes or guards, protected flags it would move, or an item that is not in the state the step needs. Nothing
+    was written; ``refused`` lists each cause."""
+
+    status = HTTPStatus.CONFLICT
+    code = "MIGRATION_REFUSED"
+    detail_types: ClassVar[Mapping[str, Any]] = {"refused": list[dict[str, Any]]}
 
 
 class ItemTooLarge(FlagsError):

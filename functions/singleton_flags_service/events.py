@@ -36,8 +36,11 @@ from singleton_flags.codec import decode_plain
 from singleton_flags.keys import (
     AUDIT_PK,
     CHANGE_REQUEST_PK,
+    MIGRATED_TO_ATTR,
     PARTITION_KEY,
     SINGLETON_PK,
+    SINGLETON_SK,
+    SORT_KEY,
     SUPERSEDED_BY_ATTR,
     VERSION_ATTR,
     audit_key,
@@ -444,6 +447,11 @@ class AuditCheck:
         record = answer.get("Item")
         if record is None:
             return UnauditedWrite(sequence_number, version, NO_RECORD, {})
+        written, item = record.get("item", {}).get("S", SINGLETON_SK), image.get(SORT_KEY, {}).get("S")
+        if written != item:
+            if MIGRATED_TO_ATTR in image:  # the earlier item of a migration, mirrored from the later one's state
+                return None
+            return UnauditedWrite(sequence_number, version, DIFFERS, {"item": {"recorded": written, "item": item}})
         state = record.get(STATE_ATTR, {}).get("M", {})
         changed = {
             name: {"recorded": _plain(state.get(name)), "item": _plain(image.get(name))}

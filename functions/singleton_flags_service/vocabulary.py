@@ -48,6 +48,7 @@ __all__ = [
     "KIND_CHANGE",
     "KIND_CHANGE_REQUEST",
     "KIND_GUARD_REVERT",
+    "KIND_MIGRATION",
     "KIND_PROTECTION_LOWERED",
     "KIND_RESTORE",
     "KIND_REVERT",
@@ -88,6 +89,7 @@ KIND_SCHEDULED = "scheduled"  # a scheduled change applied (actor ``schedule:<id
 KIND_GUARD_REVERT = "guard-revert"  # a guard undid its change when one of its alarms fired (actor ``guard``)
 KIND_CHANGE_REQUEST = "change_request_applied"  # an approved change request (actor: its author; approvers recorded)
 KIND_BREAK_GLASS = "break_glass"  # a protected change applied alone by a principal listed for break-glass (alarmed)
+KIND_MIGRATION = "migration"  # the flags written into a later item's shape (FLAGS#V1 -> FLAGS#V2), at L+1
 # Not a version: the seed's audit record of declarations that lowered a flag's protection (``PROTECTION#`` records)
 KIND_PROTECTION_LOWERED = "protection_lowered"
 VERSION_KINDS = (
@@ -101,6 +103,7 @@ VERSION_KINDS = (
     KIND_GUARD_REVERT,
     KIND_CHANGE_REQUEST,
     KIND_BREAK_GLASS,
+    KIND_MIGRATION,
 )
 GUARD_ACTOR = "guard"
 

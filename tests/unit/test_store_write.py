@@ -395,6 +395,7 @@ def test_revert_applies_todays_rules_to_old_values(store: Store) -> None:
         {"Item": {**audit_key(3), "state": {"M": state}}},
         {"TableName": TABLE, "Key": audit_key(3), "ConsistentRead": True},
     )
+    store.stub.add_response("get_item", {"Item": flags_item(store.declarations, 4)}, CONSISTENT_READ)
     # When it is reverted to / Then refused, naming the flag and the rule; nothing is written
     with pytest.raises(InvalidValue) as refused:
         store.store.revert(3, actor="a", reason="r")

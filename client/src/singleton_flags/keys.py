@@ -14,8 +14,11 @@ __all__ = [
     "MAINTENANCE_DEADLINE_ATTR",
     "MAINTENANCE_FLAG",
     "MAINTENANCE_OWNER_ATTR",
+    "MIGRATED_FROM_ATTR",
     "MIGRATED_TO_ATTR",
     "MIGRATION_MAPPING_ATTR",
+    "MIGRATION_PK",
+    "MIGRATION_SK_PREFIX",
     "PARTITION_KEY",
     "PROTECTION_PK",
     "SCHEDULE_PK",
@@ -38,6 +41,7 @@ __all__ = [
     "guard_sort_key",
     "guard_version",
     "idempotency_key",
+    "migration_key",
     "schedule_key",
     "singleton_key",
 ]
@@ -85,6 +89,13 @@ SUPERSEDED_REASON_ATTR = "superseded_reason"  # why, in words
 # own declarations. The superseded marker wins over it: a superseded item is never followed.
 MIGRATED_TO_ATTR = "migrated_to"  # the later item's sort key
 MIGRATION_MAPPING_ATTR = "migration_mapping"  # the mapping from this item's shape to the later one's
+# The later item names where it came from while the migration expands (writers mirror it into the earlier item);
+# finalising removes it. Readers ignore it.
+MIGRATED_FROM_ATTR = "migrated_from"
+# A migration's own record, for writers only (the mapping and both declarations): its own partition, never read by
+# a reader (the reader policy's LeadingKeys name the flags' partition alone).
+MIGRATION_PK = "MIGRATION#APP"
+MIGRATION_SK_PREFIX = "MIGRATION#"  # + the later item's sort key
 
 MAINTENANCE_FLAG = "maintenance_mode"
 
@@ -103,6 +114,7 @@ BOOKKEEPING_ATTRS = frozenset(
         SUPERSEDED_REASON_ATTR,
         MIGRATED_TO_ATTR,
         MIGRATION_MAPPING_ATTR,
+        MIGRATED_FROM_ATTR,
     }
 )
 
@@ -111,6 +123,11 @@ def singleton_key(sort_key: str = SINGLETON_SK) -> dict[str, dict[str, str]]:
     """The full primary key of an item of the singleton's partition (by default the singleton itself), in
     DynamoDB's low-level attribute-value form."""
     return {PARTITION_KEY: {"S": SINGLETON_PK}, SORT_KEY: {"S": sort_key}}
+
+
+def migration_key(target: str) -> dict[str, dict[str, str]]:
+    """The full primary key of the record of the migration to the flags item ``target`` (``FLAGS#V2``)."""
+    return {PARTITION_KEY: {"S": MIGRATION_PK}, SORT_KEY: {"S": MIGRATION_SK_PREFIX + target}}
 
 
 def audit_key(version: int) -> dict[str, dict[str, str]]:

@@ -41,6 +41,8 @@ RECORD_EXTRAS = (
     "guard",
     "change_request",
     "approved_by",
+    "item",  # the flags item whose state the record holds, when not FLAGS#V1 (a migration and every version after)
+    "migrated_from",
 )
 
 

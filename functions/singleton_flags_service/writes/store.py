@@ -64,11 +64,14 @@ from typing import Any
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, worst_call_seconds
 from singleton_flags.codec import decode, decode_plain, encode, iso_time
 from singleton_flags.declarations import Declarations, FlagValue
+from singleton_flags.errors import FlagsError
 from singleton_flags.keys import (
     BOOKKEEPING_ATTRS,
     MAINTENANCE_DEADLINE_ATTR,
     MAINTENANCE_FLAG,
     MAINTENANCE_OWNER_ATTR,
+    MIGRATED_FROM_ATTR,
+    MIGRATED_TO_ATTR,
     PARTITION_KEY,
     SINGLETON_SK,
     SUPERSEDED_AT_ATTR,
@@ -78,17 +81,21 @@ from singleton_flags.keys import (
     UPDATED_BY_ATTR,
     VERSION_ATTR,
     audit_key,
+    migration_key,
     singleton_key,
 )
+from singleton_flags.migration import Mapping as MigrationMapping, MappingError, NotConvertible
 from singleton_flags.snapshot import Snapshot
 from singleton_flags_service.api.requests import validate_version
 from singleton_flags_service.approvals.rules import refuse_direct_write
 from singleton_flags_service.contract import Settings
 from singleton_flags_service.errors import (
+    FlagsMigrated,
     FlagsSuperseded,
     InvalidRequest,
     InvalidValue,
     ItemTooLarge,
+    MigrationRefused,
     OutcomeUnknown,
     PreconditionFailed,
     StoreFault,
@@ -100,6 +107,7 @@ from singleton_flags_service.observability import logger, publish_committed
 from singleton_flags_service.vocabulary import (
     KIND_CHANGE,
     KIND_GUARD_REVERT,
+    KIND_MIGRATION,
     KIND_RESTORE,
     KIND_REVERT,
     KIND_SEED,
@@ -120,6 +128,7 @@ from singleton_flags_service.writes.audit import (
 )
 from singleton_flags_service.writes.idempotency import Idempotency
 from singleton_flags_service.writes.itemsize import READ_BLOCK_BYTES, item_size
+from singleton_flags_service.writes.seam import EXPANDING, FINALISED, Seam, conditioned_update, seam_record
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -127,6 +136,7 @@ __all__ = [
     "ChangeResult",
     "Companions",
     "FlagStore",
+    "MigrationResult",
     "Ownership",
     "Plan",
     "Write",
@@ -221,11 +231,24 @@ class ChangeResult:
 
 
 @dataclass(frozen=True, slots=True)
+class MigrationResult:
+    seam: Seam
+    version: int  # the later item's first version (L+1)
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
 class _Current:
     raw: dict[str, Any]
     snapshot: Snapshot
     missing: bool = False  # the item does not exist: ``raw`` is what a restore would write
     restored_from: int | None = None  # the audit version a restore takes its state from
+    # A migration that expands through the item (writes land in the later item, mirrored into the earlier one):
+    # the earlier item as read, and for a writer configured for it, the later item as read (``raw`` is then the
+    # later item's state in the earlier shape: what this writer decides on).
+    seam: Seam | None = None
+    source_item: dict[str, Any] | None = None
+    target_raw: dict[str, Any] | None = None
 
     @property
     def superseded_by(self) -> str | None:
@@ -326,6 +349,9 @@ class FlagStore:
         first version, said at INFO), not a lost item (a WARNING otherwise)."""
         item = self._get(singleton_key(self._sort_key))
         if item is not None:  # decided on what it stores: a superseded item's marker hides its values from readers
+            seam = self._seam_of(item)
+            if seam is not None:
+                return self._seam_current(seam, item)
             stored = {name: value for name, value in item.items() if name not in _MARKER_ATTRS}
             return _Current(raw=item, snapshot=self._snapshot(stored))
         newest = self._newest_record()
@@ -340,10 +366,33 @@ class FlagStore:
         last = record_version(newest)
         raw = {**singleton_key(self._sort_key), **newest.get(STATE_ATTR, {}).get("M", {})}
         raw[VERSION_ATTR] = {"N": str(last + 1)}
+        migration = self._get(migration_key(self._sort_key)) if self._sort_key != SINGLETON_SK else None
+        if migration is not None and migration.get("state", {}).get("S") == EXPANDING:  # restored into its seam
+            raw[MIGRATED_FROM_ATTR] = migration["source"]
         logger.warning(
             "the flags item is missing: the next write restores it from its newest audit record", version=last
         )
         return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True, restored_from=last)
+
+    def _seam_of(self, item: Mapping[str, Any]) -> Seam | None:
+        """The migration expanding through the configured item, if its pointers name one (one read more)."""
+        key = Seam.record_key(self._sort_key, item)
+        return None if key is None else Seam.of(self._sort_key, item, self._declarations, self._get(key))
+
+    def _seam_current(self, seam: Seam, item: dict[str, Any]) -> _Current:
+        """The state a write decides on while a migration expands: both items read, consistently."""
+        other = self._get(singleton_key(seam.other))
+        if seam.for_source:
+            if other is None:
+                raise StoreFault(
+                    f"{seam.source} points to {seam.target}, which is missing: nothing is written until it is restored "
+                    f"(a restore through a writer configured for {seam.target})"
+                )
+            view = seam.view(other)
+            return _Current(raw=view, snapshot=self._snapshot(view), seam=seam, source_item=item, target_raw=other)
+        if other is None:
+            logger.warning(f"{seam.source} is missing: this write is not mirrored into it", migrated_to=seam.target)
+        return _Current(raw=item, snapshot=self._snapshot(item), seam=seam, source_item=other)
 
     def still_at(self, version: int | None) -> dict[str, Any]:
         """A ``ConditionCheck`` for another writer's transaction: the flags item is still at ``version`` (None:
@@ -465,11 +514,14 @@ class FlagStore:
         ``reverted_to``).
         """
         version = validate_version(version)
-        state = self._state_item(version)
-        target = self._snapshot(state)
-        values = self._declarations.validate_changes(self._declared_values(state))  # today's rules, old values
+        record = self._get(audit_key(max(version, 1)))
+        recorded = self._state_from(record, version)
+        found: dict[str, Any] = {}  # the seam each attempt found (``_write``)
 
         def planned(current: Snapshot) -> Plan:
+            state = self._in_shape(version, record, recorded, found.get("seam"))  # in the shape found now
+            target = self._snapshot(state)
+            values = self._declarations.validate_changes(self._declared_values(state))  # today's rules, old values
             now = self._clock()
             changes = dict(values)
             ownership = None
@@ -494,13 +546,17 @@ class FlagStore:
             before_write=before_write,
             attempt_checks=tuple(attempt_checks),
         )
-        return self._write(planned, write)
+        return self._write(planned, write, found)
 
     def values_at(self, version: Any) -> dict[str, FlagValue]:
         """The declared flags' values right after ``version`` (0: the seeded state), checked by today's rules:
         what a revert to it writes (a change request resolves a revert to this patch)."""
         version = validate_version(version)
-        return self._declarations.validate_changes(self._declared_values(self._state_item(version)))
+        record = self._get(audit_key(max(version, 1)))
+        recorded = self._state_from(record, version)
+        item = self._get(singleton_key(self._sort_key))
+        state = self._in_shape(version, record, recorded, self._seam_of(item) if item is not None else None)
+        return self._declarations.validate_changes(self._declared_values(state))
 
     def seed(self, *, actor: str, reason: str, time_budget: float | None = None) -> ChangeResult:
         """The deploy-time seed: adds every declared flag the item lacks, with its initial value, as one
@@ -529,7 +585,255 @@ class FlagStore:
         write = Write(actor=actor, reason=reason, kind=KIND_RESTORE, idempotency=idempotency, time_budget=time_budget)
         return self._write(lambda current: Plan(changes={}), write)
 
-    def _write(self, plan_for: Callable[[Snapshot], Plan | None], write: Write) -> ChangeResult:
+    # -- the migration seam ----------------------------------------------------------------------------
+
+    def migrate(
+        self,
+        new: Declarations,
+        mapping: MigrationMapping,
+        *,
+        actor: str,
+        reason: str,
+        time_budget: float | None = None,
+        pending: Callable[[], list[dict[str, Any]]] = list,
+    ) -> MigrationResult:
+        """Migrate the flags of this store's item into ``mapping.target``'s shape (``new``): in one transaction,
+        the later item at version L+1 (L: this item's version) with ``migrated_from``, this item mirrored from it
+        with the pointer and the mapping, the audit record of L+1 (kind ``migration``, the later item's state) and
+        the migration's own record. Conditioned on this item still being at L and pointing nowhere: a write that
+        lands first is a conflict, re-read and carried into the later item on the next attempt.
+
+        Refused before anything is written (``MigrationRefused``, each cause listed): a value that does not
+        convert or that the new declarations refuse, a stored value that is unusable, a protected flag the mapping
+        renames, converts or removes, and whatever ``pending`` names (scheduled changes, guards)."""
+        self._check_mapping(new, mapping)
+        started = self._monotonic()
+        budget = transaction.Budget(
+            None if time_budget is None else started + time_budget, self._monotonic, self._call_seconds
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            item = self._get(singleton_key(self._sort_key))
+            seam, target_raw, diff = self._migration_plan(item, new, mapping, actor, pending)
+            source_item = item or {}
+            version = seam.migrated_at
+            now, token = self._clock(), self._token()
+            write = Write(
+                actor=actor,
+                reason=reason,
+                kind=KIND_MIGRATION,
+                extra_audit={"item": seam.target, "migrated_from": seam.source},
+            )
+            record = self._record(version, now, write, diff, target_raw, token, new)
+            items = [
+                {"Put": {**self._put(target_raw), "TableName": self._table}},
+                {"Update": self._in_table(seam.pointer_update(source_item, target_raw))},
+                {"Put": self._put(record)},
+                {
+                    "Put": self._put(
+                        seam_record(
+                            mapping=mapping,
+                            source_declarations=self._declarations,
+                            target_declarations=new,
+                            migrated_at=version,
+                            at=iso_time(now),
+                            actor=actor,
+                            reason=reason,
+                            token=token,
+                        )
+                    )
+                },
+            ]
+            try:
+                self._send_once(items, token, version, budget)
+            except transaction.Conflict:
+                pause = self._pause(attempt, budget) if attempt < self._max_attempts else None
+                if pause is None:
+                    raise WriteConflict(
+                        f"the flags kept changing under the migration: gave up after {attempt} attempts; nothing "
+                        "was written, retry",
+                        attempts=attempt,
+                    ) from None
+                self._sleep(pause)
+                continue
+            logger.info("flags migrated", actor=actor, version=version, source=seam.source, target=seam.target)
+            self._on_commit(version)
+            return MigrationResult(seam=seam, version=version, attempts=attempt)
+
+    def _check_mapping(self, new: Declarations, mapping: MigrationMapping) -> None:
+        if mapping.source != self._sort_key:
+            raise InvalidRequest(
+                f"the mapping migrates {mapping.source}, but this service's flags item is {self._sort_key}",
+                rule="mapping",
+            )
+        try:
+            mapping.check(self._declarations, new)
+        except MappingError as exc:
+            raise InvalidRequest(f"mapping: {exc}", rule="mapping") from exc
+        keeps = mapping.move(MAINTENANCE_FLAG)
+        if keeps.new != MAINTENANCE_FLAG or keeps.conversion is not None:
+            raise InvalidRequest(
+                f"mapping: '{MAINTENANCE_FLAG}' must be kept as it is (maintenance windows and readers rely on it)",
+                rule="mapping",
+            )
+
+    def _migration_plan(
+        self,
+        item: dict[str, Any] | None,
+        new: Declarations,
+        mapping: MigrationMapping,
+        actor: str,
+        pending: Callable[[], list[dict[str, Any]]],
+    ) -> tuple[Seam, dict[str, Any], dict[str, dict[str, Any]]]:
+        """What one migration attempt writes, decided on the item as read: the seam, the later item, the diff."""
+        if item is None:
+            raise MigrationRefused(
+                f"the flags item {self._sort_key} does not exist: nothing to migrate (restore it first)",
+                refused=[{"cause": "missing", "item": self._sort_key}],
+            )
+        if SUPERSEDED_BY_ATTR in item:
+            raise MigrationRefused(
+                f"the flags item {self._sort_key} is superseded by {item[SUPERSEDED_BY_ATTR].get('S')}",
+                refused=[{"cause": "superseded", "item": self._sort_key}],
+            )
+        for pointer in (MIGRATED_TO_ATTR, MIGRATED_FROM_ATTR):
+            if pointer in item:
+                raise FlagsMigrated(
+                    f"the flags item {self._sort_key} already takes part in a migration ({pointer} "
+                    f"{item[pointer].get('S')}): finalise it first",
+                    migrated_to=item[pointer].get("S", ""),
+                    migrated_at=int(item.get(VERSION_ATTR, {}).get("N", "0")),
+                )
+        snapshot = self._snapshot(item)
+        version = (snapshot.version or 0) + 1
+        values: dict[str, FlagValue] = {}
+        refused: list[dict[str, Any]] = []
+        diff: dict[str, dict[str, Any]] = {}
+        protected = self._declarations.protected
+        for name in self._declarations:
+            move = mapping.move(name)
+            now = snapshot.values[name]
+            if name in snapshot.fallen_back:
+                refused.append({"cause": "unusable", "flag": name, "why": "its stored value is unusable: fix it first"})
+                continue
+            if name in protected and (move.new != name or move.conversion is not None):
+                refused.append(
+                    {
+                        "cause": "protected",
+                        "flag": name,
+                        "why": "a protected flag is renamed, converted or removed only once its protection is lowered "
+                        "by a deploy (the approval rules)",
+                    }
+                )
+                continue
+            if move.new is None:
+                diff[name] = {"old": now, "new": None}
+                continue
+            try:
+                values[move.new] = new[move.new].validate(move.forward(now))
+            except (NotConvertible, FlagsError) as exc:
+                why = exc.message if isinstance(exc, FlagsError) else str(exc)
+                refused.append({"cause": "not_convertible", "flag": name, "value": now, "why": why})
+                continue
+            if move.new != name or values[move.new] != now or type(values[move.new]) is not type(now):
+                diff[move.new] = {"old": now, "new": values[move.new]}
+        for name, spec in new.items():
+            if name in mapping.added:
+                values[name] = mapping.initial(name, spec)
+                diff[name] = {"old": None, "new": values[name]}
+        refused.extend(pending())
+        if refused:
+            causes = "; ".join(f"{entry.get('flag', entry.get('cause'))}: {entry.get('why', '')}" for entry in refused)
+            raise MigrationRefused(f"the migration is refused, nothing was written: {causes}", refused=refused)
+        seam = Seam(
+            source=mapping.source,
+            target=mapping.target,
+            mapping=mapping,
+            source_declarations=self._declarations,
+            target_declarations=new,
+            migrated_at=version,
+            for_source=True,
+        )
+        target_raw: dict[str, Any] = {**singleton_key(mapping.target)}
+        target_raw.update({name: encode(new[name], value) for name, value in values.items()})
+        for attr in (MAINTENANCE_OWNER_ATTR, MAINTENANCE_DEADLINE_ATTR):
+            if attr in item:
+                target_raw[attr] = item[attr]
+        target_raw[VERSION_ATTR] = {"N": str(version)}
+        target_raw[UPDATED_AT_ATTR] = {"S": iso_time(self._clock())}
+        target_raw[UPDATED_BY_ATTR] = {"S": actor}
+        target_raw[MIGRATED_FROM_ATTR] = {"S": mapping.source}
+        self._check_size(target_raw, actor)
+        return seam, target_raw, diff
+
+    def finalise_migration(self, *, actor: str, reason: str, time_budget: float | None = None) -> Seam:
+        """End the migration expanding through this store's item: the earlier item marked superseded by the later
+        one (its readers serve their fallbacks, its writers are refused), ``migrated_from`` removed from the later
+        one (writes are no longer mirrored), the migration's record marked finalised; one transaction, conditioned
+        on both items as read. Who may finalise (no reader of the earlier item seen) is the caller's check."""
+        started = self._monotonic()
+        budget = transaction.Budget(
+            None if time_budget is None else started + time_budget, self._monotonic, self._call_seconds
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            current = self._read_current()
+            seam = current.seam
+            if seam is None:
+                raise MigrationRefused(
+                    f"no migration expands through the flags item {self._sort_key}: nothing to finalise",
+                    refused=[{"cause": "no_migration", "item": self._sort_key}],
+                )
+            source = current.source_item
+            target = current.target_raw if seam.for_source else current.raw
+            if source is None or target is None:
+                raise StoreFault(f"the migration {seam.source} -> {seam.target} lacks one of its items")
+            now, token = iso_time(self._clock()), self._token()
+            items = [
+                {"Update": self._in_table(_supersede(seam, source, now, reason))},
+                {"Update": self._in_table(_end_mirror(seam, target))},
+                {"Update": self._in_table(_finalised_record(seam, now, actor, reason))},
+            ]
+            try:
+                self._send_once(items, token, None, budget)
+            except transaction.Conflict:
+                pause = self._pause(attempt, budget) if attempt < self._max_attempts else None
+                if pause is None:
+                    raise WriteConflict(
+                        f"the flags kept changing under the finalising: gave up after {attempt} attempts; retry",
+                        attempts=attempt,
+                    ) from None
+                self._sleep(pause)
+                continue
+            logger.info("migration finalised", actor=actor, source=seam.source, target=seam.target)
+            return seam
+
+    def _send_once(
+        self, items: list[dict[str, Any]], token: str, version: int | None, budget: transaction.Budget
+    ) -> None:
+        """Send one transaction of the seam (its token resent after a lost answer); a lost answer that cannot be
+        settled is ``OutcomeUnknown``; a cancelled one is ``transaction.Conflict``."""
+        try:
+            transaction.send(self._client, {"TransactItems": items, "ClientRequestToken": token}, budget)
+        except transaction.Lost as lost:
+            committed = self._committed(version, token, budget) if lost.ambiguous and version is not None else None
+            if committed:
+                return
+            if committed is False or not lost.ambiguous:
+                raise StoreUnavailable(f"DynamoDB TransactWriteItems failed: {lost.cause}; nothing written") from lost
+            raise OutcomeUnknown(
+                f"the migration step was sent but DynamoDB's answer was lost ({lost.cause}); GET /flags/migration "
+                "shows whether it committed, and a retry is safe (a committed one is refused, naming it)",
+                version=version,
+            ) from lost
+
+    def _write(
+        self, plan_for: Callable[[Snapshot], Plan | None], write: Write, found: dict[str, Any] | None = None
+    ) -> ChangeResult:
+        """One write, attempt after attempt (the module's docstring); ``found`` is told each attempt's seam before
+        its plan is made (a revert decides in the shape the flags are in)."""
         started = self._monotonic()
         deadline = None if write.time_budget is None else started + write.time_budget
         budget = transaction.Budget(deadline, self._monotonic, self._call_seconds)
@@ -550,8 +854,25 @@ class FlagStore:
             if write.kind == KIND_SEED and attempt == 1 and not current.missing:
                 self._tell_undeclared(current.raw)
             self._check_superseded(current, write)
+            seam = current.seam
+            if seam is not None and seam.for_source:
+                if expected is not None and write.kind not in SAFETY_KINDS:  # a caller's If-Match on the old item
+                    raise seam.refused(
+                        f"{seam.source} was migrated to {seam.target} at version {seam.migrated_at}: a write "
+                        f"conditioned on its version (If-Match) is refused; write to {seam.target} (switch this "
+                        "writer), or retry without If-Match"
+                    )
+                if write.kind == KIND_SEED:
+                    logger.warning(
+                        f"{seam.source} was migrated to {seam.target}: its seed writes nothing; deploy the "
+                        f"declarations of {seam.target} with its sort key",
+                        migrated_to=seam.target,
+                    )
+                    return self._result(current.snapshot, applied=False, attempts=attempt)
             if expected is not None and (current.missing or current.version not in expected):
                 raise self._stale(current, expected)
+            if found is not None:
+                found["seam"] = current.seam
             plan = plan_for(current.snapshot)
             delta = _Delta({}, {}, [])
             if plan is not None:
@@ -691,10 +1012,11 @@ class FlagStore:
         sets = self._sets(current, delta.diff, delta.owner_sets, next_version, write.actor, now)
         new_raw = {k: v for k, v in current.raw.items() if k not in delta.owner_removes}
         new_raw.update(sets)
-        self._check_size(new_raw, write.actor)
+        updates, state_raw, record_diff, shape = self._updates(current, delta, sets, new_raw)
+        self._check_size(state_raw, write.actor)
 
         token = self._token()
-        items: list[dict[str, Any]] = [{"Update": self._update(current, sets, delta.owner_removes)}]
+        items: list[dict[str, Any]] = [{"Update": update} for update in updates]
         if current.missing and current.restored_from is not None:
             restore = replace(  # an explicit restore keeps its operator's reason; one a write caused says so
                 write,
@@ -710,7 +1032,12 @@ class FlagStore:
             if delta.owner_sets or delta.owner_removes:  # the trail says which window gained or lost maintenance
                 new_owner = delta.owner_sets.get(MAINTENANCE_OWNER_ATTR, {}).get("S")
                 extra["maintenance_owner"] = {"old": current.snapshot.maintenance_owner, "new": new_owner}
-            record = self._record(next_version, now, replace(write, extra_audit=extra), delta.diff, new_raw, token)
+            written = current.seam.target if current.seam is not None else self._sort_key
+            if written != SINGLETON_SK:  # the item whose shape the record's state has (FLAGS#V1's is unnamed)
+                extra["item"] = written
+            record = self._record(
+                next_version, now, replace(write, extra_audit=extra), record_diff, state_raw, token, shape
+            )
             items.append({"Put": self._put(record)})
         if write.idempotency is not None:
             answer = {"version": next_version, "applied": applied, "restored": current.missing}
@@ -734,6 +1061,43 @@ class FlagStore:
                     raise transaction.Conflict(["ConditionalCheckFailed"]) from lost
                 raise StoreUnavailable(f"DynamoDB TransactWriteItems failed: {lost.cause}") from lost
         return new_raw
+
+    def _updates(
+        self, current: _Current, delta: _Delta, sets: dict[str, Any], new_raw: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], Mapping[str, Mapping[str, Any]], Declarations]:
+        """The item updates of one attempt, the state its record holds, the diff it records and the declarations
+        of that state's shape. While a migration expands, the later item is written and the earlier one mirrored
+        from it; a writer configured for the earlier item carries its changes forward first."""
+        own = self._update(current, sets, delta.owner_removes)
+        seam = current.seam
+        if seam is None:
+            return [own], new_raw, delta.diff, self._declarations
+        if not seam.for_source:
+            source = current.source_item
+            mirror = [] if source is None else [self._in_table(seam.mirror(source, new_raw))]
+            return [own, *mirror], new_raw, delta.diff, self._declarations
+        target, shape = current.target_raw or {}, seam.target_declarations
+        before = Snapshot.from_item(target, shape, fetched_at=self._clock())
+        carried = seam.forward({name: change["new"] for name, change in delta.diff.items()})
+        diff = {
+            name: {"old": None if name in before.fallen_back else before.values.get(name), "new": value}
+            for name, value in carried.items()
+        }
+        target_sets = {name: encode(shape[name], value) for name, value in carried.items()}
+        target_sets.update(delta.owner_sets)
+        target_sets.update({attr: sets[attr] for attr in (VERSION_ATTR, UPDATED_AT_ATTR, UPDATED_BY_ATTR)})
+        new_target = {attr: value for attr, value in target.items() if attr not in delta.owner_removes}
+        new_target.update(target_sets)
+        updates = [
+            self._in_table(
+                conditioned_update(seam.target, target_sets, delta.owner_removes, target, pointer=MIGRATED_FROM_ATTR)
+            ),
+            self._in_table(seam.mirror(current.source_item or {}, new_target)),
+        ]
+        return updates, new_target, diff, shape
+
+    def _in_table(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"TableName": self._table, **request}
 
     def _sets(
         self,
@@ -838,8 +1202,11 @@ class FlagStore:
         diff: Mapping[str, Mapping[str, Any]],
         raw: Mapping[str, Any],
         token: str,
+        shape: Declarations | None = None,
     ) -> dict[str, Any]:
-        kept = (*self._declarations, *BOOKKEEPING_IN_STATE)
+        """``version``'s audit record: the state it holds is ``raw``'s flags as ``shape`` (by default this store's
+        declarations) declares them, and the maintenance bookkeeping."""
+        kept = (*(shape if shape is not None else self._declarations), *BOOKKEEPING_IN_STATE)
         return audit_item(
             version=version,
             now=now,
@@ -920,13 +1287,25 @@ class FlagStore:
         next_cursor = encode_cursor(record_version(page[-1])) if len(items) > limit else None
         return [audit_record(item) for item in page], next_cursor
 
-    def _state_item(self, version: int) -> dict[str, Any]:
-        """The singleton's attributes right after ``version`` was written, from the audit trail.
-
-        Version 0 (the seeded state) has no record of its own: it is version 1's state with version 1's
-        old values put back, and no window holding maintenance.
-        """
-        return self._state_from(self._get(audit_key(max(version, 1))), version)
+    def _in_shape(
+        self, version: int, record: Mapping[str, Any] | None, state: dict[str, Any], seam: Seam | None
+    ) -> dict[str, Any]:
+        """``version``'s recorded ``state`` in the shape this writer decides on (through ``seam`` for a writer
+        configured for the earlier item), when it was written in the shape the flags are in now. A version written
+        in another shape (before a migration) is refused: a revert never crosses a migration."""
+        written = (record or {}).get("item", {}).get("S", SINGLETON_SK)
+        now_in = seam.target if seam is not None else self._sort_key
+        if written == now_in:
+            return seam.view(state) if seam is not None and seam.for_source else state
+        migration = self._get(migration_key(now_in))
+        at = int(migration["migrated_at"]["N"]) if migration is not None else version + 1
+        raise FlagsMigrated(
+            f"version {version} was written in {written}'s shape and the flags are now in {now_in}'s (migrated at "
+            f"version {at}): a revert never crosses a migration. Before the migration is finalised, roll it back "
+            "instead (docs/lifecycle.md); after, change the flags to the values wanted",
+            migrated_to=now_in,
+            migrated_at=at,
+        )
 
     def _state_from(self, record: Mapping[str, Any] | None, version: int) -> dict[str, Any]:
         """``_state_item`` from the record it reads (``version``'s own, or version 1's for version 0)."""
@@ -960,3 +1339,57 @@ class FlagStore:
                         f"the recorded value of '{name}' is not a {spec.type}", flag=name, rule="type"
                     ) from exc
         return values
+
+
+def _supersede(seam: Seam, source: Mapping[str, Any], now: str, reason: str) -> dict[str, Any]:
+    """The earlier item marked superseded by the later one, conditioned on it being as read and still pointing."""
+    return {
+        "Key": singleton_key(seam.source),
+        "UpdateExpression": "SET #by = :by, #at = :at, #why = :why",
+        "ConditionExpression": "#v = :v AND attribute_exists(#to) AND attribute_not_exists(#by)",
+        "ExpressionAttributeNames": {
+            "#v": VERSION_ATTR,
+            "#to": MIGRATED_TO_ATTR,
+            "#by": SUPERSEDED_BY_ATTR,
+            "#at": SUPERSEDED_AT_ATTR,
+            "#why": SUPERSEDED_REASON_ATTR,
+        },
+        "ExpressionAttributeValues": {
+            ":v": source[VERSION_ATTR],
+            ":by": {"S": seam.target},
+            ":at": {"S": now},
+            ":why": {"S": f"migration to {seam.target} finalised: {reason}"},
+        },
+    }
+
+
+def _end_mirror(seam: Seam, target: Mapping[str, Any]) -> dict[str, Any]:
+    """The later item no longer names the earlier one (writes stop mirroring), conditioned on it being as read."""
+    return {
+        "Key": singleton_key(seam.target),
+        "UpdateExpression": "REMOVE #from",
+        "ConditionExpression": "#v = :v AND attribute_exists(#from)",
+        "ExpressionAttributeNames": {"#v": VERSION_ATTR, "#from": MIGRATED_FROM_ATTR},
+        "ExpressionAttributeValues": {":v": target[VERSION_ATTR]},
+    }
+
+
+def _finalised_record(seam: Seam, now: str, actor: str, reason: str) -> dict[str, Any]:
+    return {
+        "Key": migration_key(seam.target),
+        "UpdateExpression": "SET #state = :done, #at = :at, #by = :by, #why = :why",
+        "ConditionExpression": "#state = :expanding",
+        "ExpressionAttributeNames": {
+            "#state": "state",
+            "#at": "finalised_at",
+            "#by": "finalised_by",
+            "#why": "finalise_reason",
+        },
+        "ExpressionAttributeValues": {
+            ":done": {"S": FINALISED},
+            ":expanding": {"S": EXPANDING},
+            ":at": {"S": now},
+            ":by": {"S": actor},
+            ":why": {"S": reason},
+        },
+    }

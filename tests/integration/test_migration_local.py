@@ -1,0 +1,300 @@
+"""A migration FLAGS#V1 -> FLAGS#V2 on DynamoDB Local: expand, then contract, never a split.
+
+The service is deployed for FLAGS#V1 (its declarations are the earlier shape) when the migration runs: the later
+item is written at L+1 with one audit record, readers configured for V1 follow the pointer, and every writer of the
+service (a window, a guard's revert, a scheduled delivery) writes V2 and mirrors into V1 in the same transaction.
+A V1 write racing the migration lands before it (and is carried into V2) or after it (through the seam): never
+lost. Finalising marks V1 superseded; its readers then serve their fallbacks and say why.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from singleton_flags import Flags
+from singleton_flags.declarations import Declarations
+from singleton_flags.keys import MIGRATED_FROM_ATTR, MIGRATED_TO_ATTR, SUPERSEDED_BY_ATTR, singleton_key
+from singleton_flags.migration import parse_mapping
+from singleton_flags.vocabulary import DEFAULT
+from singleton_flags_service.errors import FlagsMigrated
+from singleton_flags_service.guards.guarding import AlarmEvent, GuardService
+from singleton_flags_service.guards.items import GuardBook, GuardSpec
+from singleton_flags_service.guards.writes import NewGuard, store_options
+from singleton_flags_service.guards.alarms import ALARM, OK
+from singleton_flags_service.maintenance.windows import MaintenanceWindows, Window
+from singleton_flags_service.schedules.apply import ScheduledChangeRunner
+from singleton_flags_service.schedules.changes import ScheduleItems
+from singleton_flags_service.schedules.timing import parse_schedule_time
+from singleton_flags_service.writes.audit import audit_record
+from singleton_flags_service.writes.store import FlagStore
+from tests.support.migration import GOOD, new_declarations
+from tests.support.tables import read_trail
+
+V1, V2 = "FLAGS#V1", "FLAGS#V2"
+WINDOW = "weekly-patching"
+ALARM_NAME = "singleton-flags-test-migration-guard"
+
+
+class Alarms:
+    def __init__(self, state: str = OK) -> None:
+        self.state = state
+
+    def states(self, names: Any) -> dict[str, str]:
+        return dict.fromkeys(names, self.state)
+
+
+def item(client: Any, table: str, sort_key: str) -> dict[str, Any]:
+    found: dict[str, Any] = client.get_item(TableName=table, Key=singleton_key(sort_key), ConsistentRead=True)["Item"]
+    return found
+
+
+def number(attribute: dict[str, str]) -> float:
+    """A stored number (DynamoDB may keep 1200.0 as "1200": the declared type says float)."""
+    return float(attribute["N"])
+
+
+def v1_store(client: Any, table: str, declarations: Declarations) -> FlagStore:
+    return FlagStore(client, table, declarations, sleep=lambda _: None)
+
+
+def live_values(client: Any, table: str, declarations: Declarations) -> int:
+    """V1 with live values (not its initials): the version it is at."""
+    result = v1_store(client, table, declarations).change(
+        {"api_rate_limit_per_minute": 1200, "search_ranking": "semantic", "ai_search_enabled": True},
+        actor="alice",
+        reason="live values",
+    )
+    assert result.snapshot.version is not None
+    return result.snapshot.version
+
+
+def migrate(client: Any, table: str, declarations: Declarations) -> int:
+    result = v1_store(client, table, declarations).migrate(
+        new_declarations(declarations), parse_mapping(GOOD), actor="alice", reason="to V2"
+    )
+    return result.version
+
+
+def test_a_migration_writes_v2_at_l_plus_1_and_v1_readers_serve_its_values(
+    ddb_local: Any, flags_table: str, declarations: Declarations, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given V1 with live values, at version L
+    last = live_values(ddb_local, flags_table, declarations)
+    # When it is migrated (one rename, one int -> float, one removal, one new flag)
+    version = migrate(ddb_local, flags_table, declarations)
+    # Then V2 holds the values in its shape at L+1, pointing back to V1
+    assert version == last + 1
+    v2 = item(ddb_local, flags_table, V2)
+    assert v2["schema_version"] == {"N": str(last + 1)}
+    assert (v2["ranking_strategy"], number(v2["api_rate_limit_per_minute"]), v2["assistant_enabled"]) == (
+        {"S": "semantic"},
+        1200.0,
+        {"BOOL": True},
+    )
+    assert "ai_search_enabled" not in v2 and v2[MIGRATED_FROM_ATTR] == {"S": V1}
+    # And V1 points to it, at the same version, without the flag it can no longer hold
+    v1 = item(ddb_local, flags_table, V1)
+    assert (v1[MIGRATED_TO_ATTR], v1["schema_version"]) == ({"S": V2}, {"N": str(last + 1)})
+    assert "ai_search_enabled" not in v1 and v1["api_rate_limit_per_minute"] == {"N": "1200"}
+    # And one audit record, of kind migration, holds V2's state
+    records = [audit_record(raw) for raw in read_trail(ddb_local, flags_table)]
+    (migration,) = [record for record in records if record["version"] == last + 1]
+    assert (migration["kind"], migration["item"], migration["state"]["api_rate_limit_per_minute"]) == (
+        "migration",
+        V2,
+        1200.0,
+    )
+    assert max(record["version"] for record in records) == last + 1
+
+    # When a reader configured for V1 reads
+    caplog.set_level(logging.INFO, logger="singleton_flags")
+    flags = Flags(table_name=flags_table, declarations=declarations, client=ddb_local, max_age=0)
+    details = flags.all_details()
+    # Then it serves V2's values in V1's shape, the removed flag as its fallback (DEFAULT), at V2's version
+    assert (details["api_rate_limit_per_minute"].value, details["search_ranking"].value) == (1200, "semantic")
+    assert details["api_rate_limit_per_minute"].version == last + 1
+    removed = details["ai_search_enabled"]
+    assert (removed.value, removed.reason) == (declarations["ai_search_enabled"].fallback, DEFAULT)
+    assert any("removed by the migration" in message for message in caplog.messages)
+
+
+def test_every_writer_after_the_migration_writes_v2_and_mirrors_into_v1(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    # Given a migrated table, the service still deployed for V1
+    live_values(ddb_local, flags_table, declarations)
+    migrated_at = migrate(ddb_local, flags_table, declarations)
+    store = v1_store(ddb_local, flags_table, declarations)
+
+    # When a maintenance window starts
+    windows = MaintenanceWindows(store, {WINDOW: Window(WINDOW, 3600)})
+    outcome = windows.handle(
+        {"action": "start", "window": WINDOW, "scheduled_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    )
+    assert outcome.status == "started"
+    # Then V2 holds maintenance with its owner, and V1 mirrors it at the same version
+    v2, v1 = item(ddb_local, flags_table, V2), item(ddb_local, flags_table, V1)
+    assert (v2["maintenance_mode"], v2["maintenance_owner"], v2["schema_version"]) == (
+        {"BOOL": True},
+        {"S": WINDOW},
+        {"N": str(migrated_at + 1)},
+    )
+    assert (v1["maintenance_mode"], v1["maintenance_owner"], v1["schema_version"]) == (
+        v2["maintenance_mode"],
+        v2["maintenance_owner"],
+        v2["schema_version"],
+    )
+
+    # When a guarded change (V1's names) is made, then its alarm fires: the guard reverts it
+    guard = NewGuard(GuardSpec((ALARM_NAME,), 30), flags_table, "it", time.time(), 86400, Alarms())
+    changed = store.change({"search_ranking": "hybrid"}, actor="bob", reason="guarded", **store_options(guard))
+    assert changed.applied and item(ddb_local, flags_table, V2)["ranking_strategy"] == {"S": "hybrid"}
+    guards = GuardService(store, GuardBook(ddb_local, flags_table), Alarms(ALARM))
+    guarded = guards.book.get(changed.snapshot.version or 0)
+    assert guarded is not None
+    reverted = guards.on_alarm(guarded, AlarmEvent(ALARM_NAME, guarded.created_at + 1))
+    assert reverted.status == "reverted", reverted
+    # Then V2 holds the value again, under its new name, and V1 mirrors it
+    v2, v1 = item(ddb_local, flags_table, V2), item(ddb_local, flags_table, V1)
+    assert (v2["ranking_strategy"], v1["search_ranking"]) == ({"S": "semantic"}, {"S": "semantic"})
+    assert v2["schema_version"] == v1["schema_version"]
+
+    # When a scheduled change (V1's names) is delivered
+    schedules = ScheduleItems(ddb_local, flags_table, retention_seconds=86400)
+    when = parse_schedule_time("2027-03-01T09:00:00Z")
+    now = datetime(2027, 3, 1, 8, 0, tzinfo=UTC).timestamp()
+    schedules.put_pending("20270301T080000Z-0badcafe", {"api_rate_limit_per_minute": 900}, "lower", when, None, "al", now)
+    runner = ScheduledChangeRunner(store, schedules, declarations)
+    assert runner.handle({"scheduled_change": "20270301T080000Z-0badcafe"}).status == "applied"
+    # Then V2 holds it converted, V1 as it was given
+    v2, v1 = item(ddb_local, flags_table, V2), item(ddb_local, flags_table, V1)
+    assert (number(v2["api_rate_limit_per_minute"]), v1["api_rate_limit_per_minute"]) == (900.0, {"N": "900"})
+    # And every version after the migration is recorded in V2's shape
+    after = [audit_record(raw) for raw in read_trail(ddb_local, flags_table) if audit_record(raw)["version"] > migrated_at]
+    assert {record["item"] for record in after} == {V2}
+
+
+def test_a_v1_write_racing_the_migration_is_never_lost(
+    ddb_local: Any, client_factory: Callable[[], Any], flags_table: str, declarations: Declarations
+) -> None:
+    for round_ in range(6):
+        # Given V1 with live values (a fresh start each round)
+        _reset(ddb_local, flags_table)
+        live_values(ddb_local, flags_table, declarations)
+        value = 1000 + round_
+        barrier = threading.Barrier(2)
+        results: list[Any] = [None, None]
+
+        def write() -> None:
+            barrier.wait()
+            try:
+                results[0] = v1_store(client_factory(), flags_table, declarations).change(
+                    {"api_rate_limit_per_minute": value}, actor="racer", reason="race"
+                )
+            except Exception as exc:  # noqa: BLE001 - inspected below
+                results[0] = exc
+
+        def run_migration() -> None:
+            barrier.wait()
+            results[1] = migrate(client_factory(), flags_table, declarations)
+
+        threads = [threading.Thread(target=write), threading.Thread(target=run_migration)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        # Then the write was applied (before the migration, carried into V2; or after it, through the seam)
+        # or refused with an error: when applied, V2 holds it
+        if isinstance(results[0], Exception):
+            assert isinstance(results[0], FlagsMigrated), results[0]
+            continue
+        assert results[0].applied
+        assert number(item(ddb_local, flags_table, V2)["api_rate_limit_per_minute"]) == value
+        assert item(ddb_local, flags_table, V1)["api_rate_limit_per_minute"] == {"N": str(value)}
+
+
+def test_a_v1_write_landing_between_the_migrations_read_and_commit_is_carried_into_v2(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    # Given V1 with live values, and a V1 write that commits after the migration read V1 and before it commits
+    live_values(ddb_local, flags_table, declarations)
+    landed: list[int] = []
+
+    def write_in_between() -> list[dict[str, Any]]:
+        if not landed:
+            result = v1_store(ddb_local, flags_table, declarations).change(
+                {"api_rate_limit_per_minute": 777}, actor="racer", reason="in between"
+            )
+            landed.append(result.snapshot.version or 0)
+        return []
+
+    # When the migration commits
+    version = v1_store(ddb_local, flags_table, declarations).migrate(
+        new_declarations(declarations), parse_mapping(GOOD), actor="alice", reason="to V2", pending=write_in_between
+    ).version
+    # Then its first attempt conflicted, and its second carried the write into V2, after it
+    assert version == landed[0] + 1
+    assert number(item(ddb_local, flags_table, V2)["api_rate_limit_per_minute"]) == 777
+
+
+def test_a_v1_write_decided_before_the_migration_and_committed_after_goes_through_the_seam(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    # Given V1 with live values, and a V1 write whose first attempt read V1 before the migration committed
+    live_values(ddb_local, flags_table, declarations)
+    migrated: list[int] = []
+
+    def migrate_in_between(snapshot: Any, diff: Any) -> None:
+        if not migrated:
+            migrated.append(migrate(ddb_local, flags_table, declarations))
+
+    # When that write commits
+    result = v1_store(ddb_local, flags_table, declarations).change(
+        {"api_rate_limit_per_minute": 555}, actor="racer", reason="across", attempt_checks=[migrate_in_between]
+    )
+    # Then its first attempt conflicted, and its second wrote V2 through the seam, mirrored into V1
+    assert result.applied and result.attempts == 2
+    assert result.snapshot.version == migrated[0] + 1
+    assert number(item(ddb_local, flags_table, V2)["api_rate_limit_per_minute"]) == 555
+    assert item(ddb_local, flags_table, V1)["api_rate_limit_per_minute"] == {"N": "555"}
+
+
+def test_finalising_supersedes_v1_and_its_readers_serve_fallbacks(
+    ddb_local: Any, flags_table: str, declarations: Declarations, caplog: pytest.LogCaptureFixture
+) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    v2_store = FlagStore(ddb_local, flags_table, new_declarations(declarations), sort_key=V2, sleep=lambda _: None)
+    v2_store.finalise_migration(actor="alice", reason="no V1 reader left")
+    assert item(ddb_local, flags_table, V1)[SUPERSEDED_BY_ATTR] == {"S": V2}
+    assert MIGRATED_FROM_ATTR not in item(ddb_local, flags_table, V2)
+    caplog.set_level(logging.INFO, logger="singleton_flags")
+    flags = Flags(table_name=flags_table, declarations=declarations, client=ddb_local, max_age=0)
+    details = flags.all_details()
+    assert {detail.reason for detail in details.values()} == {DEFAULT}
+    assert any("superseded" in message for message in caplog.messages)
+    # And a write through V2 is no longer mirrored
+    before = item(ddb_local, flags_table, V1)["schema_version"]
+    v2_store.change({"ranking_strategy": "hybrid"}, actor="bob", reason="after")
+    assert item(ddb_local, flags_table, V1)["schema_version"] == before
+
+
+def _reset(client: Any, table: str) -> None:
+    """Back to a seeded V1 alone: the later item, the migration's record, the trail and the guards removed."""
+    for page in client.get_paginator("scan").paginate(TableName=table):
+        for found in page["Items"]:
+            key = {"PK": found["PK"], "SK": found["SK"]}
+            if found["SK"]["S"] != V1:
+                client.delete_item(TableName=table, Key=key)
+    client.update_item(
+        TableName=table,
+        Key=singleton_key(V1),
+        UpdateExpression="REMOVE migrated_to, migration_mapping",
+    )
