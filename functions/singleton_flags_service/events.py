@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from singleton_flags.codec import decode_plain
+from singleton_flags.declarations import parse_declarations
 from singleton_flags.keys import (
     AUDIT_PK,
     CHANGE_REQUEST_PK,
@@ -44,10 +45,12 @@ from singleton_flags.keys import (
     SUPERSEDED_BY_ATTR,
     VERSION_ATTR,
     audit_key,
+    migration_key,
 )
 from singleton_flags_service.approvals.models import PENDING, ChangeRequest
 from singleton_flags_service.errors import RequestAltered
 from singleton_flags_service.writes.audit import BOOKKEEPING_IN_STATE, STATE_ATTR, audit_record
+from singleton_flags_service.writes.seam import Seam
 
 SOURCE = "singleton-flags"
 DETAIL_TYPE = "Flags Changed"
@@ -448,14 +451,36 @@ class AuditCheck:
         if record is None:
             return UnauditedWrite(sequence_number, version, NO_RECORD, {})
         written, item = record.get("item", {}).get("S", SINGLETON_SK), image.get(SORT_KEY, {}).get("S")
-        if written != item:
-            if MIGRATED_TO_ATTR in image:  # the earlier item of a migration, mirrored from the later one's state
-                return None
-            return UnauditedWrite(sequence_number, version, DIFFERS, {"item": {"recorded": written, "item": item}})
         state = record.get(STATE_ATTR, {}).get("M", {})
+        if written != item:
+            mirrored = self._mirrored(image, item, written, state) if MIGRATED_TO_ATTR in image else None
+            if mirrored is None:
+                return UnauditedWrite(sequence_number, version, DIFFERS, {"item": {"recorded": written, "item": item}})
+            state = mirrored
         changed = {
             name: {"recorded": _plain(state.get(name)), "item": _plain(image.get(name))}
             for name in sorted({*state, *BOOKKEEPING_IN_STATE})
             if _plain(state.get(name)) != _plain(image.get(name))
         }
         return UnauditedWrite(sequence_number, version, DIFFERS, changed) if changed else None
+
+    def _mirrored(
+        self, image: Mapping[str, Any], item: str | None, written: str, state: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """What the earlier item of a migration holds when it mirrors the later one's recorded ``state``: that
+        state seen through the migration's mapping (its record: the mapping and the earlier declarations); None
+        when the image is no mirror of ``written`` (then its own record should have named it)."""
+        pointer = image.get(MIGRATED_TO_ATTR, {}).get("S")
+        if pointer != written or item is None:
+            return None
+        migration = self._get_item(TableName=self._table, Key=migration_key(written), ConsistentRead=True).get("Item")
+        if migration is None:
+            return None
+        declarations = parse_declarations(json.loads(migration["source_declarations"]["S"]))
+        seam = Seam.of(item, image, declarations, migration)
+        if seam is None:
+            return None
+        view = seam.view(state)
+        mirrored = {name: value for name, value in view.items() if name not in (PARTITION_KEY, SORT_KEY)}
+        mirrored.update({name: {"NULL": True} for name in declarations if name not in mirrored})  # held: unaudited
+        return mirrored

@@ -35,6 +35,7 @@ from singleton_flags.keys import (
     CHANGE_REQUEST_PK,
     GUARD_PK,
     IDEMPOTENCY_PK_PREFIX,
+    MIGRATION_PK,
     PROTECTION_PK,
     SCHEDULE_PK,
     SINGLETON_PK,
@@ -98,7 +99,9 @@ TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # and nothing else; the writers also the audit trail, the write API its Idempotency-Key items and the guards it
 # creates and lists, the write API (create, list, cancel) and the maintenance function (apply) the scheduled
 # changes' items, the guard function the guards it ends; the write API its change requests and (for the history) the
-# records of lowered protection; the change-events function the audit trail alone (read).
+# records of lowered protection; every writer the migration's record (while a migration expands, its writes read
+# the mapping and both declarations there; the write API writes it); the change-events function the audit trail
+# and the migration's record (read).
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
     WRITE_FUNCTION: (
@@ -109,12 +112,13 @@ PARTITIONS: dict[str, tuple[str, ...]] = {
         SCHEDULE_PK,
         CHANGE_REQUEST_PK,
         PROTECTION_PK,
+        MIGRATION_PK,
     ),
-    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK),
-    GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
-    SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK, PROTECTION_PK),
+    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK, MIGRATION_PK),
+    GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, MIGRATION_PK),
+    SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK, PROTECTION_PK, MIGRATION_PK),
     RECONCILE_FUNCTION: (SCHEDULE_PK, GUARD_PK),
-    CHANGE_EVENTS_FUNCTION: (AUDIT_PK,),
+    CHANGE_EVENTS_FUNCTION: (AUDIT_PK, MIGRATION_PK),
 }
 
 

@@ -105,9 +105,12 @@ def test_the_stream_function_reads_this_stream_and_puts_to_its_bus_and_nothing_e
         for prefix in ("dynamodb:", "events:", "sqs:", "logs:")
     }
     (read_audit,) = [s for s in by_service["dynamodb:"] if tt.as_list(s["Action"]) == ["dynamodb:GetItem"]]
-    # the audit records alone (the flags item's writes are checked against them): never the flags or requests
+    # the audit records and the migration's record (the flags items' writes are checked against them, a mirror
+    # through the mapping): never the flags or requests
     assert read_audit["Resource"] == {"Fn::GetAtt": [table_id(any_synth), "Arn"]}
-    assert read_audit["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["AUDIT#APP"]}}
+    assert read_audit["Condition"] == {
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["AUDIT#APP", "MIGRATION#APP"]}
+    }
     stream, list_streams = sorted(
         (s for s in by_service["dynamodb:"] if s is not read_audit), key=lambda s: s["Resource"] == "*"
     )

@@ -32,15 +32,22 @@ LEADING_KEYS = {
                 "SCHEDULE#APP",
                 "CHANGE_REQUEST#APP",
                 "PROTECTION#APP",
+                "MIGRATION#APP",
             ]
         }
     },
     # the scheduled changes' items: created, listed and cancelled by the write API, applied by the maintenance function
     "maintenance": {
-        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "SCHEDULE#APP"]}
+        "ForAllValues:StringEquals": {
+            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "SCHEDULE#APP", "MIGRATION#APP"]
+        }
     },
     # a guard-revert writes the flags and their record; the guard's end, its own item
-    "guard": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP"]}},
+    "guard": {
+        "ForAllValues:StringEquals": {
+            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP", "MIGRATION#APP"]
+        }
+    },
 }
 # Stated here on purpose (not imported from infra): least privilege is what these tests pin down.
 TABLE_ACTIONS = {

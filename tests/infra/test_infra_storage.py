@@ -119,7 +119,9 @@ def test_seed_role_has_the_stores_rights_on_the_singleton_partition_only(synth: 
     # the flags and the audit trail (a restore reads the newest record, every version writes one), and the deployed
     # protection with its lowered records
     assert table_statement["Condition"] == {
-        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "PROTECTION#APP"]}
+        "ForAllValues:StringEquals": {
+            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "PROTECTION#APP", "MIGRATION#APP"]
+        }
     }
     assert tt.actions(statements) - SEED_TABLE_ACTIONS - {"ssm:GetParameter"} <= {
         "logs:CreateLogStream",

@@ -24,10 +24,10 @@ from singleton_flags.keys import MIGRATED_FROM_ATTR, MIGRATED_TO_ATTR, SUPERSEDE
 from singleton_flags.migration import parse_mapping
 from singleton_flags.vocabulary import DEFAULT
 from singleton_flags_service.errors import FlagsMigrated
+from singleton_flags_service.guards.alarms import ALARM, OK
 from singleton_flags_service.guards.guarding import AlarmEvent, GuardService
 from singleton_flags_service.guards.items import GuardBook, GuardSpec
 from singleton_flags_service.guards.writes import NewGuard, store_options
-from singleton_flags_service.guards.alarms import ALARM, OK
 from singleton_flags_service.maintenance.windows import MaintenanceWindows, Window
 from singleton_flags_service.schedules.apply import ScheduledChangeRunner
 from singleton_flags_service.schedules.changes import ScheduleItems
@@ -170,15 +170,46 @@ def test_every_writer_after_the_migration_writes_v2_and_mirrors_into_v1(
     schedules = ScheduleItems(ddb_local, flags_table, retention_seconds=86400)
     when = parse_schedule_time("2027-03-01T09:00:00Z")
     now = datetime(2027, 3, 1, 8, 0, tzinfo=UTC).timestamp()
-    schedules.put_pending("20270301T080000Z-0badcafe", {"api_rate_limit_per_minute": 900}, "lower", when, None, "al", now)
+    schedules.put_pending(
+        "20270301T080000Z-0badcafe", {"api_rate_limit_per_minute": 900}, "lower", when, None, "al", now
+    )
     runner = ScheduledChangeRunner(store, schedules, declarations)
     assert runner.handle({"scheduled_change": "20270301T080000Z-0badcafe"}).status == "applied"
     # Then V2 holds it converted, V1 as it was given
     v2, v1 = item(ddb_local, flags_table, V2), item(ddb_local, flags_table, V1)
     assert (number(v2["api_rate_limit_per_minute"]), v1["api_rate_limit_per_minute"]) == (900.0, {"N": "900"})
     # And every version after the migration is recorded in V2's shape
-    after = [audit_record(raw) for raw in read_trail(ddb_local, flags_table) if audit_record(raw)["version"] > migrated_at]
+    after = [
+        audit_record(raw) for raw in read_trail(ddb_local, flags_table) if audit_record(raw)["version"] > migrated_at
+    ]
     assert {record["item"] for record in after} == {V2}
+
+
+def race(client_factory: Callable[[], Any], table: str, declarations: Declarations, value: int) -> Any:
+    """A V1 write of ``value`` and the migration, released together; the write's result (or its exception)."""
+    barrier = threading.Barrier(2)
+    results: list[Any] = [None, None]
+
+    def write() -> None:
+        barrier.wait()
+        try:
+            results[0] = v1_store(client_factory(), table, declarations).change(
+                {"api_rate_limit_per_minute": value}, actor="racer", reason="race"
+            )
+        except Exception as exc:  # noqa: BLE001 - inspected by the test
+            results[0] = exc
+
+    def run_migration() -> None:
+        barrier.wait()
+        results[1] = migrate(client_factory(), table, declarations)
+
+    threads = [threading.Thread(target=write), threading.Thread(target=run_migration)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert isinstance(results[1], int)  # the migration applied
+    return results[0]
 
 
 def test_a_v1_write_racing_the_migration_is_never_lost(
@@ -189,33 +220,14 @@ def test_a_v1_write_racing_the_migration_is_never_lost(
         _reset(ddb_local, flags_table)
         live_values(ddb_local, flags_table, declarations)
         value = 1000 + round_
-        barrier = threading.Barrier(2)
-        results: list[Any] = [None, None]
-
-        def write() -> None:
-            barrier.wait()
-            try:
-                results[0] = v1_store(client_factory(), flags_table, declarations).change(
-                    {"api_rate_limit_per_minute": value}, actor="racer", reason="race"
-                )
-            except Exception as exc:  # noqa: BLE001 - inspected below
-                results[0] = exc
-
-        def run_migration() -> None:
-            barrier.wait()
-            results[1] = migrate(client_factory(), flags_table, declarations)
-
-        threads = [threading.Thread(target=write), threading.Thread(target=run_migration)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        # Then the write was applied (before the migration, carried into V2; or after it, through the seam)
-        # or refused with an error: when applied, V2 holds it
-        if isinstance(results[0], Exception):
-            assert isinstance(results[0], FlagsMigrated), results[0]
+        # When a V1 write and the migration race
+        written = race(client_factory, flags_table, declarations, value)
+        # Then the write was applied (before the migration, carried into V2; or after it, through the seam) or
+        # refused with an error: when applied, V2 holds it, and V1 mirrors it
+        if isinstance(written, Exception):
+            assert isinstance(written, FlagsMigrated), written
             continue
-        assert results[0].applied
+        assert written.applied
         assert number(item(ddb_local, flags_table, V2)["api_rate_limit_per_minute"]) == value
         assert item(ddb_local, flags_table, V1)["api_rate_limit_per_minute"] == {"N": str(value)}
 
@@ -236,9 +248,13 @@ def test_a_v1_write_landing_between_the_migrations_read_and_commit_is_carried_in
         return []
 
     # When the migration commits
-    version = v1_store(ddb_local, flags_table, declarations).migrate(
-        new_declarations(declarations), parse_mapping(GOOD), actor="alice", reason="to V2", pending=write_in_between
-    ).version
+    version = (
+        v1_store(ddb_local, flags_table, declarations)
+        .migrate(
+            new_declarations(declarations), parse_mapping(GOOD), actor="alice", reason="to V2", pending=write_in_between
+        )
+        .version
+    )
     # Then its first attempt conflicted, and its second carried the write into V2, after it
     assert version == landed[0] + 1
     assert number(item(ddb_local, flags_table, V2)["api_rate_limit_per_minute"]) == 777
@@ -264,6 +280,65 @@ def test_a_v1_write_decided_before_the_migration_and_committed_after_goes_throug
     assert result.snapshot.version == migrated[0] + 1
     assert number(item(ddb_local, flags_table, V2)["api_rate_limit_per_minute"]) == 555
     assert item(ddb_local, flags_table, V1)["api_rate_limit_per_minute"] == {"N": "555"}
+
+
+def test_while_it_expands_if_match_and_removed_flags_are_refused_naming_v2_and_the_v1_seed_writes_nothing(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrated_at = migrate(ddb_local, flags_table, declarations)
+    store = v1_store(ddb_local, flags_table, declarations)
+    # When a caller's write through V1 names a version (If-Match) / Then refused, naming V2; nothing written
+    with pytest.raises(FlagsMigrated, match="FLAGS#V2") as refused:
+        store.change({"signup_enabled": False}, actor="a", reason="r", expected_version=migrated_at)
+    assert refused.value.details == {"migrated_to": V2, "migrated_at": migrated_at}
+    # When a write through V1 names a flag the migration removed / Then refused, naming it
+    with pytest.raises(FlagsMigrated, match="'ai_search_enabled' was removed by the migration"):
+        store.change({"ai_search_enabled": False}, actor="a", reason="r")
+    # When V1's seed runs (a deploy of the V1 declarations) / Then it writes nothing
+    assert not store.seed(actor="seed", reason="deploy").applied
+    assert item(ddb_local, flags_table, V2)["schema_version"] == {"N": str(migrated_at)}
+
+
+def test_a_writer_configured_for_v2_writes_it_and_mirrors_into_v1_and_history_and_revert_span_the_seam(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    before = live_values(ddb_local, flags_table, declarations)
+    migrated_at = migrate(ddb_local, flags_table, declarations)
+    v2_store = FlagStore(ddb_local, flags_table, new_declarations(declarations), sort_key=V2, sleep=lambda _: None)
+    # When the service is deployed for V2 and changes a renamed flag and a converted one (V2's names and types)
+    result = v2_store.change({"ranking_strategy": "hybrid", "api_rate_limit_per_minute": 1500.0}, actor="b", reason="r")
+    # Then V1 mirrors them in its names and types, at the same version
+    v1 = item(ddb_local, flags_table, V1)
+    assert (v1["search_ranking"], v1["api_rate_limit_per_minute"], v1["schema_version"]) == (
+        {"S": "hybrid"},
+        {"N": "1500"},
+        {"N": str(result.snapshot.version)},
+    )
+    # When V2 holds a value V1 cannot express exactly (a fraction, V1's rounding 'exact')
+    v2_store.change({"api_rate_limit_per_minute": 1500.5}, actor="b", reason="r")
+    # Then V1 no longer holds that flag: a reader ignoring the pointer serves its fallback, never an old value
+    assert "api_rate_limit_per_minute" not in item(ddb_local, flags_table, V1)
+    # And the history spans the seam: one version line, V1's shape before the migration, V2's after
+    history, _ = v2_store.history(limit=10)
+    assert [record["version"] for record in history][:4] == [migrated_at + 2, migrated_at + 1, migrated_at, before]
+    assert [record.get("item", V1) for record in history][:4] == [V2, V2, V2, V1]
+    # And a revert to a version after the migration works, one before it is refused with the reason
+    assert v2_store.revert(migrated_at, actor="b", reason="back").applied
+    with pytest.raises(FlagsMigrated, match="a revert never crosses a migration"):
+        v2_store.revert(before, actor="b", reason="too far")
+
+
+def test_a_missing_v2_is_restored_into_its_seam(ddb_local: Any, flags_table: str, declarations: Declarations) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    v2_store = FlagStore(ddb_local, flags_table, new_declarations(declarations), sort_key=V2, sleep=lambda _: None)
+    ddb_local.delete_item(TableName=flags_table, Key=singleton_key(V2))
+    # When V2 is restored (from its newest record) / Then it still names V1: writes go on being mirrored
+    assert v2_store.restore(actor="ops", reason="deleted by mistake").restored
+    assert item(ddb_local, flags_table, V2)[MIGRATED_FROM_ATTR] == {"S": V1}
+    v2_store.change({"ranking_strategy": "classic"}, actor="b", reason="r")
+    assert item(ddb_local, flags_table, V1)["search_ranking"] == {"S": "classic"}
 
 
 def test_finalising_supersedes_v1_and_its_readers_serve_fallbacks(

@@ -19,6 +19,7 @@ from singleton_flags.keys import (
     VERSION_ATTR,
     singleton_key,
 )
+from singleton_flags.migration import parse_mapping
 from singleton_flags_service.events import (
     DIFFERS,
     FLAGS_ITEM_STREAM_FILTER,
@@ -31,6 +32,7 @@ from singleton_flags_service.events import (
 from singleton_flags_service.vocabulary import UNAUDITED_WRITES
 from singleton_flags_service.writes.store import FlagStore
 from tests.support.events import invocation_context
+from tests.support.migration import GOOD, new_declarations
 from tests.support.unit import Output, emf_metrics
 from tests.unit.test_change_events import BUS, Bus, stream_record
 
@@ -253,3 +255,29 @@ def test_no_read_starts_that_the_invocations_time_left_would_not_cover(
     assert (result.checked, len(reads.calls)) == (1, 1)
     assert result.failed_sequence_number == event["Records"][1]["dynamodb"]["SequenceNumber"]
     assert "no time left" in result.errors[0]
+
+
+def test_while_a_migration_expands_the_mirror_is_checked_through_the_mapping(
+    store: FlagStore, ddb: Any, table_name: str, declarations: Declarations
+) -> None:
+    # Given the flags migrated to V2 and one write after it (V2 written, V1 mirrored, one record in V2's shape)
+    store.migrate(new_declarations(declarations), parse_mapping(GOOD), actor="alice", reason="to V2")
+    store.change({"search_ranking": "hybrid"}, actor="bob", reason="after")
+    v1 = flags_item(ddb, table_name)
+    v2 = ddb.get_item(TableName=table_name, Key=singleton_key("FLAGS#V2"), ConsistentRead=True)["Item"]
+    # When both new images are checked / Then both are accounted for by the record of their version
+    assert check(ddb, table_name, v1, v2).unaudited == []
+    # When V1 is changed directly, around the API (its version left as is)
+    image = direct_update(ddb, table_name, "SET search_ranking = :other", {":other": {"S": "classic"}})
+    # Then the mirror differs from the record seen through the mapping: an unaudited write
+    (found,) = check(ddb, table_name, image).unaudited
+    assert found.changed == {"search_ranking": {"recorded": "hybrid", "item": "classic"}}
+    # And a flag the migration removed, set again on V1 directly, is one too
+    image = direct_update(
+        ddb,
+        table_name,
+        "SET search_ranking = :back, ai_search_enabled = :on",
+        {":back": {"S": "hybrid"}, ":on": {"BOOL": True}},
+    )
+    (found,) = check(ddb, table_name, image).unaudited
+    assert found.changed == {"ai_search_enabled": {"recorded": None, "item": True}}
