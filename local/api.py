@@ -20,10 +20,11 @@
 - ``POST /_throttle`` with ``{"requests": N, "retry_after": S}``: the next N requests to deployed routes answer
   what API Gateway's throttling answers (429 ``THROTTLED``, ``Retry-After: S``), to watch a client back off;
   never deployed;
-- ``GET /_served``: what each of the runner's readers (the read function) served at its last read, and when
-  (``{"readers": [{"function", "reason", "version", "last_read_at"}]}``; version -1 for the declared fallbacks; an
-  empty list before the first read): what ``flagctl set --wait`` watches locally; never deployed (a deployed stage
-  is watched through CloudWatch's ServedVersion);
+- ``GET /_served``: what each of the runner's readers (the read function) served at its last read, when, and the
+  item it is configured for (``{"readers": [{"function", "item", "reason", "version", "last_read_at"}]}``; version
+  -1 for the declared fallbacks; an empty list before the first read): what ``flagctl set --wait`` and the "readers
+  seen" check (``flagctl.readers_seen``) read locally; never deployed (a deployed stage is watched through
+  CloudWatch's ServedVersion);
 - ``GET /_reads``: the reads per flag the runner counted since it started, as the read function counts them
   (``GET /flags/{name}`` and ``POST /ofrep/v1/evaluate/flags/{key}`` one for the name, ``GET /flags`` and the
   bulk OFREP evaluation one for ``*``; answered reads only): ``{"since", "flags": {name: {"reads",
@@ -255,14 +256,16 @@ class LocalApi:
         return _from_powertools(no_route_response(request.method, request.raw_path))
 
     def _served(self) -> list[dict[str, Any]]:
-        """What the read function's reader served at its last read (its counter's ``serving``), if it has read."""
+        """What the read function's reader served at its last read (its counter's ``serving``) and the item it is
+        configured for (its counter's ``item``, what its ServedVersion records name), if it has read."""
         module = sys.modules.get(HANDLERS[READ_FUNCTION].rpartition(".")[0])
         counter = getattr(module, "COUNTER", None)
         serving = getattr(counter, "serving", None)
         if serving is None or self._last_read_at is None:
             return []
         reason, version = serving
-        return [{"function": READ_FUNCTION, "reason": reason, "version": version, "last_read_at": self._last_read_at}]
+        reader = {"function": READ_FUNCTION, "item": getattr(counter, "item", None), "reason": reason}
+        return [{**reader, "version": version, "last_read_at": self._last_read_at}]
 
     def _proxy(self, request: Request, match: RouteMatch) -> HttpResponse:
         request_id = str(uuid.uuid4())

@@ -12,13 +12,15 @@ Metric vocabulary (EMF, namespace ``SingletonFlags/<stage>``, dimension ``servic
 ``ChangeEventsPublished``, ``ChangeEventsRefused``, ``ScheduledChangesApplied``, ``ScheduledChangeSkips``,
 ``ScheduledChangeFailures``, ``GuardReverts``, ``GuardSkips``, ``GuardCloses``, ``GuardFailures``.
 
-Propagation: ``ServedVersion`` {reason} (the read function's reader, at most once per flush interval while it
-serves reads, with its reads per flag as a property) and ``CommittedVersion`` (every version a function commits,
-printed when its transaction commits: ``publish_committed``, the store's ``on_commit``).
+Propagation: ``ServedVersion`` {reason} (each function's reader, at most once per flush interval while it serves
+reads, with its reads per flag and the item it is configured for as properties) and ``CommittedVersion`` (every
+version a function commits, printed when its transaction commits: ``publish_committed``, the store's
+``on_commit``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -32,6 +34,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
 
 from singleton_flags import emf
+from singleton_flags.keys import SINGLETON_SK
 from singleton_flags_service.vocabulary import (
     COMMITTED_VERSION,
     DEFAULT_NAMESPACE,
@@ -82,9 +85,10 @@ def emit_count(name: str, value: int, dimensions: dict[str, str] | None = None) 
             metric.add_dimension(name=key, value=dimension)
 
 
-def emit_served(reason: str, version: int, flag_reads: Mapping[str, int]) -> None:
-    """Print one ``ServedVersion`` record now, as every reader prints it (``singleton_flags.emf.EmfPrinter``)."""
-    emf.EmfPrinter(NAMESPACE, SERVICE).served(reason, version, flag_reads)
+def emit_served(reason: str, version: int, flag_reads: Mapping[str, int], *, item: str = SINGLETON_SK) -> None:
+    """Print one ``ServedVersion`` record now, as every reader prints it (``singleton_flags.emf.EmfPrinter``), naming
+    ``item``: the sort key the reader is configured for."""
+    emf.EmfPrinter(NAMESPACE, SERVICE, item=item).served(reason, version, flag_reads)
 
 
 def publish_committed(version: int) -> None:
@@ -97,13 +101,20 @@ def publish_committed(version: int) -> None:
 
 class ReadCounter(emf.ReadCounter):
     """``singleton_flags.emf.ReadCounter`` printing through Powertools' ``single_metric`` (the functions'), and
-    the served version as every reader prints it."""
+    the served version as every reader prints it (``served``, unless given: ``emit_served`` naming ``item``).
+
+    ``item``: the sort key of the reader this counter counts for (a function passes its settings'
+    ``item_sort_key``, as to its reader), known at construction: nothing is looked up per read.
+    """
 
     def __init__(
         self,
         emit: emf.Emit = emit_count,
         clock: Callable[[], float] = time.monotonic,
         flush_interval: float = 60.0,
-        served: emf.ServedEmit | None = emit_served,
+        served: emf.ServedEmit | None = None,
+        *,
+        item: str = SINGLETON_SK,
     ) -> None:
-        super().__init__(emit, clock, flush_interval, served)
+        super().__init__(emit, clock, flush_interval, served or functools.partial(emit_served, item=item))
+        self.item = item

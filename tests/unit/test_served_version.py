@@ -1,23 +1,32 @@
 """Every reader tells which version it serves: ``ServedVersion`` {reason}, at most once per flush interval while it
 serves reads, with the reads it counted per flag since the previous one (``flag_reads``, a property: flag names are
-never dimensions). The declared fallbacks (DEFAULT) serve no stored version: ``NO_VERSION``. An idle reader prints
-nothing. No read does I/O for it: the record goes out with the first read after the interval.
+never dimensions) and the item it is configured for (``item``, a property). The declared fallbacks (DEFAULT) serve
+no stored version: ``NO_VERSION``. An idle reader prints nothing. No read does I/O for it: the record goes out with
+the first read after the interval.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
 
+import pytest
 from botocore.stub import Stubber
 
+from local.functions import load_module
 from singleton_flags import Flags
 from singleton_flags.emf import EmfPrinter, ReadCounter
 from singleton_flags.provider import SingletonProvider
-from singleton_flags.vocabulary import ALL_FLAGS, FLAG_READS, NO_VERSION, SERVED_VERSION
+from singleton_flags.vocabulary import ALL_FLAGS, FLAG_READS, NO_VERSION, SERVED_ITEM, SERVED_VERSION
 from singleton_flags_service.observability import NAMESPACE, SERVICE, ReadCounter as FunctionCounter
+from singleton_flags_service.reader_contract import ITEM_SORT_KEY
 from tests.support.unit import Clock, Output, ReadApi, build_reader, expire
+from tests.unit.test_migration_reader import pointing_v1, v2_item
 
 
 def served(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -178,3 +187,66 @@ def test_the_functions_counter_prints_its_served_record_as_the_clients_printer_d
     for record in (ours, theirs):
         record["_aws"].pop("Timestamp")
     assert ours == theirs
+
+
+V2 = "FLAGS#V2"
+
+
+@contextmanager
+def cold_start(name: str) -> Iterator[ModuleType]:
+    """The handler module imported anew (its module scope runs, as at a cold start); what was there is put back."""
+    previous = sys.modules.pop(name, None)
+    try:
+        yield load_module(name, fresh=True)
+    finally:
+        sys.modules.pop(name, None)
+        if previous is not None:
+            sys.modules[name] = previous
+
+
+class TestTheItemEachReaderIsConfiguredFor:
+    """Every ServedVersion record names the item its reader is configured for (``item``, a property: the metric's
+    dimensions stay ``reason`` alone), fixed when the reader is built."""
+
+    def test_a_v1_client_following_the_migration_pointer_names_flags_v1_not_the_item_it_reads(
+        self, ddb: Any, table_name: str, declarations: Any, capsys: Any
+    ) -> None:
+        # Given FLAGS#V1 pointing to FLAGS#V2 (version 8), and a client with metrics configured for V1
+        ddb.put_item(TableName=table_name, Item=pointing_v1(declarations))
+        ddb.put_item(TableName=table_name, Item=v2_item(version=8))
+        flags = Flags(table_name=table_name, declarations=declarations, client=ddb, metrics=True, service="checkout")
+        capsys.readouterr()
+        # When it reads (through the pointer: V2's values)
+        assert flags.state().version == 8
+        (record,) = served([json.loads(line) for line in capsys.readouterr().out.splitlines()])
+        # Then its record serves V2's version and names the item it is configured for: what an operator switches
+        assert (record[SERVED_VERSION], record[SERVED_ITEM]) == (8, "FLAGS#V1")
+        # And the item is a property, never a dimension: the alarms' metric identity is unchanged
+        assert record["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["reason"]]
+
+    def test_a_client_configured_for_v2_names_v2(
+        self, ddb: Any, table_name: str, declarations: Any, capsys: Any
+    ) -> None:
+        ddb.put_item(TableName=table_name, Item=v2_item(version=8))
+        flags = Flags(
+            table_name=table_name, declarations=declarations, client=ddb, sort_key=V2, metrics=True, service="checkout"
+        )
+        capsys.readouterr()
+        flags.state()
+        (record,) = served([json.loads(line) for line in capsys.readouterr().out.splitlines()])
+        assert record[SERVED_ITEM] == V2
+
+    @pytest.mark.parametrize("handler", ["read_api", "write_api"])
+    def test_each_functions_reader_names_the_item_of_its_settings(
+        self, handler: str, ddb: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+    ) -> None:
+        # Given a function deployed with its item configured as FLAGS#V2
+        monkeypatch.setenv(ITEM_SORT_KEY, V2)
+        with cold_start(f"singleton_flags_service.handlers.{handler}") as module:
+            capsys.readouterr()
+            # When its reader's counter tells what it serves
+            module.READER._counter.record("STATIC", version=3, refreshed=True)
+        (record,) = served([json.loads(line) for line in capsys.readouterr().out.splitlines()])
+        # Then the record names the item of the function's settings, the one its reader reads
+        assert (record[SERVED_ITEM], module.SETTINGS.item_sort_key) == (V2, V2)
+        assert record["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["reason"]]

@@ -155,7 +155,9 @@ class Flags:
         self._flag_reads: dict[str, int] | None = None  # reads per flag, counted only when metrics are printed
         if metrics:
             printer = EmfPrinter(
-                metrics_namespace, service or os.environ.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
+                metrics_namespace,
+                service or os.environ.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE,
+                item=sort_key,  # what this client is configured for, even while it follows a migration pointer
             )
             counter = ReadCounter(printer, served=printer.served)
             self._flag_reads = counter.flag_reads

@@ -8,9 +8,10 @@ standard library. A reader built without a counter counts nothing (``NO_COUNT``)
 
 Propagation: at most once per flush interval while it serves reads, a counter given a ``served`` printer prints
 the version its reader serves now as ``ServedVersion`` (dimension ``reason``; ``NO_VERSION`` for the declared
-fallbacks), with the reads counted per flag since the previous one as a property (``flag_reads``). It goes out
-with the first read after the interval: an idle reader prints nothing, and counts are lower bounds (an
-environment can be reclaimed before its next read).
+fallbacks), with the reads counted per flag since the previous one as a property (``flag_reads``) and the item the
+reader is configured for (``item``, its sort key: a property, fixed when the printer is built). It goes out with
+the first read after the interval: an idle reader prints nothing, and counts are lower bounds (an environment can
+be reclaimed before its next read).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections import Counter as Tally
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TextIO
 
+from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.vocabulary import (
     CACHE_REFRESH_FAILURES,
     CACHE_REFRESHES,
@@ -33,6 +35,7 @@ from singleton_flags.vocabulary import (
     NEVER_READ_FAILURES,
     NO_VERSION,
     READS,
+    SERVED_ITEM,
     SERVED_VERSION,
     STALE,
 )
@@ -116,12 +119,17 @@ def emf_blob(
 
 class EmfPrinter:
     """Prints one EMF blob per count (namespace, ``service`` dimension plus the one named) to ``stream``, and the
-    served version (``served``: dimension ``reason``, the service a property)."""
+    served version (``served``: dimension ``reason``; the service, the reads per flag and ``item`` properties).
 
-    def __init__(self, namespace: str, service: str, stream: TextIO | None = None) -> None:
+    ``item``: the sort key the reader printing through it is configured for (``FLAGS#V1`` unless configured),
+    named in every served record, also while the reader follows a migration pointer to a later item.
+    """
+
+    def __init__(self, namespace: str, service: str, stream: TextIO | None = None, *, item: str = SINGLETON_SK) -> None:
         self._namespace = namespace
         self._service = service
         self._stream = stream
+        self.item = item
 
     def __call__(self, name: str, value: int, dimensions: dict[str, str] | None = None) -> None:
         labels = {DIMENSION_SERVICE: self._service, **(dimensions or {})}
@@ -135,7 +143,7 @@ class EmfPrinter:
                 version,
                 unit="None",
                 dimensions={DIMENSION_REASON: reason},
-                properties={DIMENSION_SERVICE: self._service, FLAG_READS: dict(flag_reads)},
+                properties={DIMENSION_SERVICE: self._service, SERVED_ITEM: self.item, FLAG_READS: dict(flag_reads)},
             )
         )
 

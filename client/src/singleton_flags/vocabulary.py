@@ -26,6 +26,7 @@ __all__ = [
     "NO_VERSION",
     "READS",
     "READ_REASONS",
+    "SERVED_ITEM",
     "SERVED_VERSION",
     "STALE",
     "STATIC",
@@ -88,6 +89,10 @@ NO_VERSION = -1
 # flag names never become dimensions); a read of every flag at once (GET /flags, ``Flags.all``) counts as ALL_FLAGS.
 FLAG_READS = "flag_reads"
 ALL_FLAGS = "*"
+# ... and the item its reader is configured for (its sort key, e.g. FLAGS#V1): a property, never a dimension (the
+# alarms' metric identity does not change). A reader that follows a migration pointer still names the item it is
+# configured for: that configuration is what an operator switches before finalising.
+SERVED_ITEM = "item"
 
 
 class ReadCause(StrEnum):

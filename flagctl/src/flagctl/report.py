@@ -6,7 +6,7 @@ candidates.
 - the reads in the last N days: the readers' telemetry. Locally, the runner's runner-only ``GET /_reads`` (what
   it counted since it started, the window shown; a flag last read more than N days ago counts none). Deployed,
   CloudWatch Logs Insights over the readers' ``ServedVersion`` records (their ``flag_reads`` property), in the
-  log groups given with ``--log-group`` (StartQuery, then GetQueryResults until complete, signed for ``logs``).
+  log groups given with ``--log-group`` (``flagctl.insights``: StartQuery, then GetQueryResults until complete).
   Counts are lower bounds: an environment reclaimed before its next flush never printed its last reads, a read
   of every flag at once (``GET /flags``, the bulk OFREP evaluation) names no flag and is counted apart (``*``),
   and a reader without metrics prints nothing.
@@ -18,16 +18,32 @@ candidate is a question to its owner, never a removal.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flagctl.client import Answer, FlagsClient, Outgoing, Transport, http_transport
+from flagctl.client import FlagsClient, Outgoing, Transport, http_transport
 from flagctl.errors import SERVER, FlagctlError
+from flagctl.insights import MAX_LOG_GROUPS, first_row, logs_insights
 from flagctl.refs import DeclaredFlag
 from flagctl.text import safe, table
+
+__all__ = [
+    "ALL_FLAGS",
+    "DAY_SECONDS",
+    "DEFAULT_DAYS",
+    "MAX_LOG_GROUPS",
+    "Reads",
+    "ReadsSource",
+    "build",
+    "insights_query",
+    "last_changes",
+    "logs_insights_reads",
+    "query_counts",
+    "render",
+    "runner_reads",
+]
 
 READS_PATH = "/_reads"
 ALL_FLAGS = "*"
@@ -35,11 +51,6 @@ DAY_SECONDS = 86400
 DEFAULT_DAYS = 30
 HISTORY_PAGE = 100
 MAX_HISTORY_PAGES = 100
-LOGS_TARGET_PREFIX = "Logs_20140328."
-LOGS_CONTENT_TYPE = "application/x-amz-json-1.1"
-POLL_SECONDS = 1.0
-QUERY_TIMEOUT_SECONDS = 120.0
-MAX_LOG_GROUPS = 50  # StartQuery's logGroupNames limit
 
 
 @dataclass(frozen=True)
@@ -95,63 +106,24 @@ def logs_insights_reads(
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ReadsSource:
-    """The readers' reads from CloudWatch Logs Insights (StartQuery, GetQueryResults), JSON protocol."""
-    url = f"https://logs.{region}.amazonaws.com/"
-
-    def call(action: str, body: dict[str, Any]) -> Mapping[str, Any]:
-        headers = {"Content-Type": LOGS_CONTENT_TYPE, "X-Amz-Target": LOGS_TARGET_PREFIX + action}
-        answer: Answer = transport(signer(Outgoing("POST", url, headers, json.dumps(body).encode("utf-8"))))
-        if answer.status != 200 or not isinstance(answer.body, Mapping):
-            raise FlagctlError(
-                f"CloudWatch Logs {action} failed (HTTP {answer.status}): {answer.body!r:.200} (reading the readers' "
-                "records needs logs:StartQuery and logs:GetQueryResults on their log groups)",
-                SERVER,
-                "LOGS_ERROR",
-            )
-        return answer.body
+    """The readers' reads from CloudWatch Logs Insights (``flagctl.insights``: StartQuery, GetQueryResults)."""
+    query = logs_insights(region, log_groups, signer, transport, clock, sleep)
 
     def reads(declared: list[DeclaredFlag], since: float) -> Reads:
-        started = call(
-            "StartQuery",
-            {
-                "logGroupNames": log_groups,
-                "startTime": int(since),
-                "endTime": int(clock()),
-                "queryString": insights_query(declared),
-            },
-        )
-        query_id = started.get("queryId")
-        if not isinstance(query_id, str):
-            raise FlagctlError("CloudWatch Logs StartQuery answered no queryId", SERVER, "BAD_ANSWER")
-        deadline = clock() + QUERY_TIMEOUT_SECONDS
-        while True:
-            result = call("GetQueryResults", {"queryId": query_id})
-            status = result.get("status")
-            if status == "Complete":
-                return Reads(
-                    query_counts(result.get("results")),
-                    since,
-                    f"CloudWatch Logs Insights ({len(log_groups)} log group(s))",
-                )
-            if status not in ("Scheduled", "Running", "Unknown") or clock() >= deadline:
-                raise FlagctlError(f"the Logs Insights query ended {status!r}, no reads known", SERVER, "LOGS_ERROR")
-            sleep(POLL_SECONDS)
+        results = query(insights_query(declared), since, clock())
+        return Reads(query_counts(results), since, f"CloudWatch Logs Insights ({len(log_groups)} log group(s))")
 
     return reads
 
 
 def query_counts(results: Any) -> dict[str, int]:
-    """GetQueryResults' one ``stats`` row (a list of ``{"field", "value"}``) as reads per flag."""
+    """GetQueryResults' one ``stats`` row as reads per flag."""
     counts: dict[str, int] = {}
-    rows = results if isinstance(results, list) else []
-    for row in rows[:1]:
-        for cell in row if isinstance(row, list) else []:
-            name, value = (cell.get("field"), cell.get("value")) if isinstance(cell, Mapping) else (None, None)
-            if isinstance(name, str) and isinstance(value, str):
-                try:
-                    counts[name] = int(float(value))
-                except ValueError:
-                    continue
+    for name, value in first_row(results).items():
+        try:
+            counts[name] = int(float(value))
+        except ValueError:
+            continue
     return counts
 
 

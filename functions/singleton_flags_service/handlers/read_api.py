@@ -56,7 +56,8 @@ from singleton_flags_service.vocabulary import ALL_FLAGS, DEFAULT, DEFAULT_SERVI
 SETTINGS = Settings.from_env(os.environ)
 DECLARATIONS = load_service_declarations()
 PROVIDER = SingletonProvider(client=dynamodb_client(), table_name=SETTINGS.table_name, declarations=DECLARATIONS)
-COUNTER = ReadCounter()  # reads by reason, per flag (``flag_reads``), and the version served: EMF, rarely
+# reads by reason, per flag (``flag_reads``), and the version served with the item configured: EMF, rarely
+COUNTER = ReadCounter(item=SETTINGS.item_sort_key)
 FLAG_READS = COUNTER.flag_reads
 READER = FlagReader(
     PROVIDER,

@@ -112,7 +112,7 @@ READER = FlagReader(
     sort_key=SETTINGS.item_sort_key,
     max_age=SETTINGS.max_age_seconds,
     max_stale=SETTINGS.max_stale_seconds,
-    counter=ReadCounter(),
+    counter=ReadCounter(item=SETTINGS.item_sort_key),
 )
 # a request with a time is scheduled by its last approval, in the scheduled changes' schedule group
 CHANGE_REQUESTS = ChangeRequests.for_function(
