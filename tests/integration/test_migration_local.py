@@ -9,6 +9,7 @@ lost. Finalising marks V1 superseded; its readers then serve their fallbacks and
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -18,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from flagctl.errors import FlagctlError
+from flagctl.readers_seen import Heard, SeenSource, readers_seen, unless_seen
 from singleton_flags import Flags
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MIGRATED_FROM_ATTR, MIGRATED_TO_ATTR, SUPERSEDED_BY_ATTR, singleton_key
@@ -341,13 +344,57 @@ def test_a_missing_v2_is_restored_into_its_seam(ddb_local: Any, flags_table: str
     assert item(ddb_local, flags_table, V1)["search_ranking"] == {"S": "classic"}
 
 
-def test_finalising_supersedes_v1_and_its_readers_serve_fallbacks(
-    ddb_local: Any, flags_table: str, declarations: Declarations, caplog: pytest.LogCaptureFixture
+def emf_source(printed: str) -> SeenSource:
+    """The readers' ServedVersion records as Logs Insights would count them for ``flagctl migrate --finalise``:
+    those of the window naming the item (or no item), from what the readers printed."""
+
+    def heard(wanted: str, since: float) -> Heard:
+        records = [json.loads(line) for line in printed.splitlines() if '"ServedVersion"' in line]
+        named = [r for r in records if r["_aws"]["Timestamp"] / 1000 >= since and r.get("item", wanted) == wanted]
+        last = max((r["_aws"]["Timestamp"] / 1000 for r in named), default=None)
+        return Heard(len(named), sum("item" not in r for r in named), last, "the readers' output")
+
+    return heard
+
+
+def test_finalising_is_refused_while_a_v1_reader_is_seen_then_supersedes_v1(
+    ddb_local: Any,
+    flags_table: str,
+    declarations: Declarations,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     live_values(ddb_local, flags_table, declarations)
     migrate(ddb_local, flags_table, declarations)
     v2_store = FlagStore(ddb_local, flags_table, new_declarations(declarations), sort_key=V2, sleep=lambda _: None)
-    v2_store.finalise_migration(actor="alice", reason="no V1 reader left")
+
+    def finalise() -> Any:
+        return v2_store.finalise_migration(actor="alice", reason="no V1 reader left")
+
+    # Given a reader still configured for V1 (it follows the pointer), printing its telemetry
+    capsys.readouterr()
+    Flags(table_name=flags_table, declarations=declarations, client=ddb_local, max_age=0, metrics=True).all_details()
+    printed = capsys.readouterr().out
+    # When finalising is asked / Then it is refused, naming the reader seen; V1 is not superseded
+    with pytest.raises(FlagctlError) as refused:
+        unless_seen(readers_seen(V1, 7, emf_source(printed)), finalise)
+    assert (refused.value.code, refused.value.exit_code) == ("READERS_SEEN", 3)
+    assert "readers configured for FLAGS#V1 were seen in the last 7 day(s): 1 record(s)" in str(refused.value)
+    assert SUPERSEDED_BY_ATTR not in item(ddb_local, flags_table, V1)
+
+    # Given the reader switched to V2 (its records name V2), and the V1 reader's last record older than the window
+    Flags(
+        table_name=flags_table,
+        declarations=new_declarations(declarations),
+        sort_key=V2,
+        client=ddb_local,
+        max_age=0,
+        metrics=True,
+    ).all_details()
+    printed += capsys.readouterr().out
+    eight_days_later = time.time() + 8 * 86400
+    # When finalising is asked again / Then it applies: V1 superseded by V2, V2 no longer names V1
+    unless_seen(readers_seen(V1, 7, emf_source(printed), clock=lambda: eight_days_later), finalise)
     assert item(ddb_local, flags_table, V1)[SUPERSEDED_BY_ATTR] == {"S": V2}
     assert MIGRATED_FROM_ATTR not in item(ddb_local, flags_table, V2)
     caplog.set_level(logging.INFO, logger="singleton_flags")

@@ -23,10 +23,10 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from flagctl.client import FlagsClient, Outgoing, Transport, default_signer, http_transport, is_loopback, region_for
-from flagctl.errors import BAD_INPUT, SERVER, FlagctlError
+from flagctl.errors import BAD_INPUT, CONFLICT, SERVER, FlagctlError
 from flagctl.insights import MAX_LOG_GROUPS, first_row, logs_insights
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "ReadersSeen",
     "SeenSource",
     "insights_query",
+    "unless_seen",
     "logs_insights_source",
     "readers_seen",
     "runner_source",
@@ -65,6 +66,7 @@ class Heard:
     source: str
 
 
+T = TypeVar("T")
 SeenSource = Callable[[str, float], Heard]  # (item, window start: epoch seconds) -> Heard
 
 
@@ -141,6 +143,15 @@ def readers_seen(
     return ReadersSeen(
         item, days, heard.records > 0, False, heard.records, heard.unnamed, heard.last_seen, heard.source
     )
+
+
+def unless_seen(seen: ReadersSeen, step: Callable[[], T]) -> T:
+    """Run ``step`` (finalising a migration: the earlier item marked superseded) only when no reader configured for
+    ``seen.item`` was seen in the window, and it is known; else refuse (exit 3, ``READERS_SEEN``), nothing done."""
+    if seen.blocks:
+        code = "READERS_UNKNOWN" if seen.unknown else "READERS_SEEN"
+        raise FlagctlError(f"finalising is refused: {seen.words()}", CONFLICT, code, {"item": seen.item})
+    return step()
 
 
 def runner_source(client: FlagsClient) -> SeenSource:
