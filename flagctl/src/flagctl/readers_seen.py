@@ -36,11 +36,11 @@ __all__ = [
     "ReadersSeen",
     "SeenSource",
     "insights_query",
-    "unless_seen",
     "logs_insights_source",
     "readers_seen",
     "runner_source",
     "source_for",
+    "unless_seen",
 ]
 
 SERVED_PATH = "/_served"
