@@ -26,7 +26,7 @@ from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MIGRATED_FROM_ATTR, MIGRATED_TO_ATTR, SUPERSEDED_BY_ATTR, singleton_key
 from singleton_flags.migration import parse_mapping
 from singleton_flags.vocabulary import DEFAULT
-from singleton_flags_service.errors import FlagsMigrated
+from singleton_flags_service.errors import FlagsMigrated, MigrationRefused
 from singleton_flags_service.guards.alarms import ALARM, OK
 from singleton_flags_service.guards.guarding import AlarmEvent, GuardService
 from singleton_flags_service.guards.items import GuardBook, GuardSpec
@@ -420,3 +420,32 @@ def _reset(client: Any, table: str) -> None:
         Key=singleton_key(V1),
         UpdateExpression="REMOVE migrated_to, migration_mapping",
     )
+
+
+def test_a_rollback_before_finalising_makes_v1_the_item_again_with_every_value_written_meanwhile(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    store = v1_store(ddb_local, flags_table, declarations)
+    written = store.change({"search_ranking": "hybrid"}, actor="bob", reason="meanwhile").snapshot.version
+    # When the migration is rolled back
+    store.roll_back_migration(actor="alice", reason="not yet")
+    # Then V1 points nowhere and holds what was written meanwhile, at its version; V2 is superseded by V1
+    v1, v2 = item(ddb_local, flags_table, V1), item(ddb_local, flags_table, V2)
+    assert MIGRATED_TO_ATTR not in v1 and (v1["search_ranking"], v1["schema_version"]) == (
+        {"S": "hybrid"},
+        {"N": str(written)},
+    )
+    assert v2[SUPERSEDED_BY_ATTR] == {"S": V1} and MIGRATED_FROM_ATTR not in v2
+    # And a V1 reader reads V1 itself again; a flag V1 could not express meanwhile is its fallback until written
+    details = Flags(table_name=flags_table, declarations=declarations, client=ddb_local, max_age=0).all_details()
+    assert (details["search_ranking"].value, details["search_ranking"].version) == ("hybrid", written)
+    assert details["ai_search_enabled"].reason == DEFAULT
+    # And writes go to V1 alone; the seed gives the removed flag its initial value back
+    store.seed(actor="seed", reason="deploy")
+    assert item(ddb_local, flags_table, V1)["ai_search_enabled"] == {"BOOL": False}
+    assert item(ddb_local, flags_table, V2)["schema_version"] == {"N": str(written)}
+    # And migrating to V2 again is refused, naming why (its items remain)
+    with pytest.raises(MigrationRefused, match="FLAGS#V2 already has its item"):
+        migrate(ddb_local, flags_table, declarations)

@@ -48,6 +48,7 @@ from singleton_flags_service.errors import FlagsMigrated, InvalidValue, StoreFau
 __all__ = [
     "EXPANDING",
     "FINALISED",
+    "ROLLED_BACK",
     "Seam",
     "declarations_text",
     "seam_record",
@@ -55,6 +56,7 @@ __all__ = [
 
 EXPANDING = "expanding"  # writes land in the later item and are mirrored into the earlier one
 FINALISED = "finalised"  # the earlier item is superseded; the later one is written alone
+ROLLED_BACK = "rolled_back"  # the later item is superseded; the earlier one is written alone again
 # What the earlier item takes from the later one besides the flags (the key, the markers and pointers are its own).
 _CARRIED = (VERSION_ATTR, UPDATED_AT_ATTR, UPDATED_BY_ATTR, MAINTENANCE_OWNER_ATTR, MAINTENANCE_DEADLINE_ATTR)
 

@@ -72,6 +72,7 @@ from singleton_flags.keys import (
     MAINTENANCE_OWNER_ATTR,
     MIGRATED_FROM_ATTR,
     MIGRATED_TO_ATTR,
+    MIGRATION_MAPPING_ATTR,
     PARTITION_KEY,
     SINGLETON_SK,
     SUPERSEDED_AT_ATTR,
@@ -128,7 +129,14 @@ from singleton_flags_service.writes.audit import (
 )
 from singleton_flags_service.writes.idempotency import Idempotency
 from singleton_flags_service.writes.itemsize import READ_BLOCK_BYTES, item_size
-from singleton_flags_service.writes.seam import EXPANDING, FINALISED, Seam, conditioned_update, seam_record
+from singleton_flags_service.writes.seam import (
+    EXPANDING,
+    FINALISED,
+    ROLLED_BACK,
+    Seam,
+    conditioned_update,
+    seam_record,
+)
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -153,6 +161,7 @@ AttemptCheck = Callable[[Snapshot, Mapping[str, Mapping[str, Any]]], None]
 # (each is a consistent read and a transaction, and the back-off between them grows to ``backoff_max``); it bounds
 # a write whose caller gave no budget (tests, scripts), and a clock that does not advance.
 MAX_ATTEMPTS = 1000
+_STEP = {FINALISED: "finalise", ROLLED_BACK: "roll back"}
 ATTEMPT_CALLS = 2  # the calls one attempt makes: the consistent read and the transaction
 
 MAX_HISTORY_LIMIT = 100
@@ -705,6 +714,16 @@ class FlagStore:
                     migrated_to=item[pointer].get("S", ""),
                     migrated_at=int(item.get(VERSION_ATTR, {}).get("N", "0")),
                 )
+        for taken, what in (
+            (singleton_key(mapping.target), "item"),
+            (migration_key(mapping.target), "migration record"),
+        ):
+            if self._get(taken) is not None:
+                raise MigrationRefused(
+                    f"{mapping.target} already has its {what} (an earlier migration to it, rolled back or finalised): "
+                    f"migrate to a later item (FLAGS#V<n+1>), or delete {mapping.target}'s items first",
+                    refused=[{"cause": "target_exists", "item": mapping.target}],
+                )
         snapshot = self._snapshot(item)
         version = (snapshot.version or 0) + 1
         values: dict[str, FlagValue] = {}
@@ -772,6 +791,18 @@ class FlagStore:
         one (its readers serve their fallbacks, its writers are refused), ``migrated_from`` removed from the later
         one (writes are no longer mirrored), the migration's record marked finalised; one transaction, conditioned
         on both items as read. Who may finalise (no reader of the earlier item seen) is the caller's check."""
+        return self._end_migration(FINALISED, actor=actor, reason=reason, time_budget=time_budget)
+
+    def roll_back_migration(self, *, actor: str, reason: str, time_budget: float | None = None) -> Seam:
+        """Undo the migration expanding through this store's item, before it is finalised: the pointer and its
+        mapping removed from the earlier item (its readers read it again: it holds every value it could express,
+        mirrored at the same version), the later item marked superseded by the earlier one (its readers serve their
+        fallbacks: switch them back first), the migration's record marked rolled back; one transaction. A flag the
+        earlier item could not express is absent from it: its readers serve its fallback until a write or the seed
+        gives it a value."""
+        return self._end_migration(ROLLED_BACK, actor=actor, reason=reason, time_budget=time_budget)
+
+    def _end_migration(self, outcome: str, *, actor: str, reason: str, time_budget: float | None) -> Seam:
         started = self._monotonic()
         budget = transaction.Budget(
             None if time_budget is None else started + time_budget, self._monotonic, self._call_seconds
@@ -783,7 +814,7 @@ class FlagStore:
             seam = current.seam
             if seam is None:
                 raise MigrationRefused(
-                    f"no migration expands through the flags item {self._sort_key}: nothing to finalise",
+                    f"no migration expands through the flags item {self._sort_key}: nothing to {_STEP[outcome]}",
                     refused=[{"cause": "no_migration", "item": self._sort_key}],
                 )
             source = current.source_item
@@ -791,23 +822,25 @@ class FlagStore:
             if source is None or target is None:
                 raise StoreFault(f"the migration {seam.source} -> {seam.target} lacks one of its items")
             now, token = iso_time(self._clock()), self._token()
-            items = [
-                {"Update": self._in_table(_supersede(seam, source, now, reason))},
-                {"Update": self._in_table(_end_mirror(seam, target))},
-                {"Update": self._in_table(_finalised_record(seam, now, actor, reason))},
-            ]
+            if outcome == FINALISED:
+                ends = [_supersede(seam, source, now, reason), _end_mirror(seam, target)]
+            else:
+                ends = [_drop_pointer(seam, source), _supersede_target(seam, target, now, reason)]
+            items = [{"Update": self._in_table(update)} for update in ends]
+            items.append({"Update": self._in_table(_ended_record(seam, outcome, now, actor, reason))})
             try:
                 self._send_once(items, token, None, budget)
             except transaction.Conflict:
                 pause = self._pause(attempt, budget) if attempt < self._max_attempts else None
                 if pause is None:
                     raise WriteConflict(
-                        f"the flags kept changing under the finalising: gave up after {attempt} attempts; retry",
+                        f"the flags kept changing: could not {_STEP[outcome]} the migration in {attempt} attempts; "
+                        "retry",
                         attempts=attempt,
                     ) from None
                 self._sleep(pause)
                 continue
-            logger.info("migration finalised", actor=actor, source=seam.source, target=seam.target)
+            logger.info(f"migration {outcome}", actor=actor, source=seam.source, target=seam.target)
             return seam
 
     def _send_once(
@@ -1374,19 +1407,59 @@ def _end_mirror(seam: Seam, target: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _finalised_record(seam: Seam, now: str, actor: str, reason: str) -> dict[str, Any]:
+def _drop_pointer(seam: Seam, source: Mapping[str, Any]) -> dict[str, Any]:
+    """The earlier item read again by its readers: the pointer and its mapping removed, conditioned on it being as
+    read and still pointing."""
+    return {
+        "Key": singleton_key(seam.source),
+        "UpdateExpression": "REMOVE #to, #map",
+        "ConditionExpression": "#v = :v AND attribute_exists(#to) AND attribute_not_exists(#by)",
+        "ExpressionAttributeNames": {
+            "#v": VERSION_ATTR,
+            "#to": MIGRATED_TO_ATTR,
+            "#map": MIGRATION_MAPPING_ATTR,
+            "#by": SUPERSEDED_BY_ATTR,
+        },
+        "ExpressionAttributeValues": {":v": source[VERSION_ATTR]},
+    }
+
+
+def _supersede_target(seam: Seam, target: Mapping[str, Any], now: str, reason: str) -> dict[str, Any]:
+    """The later item marked superseded by the earlier one (a rollback), no longer naming it."""
+    return {
+        "Key": singleton_key(seam.target),
+        "UpdateExpression": "SET #by = :by, #at = :at, #why = :why REMOVE #from",
+        "ConditionExpression": "#v = :v AND attribute_exists(#from) AND attribute_not_exists(#by)",
+        "ExpressionAttributeNames": {
+            "#v": VERSION_ATTR,
+            "#from": MIGRATED_FROM_ATTR,
+            "#by": SUPERSEDED_BY_ATTR,
+            "#at": SUPERSEDED_AT_ATTR,
+            "#why": SUPERSEDED_REASON_ATTR,
+        },
+        "ExpressionAttributeValues": {
+            ":v": target[VERSION_ATTR],
+            ":by": {"S": seam.source},
+            ":at": {"S": now},
+            ":why": {"S": f"migration from {seam.source} rolled back: {reason}"},
+        },
+    }
+
+
+def _ended_record(seam: Seam, outcome: str, now: str, actor: str, reason: str) -> dict[str, Any]:
+    """The migration's record: its outcome (finalised, rolled back), when, by whom, why."""
     return {
         "Key": migration_key(seam.target),
         "UpdateExpression": "SET #state = :done, #at = :at, #by = :by, #why = :why",
         "ConditionExpression": "#state = :expanding",
         "ExpressionAttributeNames": {
             "#state": "state",
-            "#at": "finalised_at",
-            "#by": "finalised_by",
-            "#why": "finalise_reason",
+            "#at": "ended_at",
+            "#by": "ended_by",
+            "#why": "end_reason",
         },
         "ExpressionAttributeValues": {
-            ":done": {"S": FINALISED},
+            ":done": {"S": outcome},
             ":expanding": {"S": EXPANDING},
             ":at": {"S": now},
             ":by": {"S": actor},
