@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The read function's part (it imports that module alone), re-exported: this module is the contract's public home.
+from singleton_flags.keys import SINGLETON_SK
 from singleton_flags.settings import MAX_AGE_LIMIT_SECONDS, MAX_STALE_LIMIT_SECONDS
 from singleton_flags_service import vocabulary
-
-# The read function's part (it imports that module alone), re-exported: this module is the contract's public home.
 from singleton_flags_service.reader_contract import (
     AUDIT_RETENTION_DAYS,
     CHANGE_EVENTS_FUNCTION,
@@ -340,6 +340,7 @@ class Deployment:
     event_bus_name: str
     metrics_namespace: str
     service_name: str = vocabulary.DEFAULT_SERVICE
+    flags_item: str = SINGLETON_SK  # the flags item's sort key (FLAGS#V2 once the service is switched to it)
 
 
 def function_environment(deployment: Deployment, function: str) -> dict[str, str]:
@@ -379,6 +380,8 @@ def function_environment(deployment: Deployment, function: str) -> dict[str, str
                 f"the guards' alarm prefix must be {GUARD_ALARM_PREFIX_RULE}, got {deployment.guard_alarm_prefix!r}"
             )
         environment[GUARD_ALARM_PREFIX] = deployment.guard_alarm_prefix
+    if deployment.flags_item != SINGLETON_SK:  # said only when switched: the default stack's template is unchanged
+        environment[ITEM_SORT_KEY] = deployment.flags_item
     return environment
 
 

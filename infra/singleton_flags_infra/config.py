@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from singleton_flags.keys import SINGLETON_SK
 from singleton_flags_service import contract, vocabulary
 from singleton_flags_service.contract import (
     GUARD_ALARM_PREFIX_PATTERN,
@@ -121,8 +122,10 @@ _TOP_FIELDS = {
     "api_resource_policy",
     "read_reserved_concurrency",
     "read_snapstart",
+    "flags_item",
 }
 _CHANGE_EVENTS_FIELDS = {"sns_topic"}
+FLAGS_ITEM_PATTERN = re.compile(r"^FLAGS#V[1-9][0-9]{0,5}$")  # the migration mapping's rule for an item's key
 _RESOURCE_POLICY_FIELDS = {"account", "organization_id", "vpc_endpoint_ids"}
 # `-c stage=<name>` on the command line: overrides the object's `stage` (a key inside a context object cannot
 # be overridden with -c).
@@ -284,6 +287,7 @@ class FlagsConfig:
     api_resource_policy: ApiResourcePolicy | None = None
     read_reserved_concurrency: int | None = None
     read_snapstart: bool = False  # the read function as a published version + alias, restored from a snapshot
+    flags_item: str = SINGLETON_SK  # the flags item the functions read and write (FLAGS#V2 after a migration)
 
     @property
     def guard_prefix(self) -> str:
@@ -688,7 +692,15 @@ def parse_config(raw: Any, stage: Any = None, default_region: str | None = None)
         api_resource_policy=_api_resource_policy(raw.get("api_resource_policy"), f"{path}.api_resource_policy"),
         read_reserved_concurrency=_reserved_concurrency(raw, path),
         read_snapstart=_snapstart(raw, path, region),
+        flags_item=_flags_item(raw.get("flags_item", SINGLETON_SK), f"{path}.flags_item"),
     )
+
+
+def _flags_item(value: Any, path: str) -> str:
+    """The flags item's sort key: ``FLAGS#V<n>`` (n from 1), the item a migration made the live one."""
+    if not isinstance(value, str) or not FLAGS_ITEM_PATTERN.match(value):
+        raise ConfigError(path, f"must be a flags item's sort key, FLAGS#V<n> (n from 1), got {value!r}")
+    return value
 
 
 def _setting(raw: Mapping[str, Any], key: str, path: str, variable: contract.Integer) -> int:
@@ -751,6 +763,7 @@ def deployment(config: FlagsConfig, table_name: str) -> contract.Deployment:
         guard_alarm_prefix=config.guard_prefix,
         event_bus_name=event_bus_name(config.stage),
         metrics_namespace=metrics_namespace(config.stage),
+        flags_item=config.flags_item,
     )
 
 

@@ -436,3 +436,18 @@ def test_the_change_events_function_gets_its_bus_stage_and_table_for_the_unaudit
         "POWERTOOLS_SERVICE_NAME": "singleton-flags",
         "POWERTOOLS_METRICS_NAMESPACE": "SingletonFlags/staging",
     }
+
+
+def test_the_flags_item_is_said_to_every_function_of_the_flags_only_once_switched() -> None:
+    # Given the default stage / Then no function is told an item: the template is what it was
+    default = parse_config(settings())
+    assert default.flags_item == "FLAGS#V1"
+    assert all(contract.ITEM_SORT_KEY not in function_environment(default, "t", name) for name in contract.READERS)
+    # Given a stage switched to FLAGS#V2 after a migration / Then every function of the flags reads and writes it
+    switched = parse_config(settings(flags_item="FLAGS#V2"))
+    told = {name: function_environment(switched, "t", name).get(contract.ITEM_SORT_KEY) for name in contract.READERS}
+    assert told.pop("change_events") is None  # it reads the audit records and the migration's, never the flags
+    assert set(told.values()) == {"FLAGS#V2"}
+    # And anything but an item's key is refused, naming the setting
+    for bad in ("FLAGS#V0", "flags#v2", "SETTINGS#APP", 2):
+        assert_refused(settings(flags_item=bad), "singleton-flags.flags_item", "FLAGS#V<n>")
