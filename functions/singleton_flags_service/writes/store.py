@@ -1282,6 +1282,12 @@ class FlagStore:
             return self._result(self.current(), **outcome)
         if (applied or restored) and record is not None:
             outcome["changed"] = audit_record(record)["changes"]
+        written = (record or {}).get("item", {}).get("S", SINGLETON_SK)
+        if written != self._sort_key:  # a version in a later item's shape: seen as this writer's readers see it
+            item = self._get(singleton_key(self._sort_key))
+            seam = self._seam_of(item) if item is not None else None
+            if seam is not None and seam.for_source and written == seam.target:
+                raw = seam.view(raw)
         return self._result(self._snapshot(raw), **outcome)
 
     # -- history and revert ------------------------------------------------------------------------
