@@ -35,6 +35,7 @@ from singleton_flags.keys import (
     CHANGE_REQUEST_PK,
     GUARD_PK,
     IDEMPOTENCY_PK_PREFIX,
+    MIGRATION_PK,
     PROTECTION_PK,
     SCHEDULE_PK,
     SINGLETON_PK,
@@ -98,7 +99,9 @@ TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # and nothing else; the writers also the audit trail, the write API its Idempotency-Key items and the guards it
 # creates and lists, the write API (create, list, cancel) and the maintenance function (apply) the scheduled
 # changes' items, the guard function the guards it ends; the write API its change requests and (for the history) the
-# records of lowered protection; the change-events function the audit trail alone (read).
+# records of lowered protection; the change-events function the audit trail alone (read). Every writer of the flags
+# reads the record of a migration its item takes part in (writes follow the seam: writes/seam.py); the write API also
+# writes it (POST /flags/migration and its finalising). The later item (FLAGS#V2) is in the flags' partition.
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
     WRITE_FUNCTION: (
@@ -109,10 +112,11 @@ PARTITIONS: dict[str, tuple[str, ...]] = {
         SCHEDULE_PK,
         CHANGE_REQUEST_PK,
         PROTECTION_PK,
+        MIGRATION_PK,
     ),
-    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK),
-    GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK),
-    SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK, PROTECTION_PK),
+    MAINTENANCE_FUNCTION: (SINGLETON_PK, AUDIT_PK, SCHEDULE_PK, MIGRATION_PK),
+    GUARD_FUNCTION: (SINGLETON_PK, AUDIT_PK, GUARD_PK, MIGRATION_PK),
+    SEED_FUNCTION: (SINGLETON_PK, AUDIT_PK, PROTECTION_PK, MIGRATION_PK),
     RECONCILE_FUNCTION: (SCHEDULE_PK, GUARD_PK),
     CHANGE_EVENTS_FUNCTION: (AUDIT_PK,),
 }

@@ -19,7 +19,8 @@ from tests.support.synth import Synth
 
 pytestmark = pytest.mark.infra
 
-# The reader reaches the flags' partition only; writers also the audit trail, the write API its idempotency keys.
+# The reader reaches the flags' partition only; writers also the audit trail, the write API its idempotency keys;
+# every writer the record of a migration (its writes follow the seam), which the write API also writes.
 LEADING_KEYS = {
     "read": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP"]}},
     "write": {
@@ -32,15 +33,22 @@ LEADING_KEYS = {
                 "SCHEDULE#APP",
                 "CHANGE_REQUEST#APP",
                 "PROTECTION#APP",
+                "MIGRATION#APP",
             ]
         }
     },
     # the scheduled changes' items: created, listed and cancelled by the write API, applied by the maintenance function
     "maintenance": {
-        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "SCHEDULE#APP"]}
+        "ForAllValues:StringEquals": {
+            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "SCHEDULE#APP", "MIGRATION#APP"]
+        }
     },
     # a guard-revert writes the flags and their record; the guard's end, its own item
-    "guard": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP"]}},
+    "guard": {
+        "ForAllValues:StringEquals": {
+            "dynamodb:LeadingKeys": ["SETTINGS#APP", "AUDIT#APP", "GUARD#APP", "MIGRATION#APP"]
+        }
+    },
 }
 # Stated here on purpose (not imported from infra): least privilege is what these tests pin down.
 TABLE_ACTIONS = {
