@@ -25,10 +25,7 @@ from singleton_flags_service.api.requests import migration_inputs
 from singleton_flags_service.api.routes import FINALISE_MIGRATION, GET_MIGRATION, MIGRATE_FLAGS, Views
 from singleton_flags_service.contract import WRITE_FUNCTION
 from singleton_flags_service.errors import MigrationNotFound, StoreFault, StoreUnavailable
-from singleton_flags_service.guards.items import GuardBook
-from singleton_flags_service.migration_checks import pending_work
 from singleton_flags_service.observability import logger
-from singleton_flags_service.schedules.changes import ScheduleItems
 from singleton_flags_service.writes import transaction
 from singleton_flags_service.writes.audit import STATE_ATTR
 from singleton_flags_service.writes.seam import Seam
@@ -84,12 +81,13 @@ def migration_routes(
     configured: str,
     actor: Callable[[], str],
     time_budget: Callable[[], float],
-    retention_seconds: int,
+    pending: Callable[[], list[dict[str, Any]]],
     models: Mapping[str, type[BaseModel]],
 ) -> Router:
     """``store`` gives the function's store at each request (its module attribute, which tests replace);
     ``configured`` is the flags item the function is deployed for; ``actor`` the caller; ``time_budget`` the seconds a
-    write may take; ``retention_seconds`` the scheduled changes' retention (their items are read for pending work)."""
+    write may take; ``pending`` the work a migration must wait for now (``migration_checks.pending_work``: pending
+    scheduled changes, baking guards), each a refusal."""
     router = Router()  # type: ignore[no-untyped-call]  # Powertools' Router.__init__ is unannotated
     views = Views(router, WRITE_FUNCTION)
     migration_model, finalise_model = models["MigrationRequest"], models["FinaliseRequest"]
@@ -103,12 +101,6 @@ def migration_routes(
             )
         return record
 
-    def pending(flags: FlagStore) -> Callable[[], list[dict[str, Any]]]:
-        client, table = flags.client, flags.table_name
-        return lambda: pending_work(
-            ScheduleItems(client, table, retention_seconds=retention_seconds), GuardBook(client, table)
-        )
-
     # No return annotations on purpose (as the write function's routes: the bodies are json_response's).
     @views(GET_MIGRATION, answer=models["MigrationAnswer"], described="The migration")
     def get_migration():  # type: ignore[no-untyped-def]
@@ -120,7 +112,7 @@ def migration_routes(
         new, mapping = migration_inputs({"declarations": request.declarations, "mapping": request.mapping})
         flags, caller = store(), actor()
         result = flags.migrate(
-            new, mapping, actor=caller, reason=request.reason, time_budget=time_budget(), pending=pending(flags)
+            new, mapping, actor=caller, reason=request.reason, time_budget=time_budget(), pending=pending
         )
         try:  # what was written, read back: the later item's first state (its audit record) and the record
             written = _get(flags.client, flags.table_name, audit_key(result.version)) or {}

@@ -20,10 +20,10 @@ from typing import Any
 from singleton_flags.declarations import Declarations, UnstorableNumber, parse_declarations
 from singleton_flags.errors import DeclarationError
 from singleton_flags.keys import AUDIT_VERSION_DIGITS
+from singleton_flags.migration import Mapping as MigrationMapping, MappingError, parse_mapping
 from singleton_flags_service.approvals.rules import refuse_direct_write
 from singleton_flags_service.errors import InvalidRequest, PayloadTooLarge
 from singleton_flags_service.guards.items import validate_guard
-from singleton_flags.migration import Mapping as MigrationMapping, MappingError, parse_mapping
 from singleton_flags_service.schedules.timing import parse_schedule_time
 from singleton_flags_service.vocabulary import KIND_CHANGE
 
