@@ -23,9 +23,12 @@ from singleton_flags.keys import MIGRATED_TO_ATTR, audit_key, migration_key, sin
 from singleton_flags_service.api.http import json_response
 from singleton_flags_service.api.requests import migration_inputs
 from singleton_flags_service.api.routes import FINALISE_MIGRATION, GET_MIGRATION, MIGRATE_FLAGS, Views
-from singleton_flags_service.contract import WRITE_FUNCTION
+from singleton_flags_service.contract import WRITE_FUNCTION, Settings
 from singleton_flags_service.errors import MigrationNotFound, StoreFault, StoreUnavailable
+from singleton_flags_service.guards.items import GuardBook
+from singleton_flags_service.migration_checks import pending_work
 from singleton_flags_service.observability import logger
+from singleton_flags_service.schedules.changes import ScheduleItems
 from singleton_flags_service.writes import transaction
 from singleton_flags_service.writes.audit import STATE_ATTR
 from singleton_flags_service.writes.seam import Seam
@@ -77,17 +80,18 @@ def v1_reader_fallbacks(seam: Seam, target_state: Mapping[str, Any]) -> list[dic
 
 
 def migration_routes(
-    store: Callable[[], FlagStore],
-    configured: str,
+    function: Mapping[str, Any],
+    settings: Settings,
     actor: Callable[[], str],
     time_budget: Callable[[], float],
-    pending: Callable[[], list[dict[str, Any]]],
     models: Mapping[str, type[BaseModel]],
 ) -> Router:
-    """``store`` gives the function's store at each request (its module attribute, which tests replace);
-    ``configured`` is the flags item the function is deployed for; ``actor`` the caller; ``time_budget`` the seconds a
-    write may take; ``pending`` the work a migration must wait for now (``migration_checks.pending_work``: pending
-    scheduled changes, baking guards), each a refusal."""
+    """``function`` is the write function's namespace (its module's ``globals()``), whose ``STORE`` is read at each
+    request (tests replace it; a getter would cost the module a code object more to compile, and it compiles before
+    its collector pause: ``handlers/write_api.py``); ``settings`` name the flags item the function is deployed for
+    and the scheduled changes' retention (their items are read for the work a migration must wait for:
+    ``migration_checks.pending_work``); ``actor`` the caller; ``time_budget`` the seconds a write may take."""
+    configured, retention_seconds = settings.item_sort_key, settings.audit_retention_days * 86400
     router = Router()  # type: ignore[no-untyped-call]  # Powertools' Router.__init__ is unannotated
     views = Views(router, WRITE_FUNCTION)
     migration_model, finalise_model = models["MigrationRequest"], models["FinaliseRequest"]
@@ -101,18 +105,24 @@ def migration_routes(
             )
         return record
 
+    def pending(flags: FlagStore) -> Callable[[], list[dict[str, Any]]]:
+        client, table = flags.client, flags.table_name
+        items = ScheduleItems(client, table, retention_seconds=retention_seconds)
+        return lambda: pending_work(items, GuardBook(client, table))
+
     # No return annotations on purpose (as the write function's routes: the bodies are json_response's).
     @views(GET_MIGRATION, answer=models["MigrationAnswer"], described="The migration")
     def get_migration():  # type: ignore[no-untyped-def]
-        return json_response(HTTPStatus.OK, {"migration": migration_view(record_of(store()), configured)}, NO_STORE)
+        record = record_of(store(function))
+        return json_response(HTTPStatus.OK, {"migration": migration_view(record, configured)}, NO_STORE)
 
     @views(MIGRATE_FLAGS, answer=models["MigrationResult"], described="Migrated: the later item at L+1")
     def migrate_flags(body: Annotated[migration_model, Body()]):  # type: ignore[no-untyped-def,valid-type]
         request: Any = body
         new, mapping = migration_inputs({"declarations": request.declarations, "mapping": request.mapping})
-        flags, caller = store(), actor()
+        flags, caller = store(function), actor()
         result = flags.migrate(
-            new, mapping, actor=caller, reason=request.reason, time_budget=time_budget(), pending=pending
+            new, mapping, actor=caller, reason=request.reason, time_budget=time_budget(), pending=pending(flags)
         )
         try:  # what was written, read back: the later item's first state (its audit record) and the record
             written = _get(flags.client, flags.table_name, audit_key(result.version)) or {}
@@ -135,7 +145,7 @@ def migration_routes(
 
     @views(FINALISE_MIGRATION, answer=models["MigrationAnswer"], described="Finalised")
     def finalise_migration(body: Annotated[finalise_model, Body()]):  # type: ignore[no-untyped-def,valid-type]
-        flags = store()
+        flags = store(function)
         seam = flags.finalise_migration(actor=actor(), reason=body.reason, time_budget=time_budget())  # type: ignore[attr-defined]
         record = _get(flags.client, flags.table_name, migration_key(seam.target))
         if record is None:
@@ -143,6 +153,12 @@ def migration_routes(
         return json_response(HTTPStatus.OK, {"migration": migration_view(record, configured)}, NO_STORE)
 
     return router
+
+
+def store(function: Mapping[str, Any]) -> FlagStore:
+    """The write function's store, as its namespace holds it now."""
+    found: FlagStore = function["STORE"]
+    return found
 
 
 def _get(client: Any, table: str, key: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,8 +1,7 @@
 """Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore, GET /flags/guards,
 the console's reads (GET /flags/declarations, GET /flags/windows) and the scheduled changes (POST and GET
-/flags/schedules, DELETE /flags/schedules/{id}), the change requests and the migration of the flags item to a new
-shape (GET and POST /flags/migration, POST /flags/migration/finalise) (IAM, admin). A PATCH or revert may carry a
-``guard`` (singleton_flags_service.guards.writes).
+/flags/schedules, DELETE /flags/schedules/{id}) (IAM, admin); the change requests' and the migration's routes are
+routers of their own. A PATCH or revert may carry a ``guard`` (singleton_flags_service.guards.writes).
 
 Thin routes over ``singleton_flags_service.writes.store``. A request is validated once, by its model (whose first
 validator
@@ -68,11 +67,9 @@ from singleton_flags_service.approvals.routes import PAGE_QUERY, approval_routes
 from singleton_flags_service.approvals.store import ChangeRequests
 from singleton_flags_service.contract import WRITE_FUNCTION, WriteConfiguration, load_service_declarations
 from singleton_flags_service.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
-from singleton_flags_service.guards.items import GuardBook
 from singleton_flags_service.guards.routes import guard_routes, guards_query
 from singleton_flags_service.guards.writes import GuardedWrites, guarded_request, store_options
 from singleton_flags_service.maintenance.windows import window_schedules
-from singleton_flags_service.migration_checks import pending_work
 from singleton_flags_service.observability import ReadCounter, count_write_retry, emit_count, logger, metrics, tracer
 from singleton_flags_service.schedules.changes import ScheduledChanges, ScheduleItems
 from singleton_flags_service.schedules.one_time import OneTimeSchedules, scheduler_client
@@ -199,14 +196,6 @@ def _time_budget() -> float:
     """Seconds the store may spend, an unconditional write's retries included: the invocation's remaining time
     (the Lambda context's ``get_remaining_time_in_millis``) less a margin to answer before the timeout."""
     return app.lambda_context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS
-
-
-def _pending() -> list[dict[str, Any]]:
-    """What a migration must wait for now (pending scheduled changes, baking guards), read with the store's client."""
-    client, table = STORE.client, STORE.table_name
-    return pending_work(
-        ScheduleItems(client, table, retention_seconds=SETTINGS.audit_retention_days * 86400), GuardBook(client, table)
-    )
 
 
 def _idempotency(actor: str, request: dict[str, Any], expected: int | Versions | None) -> Idempotency | None:
@@ -368,7 +357,7 @@ app.include_router(
     approval_routes(lambda: CHANGE_REQUESTS, MODELS, lambda actor, body: _idempotency(actor, body, None))
 )
 app.include_router(console_routes(lambda: DECLARATION_LIST, lambda: WINDOW_SCHEDULES, MODELS))
-app.include_router(migration_routes(lambda: STORE, SETTINGS.item_sort_key, _actor, _time_budget, _pending, MODELS))
+app.include_router(migration_routes(globals(), SETTINGS, _actor, _time_budget, MODELS))
 # The paginated GETs' own query rules, which name the parameter their schema refused (_as_refusal)
 PAGE_QUERIES = {LIST_SCHEDULES.path: schedules_query, GET_GUARDS.path: guards_query, **PAGE_QUERY}
 
