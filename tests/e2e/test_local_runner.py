@@ -195,6 +195,7 @@ def test_the_openapi_document_and_swagger_ui_are_served(runner):
         "/flags/change-requests/{id}/withdraw",
         "/flags/migration",
         "/flags/migration/finalise",
+        "/flags/migration/rollback",
         "/ofrep/v1/evaluate/flags",
         "/ofrep/v1/evaluate/flags/{key}",
     } == set(document["paths"])

@@ -35,6 +35,7 @@ WRITE_ROUTES = {
     ("GET", "/flags/migration"),
     ("POST", "/flags/migration"),
     ("POST", "/flags/migration/finalise"),
+    ("POST", "/flags/migration/rollback"),
 }
 
 
@@ -258,6 +259,8 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
         "GET/flags/migration/*",
         "GET/flags/migration/finalise",
         "GET/flags/migration/finalise/*",
+        "GET/flags/migration/rollback",
+        "GET/flags/migration/rollback/*",
     }
 
 
@@ -314,6 +317,7 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
         ("GET/flags/migration/", False),
         ("POST/flags/migration", False),
         ("POST/flags/migration/finalise", False),
+        ("POST/flags/migration/rollback", False),
         ("GET/flags/migration_days", True),  # a flag whose name begins like the migration route stays readable
         ("PATCH/flags", False),
         ("PATCH/flags/signup_enabled", False),
@@ -367,6 +371,7 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "GET/flags/migration",
         "POST/flags/migration",
         "POST/flags/migration/finalise",
+        "POST/flags/migration/rollback",
         "POST/ofrep/v1/evaluate/flags",
         "POST/ofrep/v1/evaluate/flags/*",
     }
@@ -398,6 +403,7 @@ def test_approver_policy_works_change_requests_and_never_writes_directly(synth: 
         "GET/flags/migration",
         "POST/flags/migration",
         "POST/flags/migration/finalise",
+        "POST/flags/migration/rollback",
     ):
         assert not allowed(synth, "ApproverPolicyArn", request), request
 
@@ -440,6 +446,7 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
         "/flags/change-requests/{id}/withdraw": "POST",
         "/flags/migration": "GET, POST",
         "/flags/migration/finalise": "POST",
+        "/flags/migration/rollback": "POST",
         "/ofrep/v1/evaluate/flags": "POST",
         "/ofrep/v1/evaluate/flags/{key}": "POST",
     }

@@ -1,11 +1,13 @@
 """``flagctl migrate``: with ``--dry-run`` the plan of FLAGS#V1 -> FLAGS#V2 checked against the current declarations
 and values, read-only; without it ``POST /flags/migration`` and what it wrote (a refusal: each cause, exit 3);
-``--status`` what ``GET /flags/migration`` answers; ``finalise`` posts the finalising."""
+``--status`` what ``GET /flags/migration`` answers; ``--finalise`` only once no reader of the earlier item is seen
+(the runner's ``GET /_served`` here), ``--rollback``."""
 
 from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -13,9 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from flagctl.cli import main
-from flagctl.client import Answer, FlagsClient, Outgoing
-from flagctl.errors import FlagctlError
-from flagctl.migrate import finalise
+from flagctl.client import Answer, Outgoing
 from singleton_flags.declarations import Declarations
 from tests.support.migration import GOOD, new_declarations
 
@@ -32,9 +32,9 @@ RECORD = {
     "actor": "arn:aws:iam::123456789012:user/alice",
     "reason": "v2",
     "mapping": GOOD,
-    "finalised_at": None,
-    "finalised_by": None,
-    "finalise_reason": None,
+    "ended_at": None,
+    "ended_by": None,
+    "end_reason": None,
 }
 MIGRATED = {
     "migration": RECORD,
@@ -187,10 +187,10 @@ def test_status_without_a_migration_is_not_found(declarations: Declarations) -> 
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["migrate"], "migrate needs --declarations, --mapping, --reason (or --status)"),
+        (["migrate"], "migrate needs --declarations, --mapping, --reason (or --status, --finalise, --rollback)"),
         (["migrate", "--reason", "v2"], "migrate needs --declarations, --mapping"),
         (["migrate", "--status", "--reason", "v2"], "migrate --status takes no"),
-        (["migrate", "--status", "--dry-run"], "migrate --status takes no"),
+        (["migrate", "--status", "--dry-run"], "migrate takes one of --status, --finalise, --rollback, --dry-run"),
     ],
 )
 def test_migrate_usage_is_checked_before_anything_is_sent(
@@ -203,24 +203,70 @@ def test_migrate_usage_is_checked_before_anything_is_sent(
     assert api.sent == []
 
 
-def test_finalise_posts_the_reason_and_returns_the_finalised_migration(declarations: Declarations) -> None:
+def run(api: Api, *args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--url", LOCAL, "migrate", *args], transport=api, out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def served(*readers: dict[str, Any]) -> tuple[int, Any]:
+    return 200, {"readers": list(readers)}
+
+
+def test_finalise_is_refused_while_a_reader_of_the_earlier_item_is_seen_and_nothing_is_posted(
+    declarations: Declarations,
+) -> None:
     api = Api(declarations, declarations.initials())
-    finalised = {"migration": {**RECORD, "state": "finalised"}}
+    reader = {"function": "read", "item": "FLAGS#V1", "reason": "CACHED", "version": 8, "last_read_at": time.time()}
+    api.answers[("GET", "/_served")] = served(reader)
+    code, _, err = run(api, "--finalise", "--reason", "every reader on V2")
+    assert code == 3
+    assert "finalising is refused: readers configured for FLAGS#V1 were seen in the last 7 day(s)" in err
+    assert [(sent.method, urlsplit(sent.url).path) for sent in api.sent] == [
+        ("GET", "/flags/migration"),
+        ("GET", "/_served"),
+    ]
+
+
+def test_finalise_posts_the_reason_once_no_reader_of_the_earlier_item_is_seen(declarations: Declarations) -> None:
+    api = Api(declarations, declarations.initials())
+    switched = {"function": "read", "item": "FLAGS#V2", "reason": "CACHED", "version": 8, "last_read_at": time.time()}
+    api.answers[("GET", "/_served")] = served(switched)
+    finalised = {"migration": {**RECORD, "state": "finalised", "ended_at": "2027-03-08T08:00:00Z", "ended_by": "al"}}
     api.answers[("POST", "/flags/migration/finalise")] = (200, finalised)
-    assert finalise(FlagsClient(LOCAL, transport=api), "every reader on V2") == finalised
-    (sent,) = api.sent
-    assert urlsplit(sent.url).path == "/flags/migration/finalise"
-    assert json.loads(sent.body or b"{}") == {"reason": "every reader on V2"}
+    code, out, _ = run(api, "--finalise", "--reason", "every reader on V2")
+    assert code == 0
+    assert "migration FLAGS#V1 -> FLAGS#V2: finalised" in out
+    assert json.loads(api.sent[-1].body or b"{}") == {"reason": "every reader on V2"}
 
 
-def test_a_refused_finalising_is_an_error_with_its_causes_and_exit_code(declarations: Declarations) -> None:
+def test_rollback_posts_the_reason_and_a_refusal_says_its_causes(declarations: Declarations) -> None:
     api = Api(declarations, declarations.initials())
     refused = {"error": {**REFUSED["error"], "refused": [{"cause": "no_migration", "item": "FLAGS#V1", "why": ""}]}}
-    api.answers[("POST", "/flags/migration/finalise")] = (409, refused)
-    with pytest.raises(FlagctlError) as raised:
-        finalise(FlagsClient(LOCAL, transport=api), "too early")
-    assert (raised.value.exit_code, raised.value.code) == (3, "MIGRATION_REFUSED")
-    assert "refused (no_migration): item FLAGS#V1" in str(raised.value)
+    api.answers[("POST", "/flags/migration/rollback")] = (409, refused)
+    code, _, err = run(api, "--rollback", "--reason", "not yet")
+    assert code == 3
+    assert "refused (no_migration): item FLAGS#V1" in err
+    assert urlsplit(api.sent[-1].url).path == "/flags/migration/rollback"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--finalise"],
+        ["--rollback", "--reason", "r", "--declarations", "x.json"],
+        ["--finalise", "--rollback", "--reason", "r"],
+        ["--status", "--days", "3"],
+        ["--rollback", "--reason", "r", "--log-group", "g"],
+    ],
+)
+def test_finalise_and_rollback_usage_errors_exit_2_before_anything_is_sent(
+    declarations: Declarations, args: list[str]
+) -> None:
+    api = Api(declarations, declarations.initials())
+    with pytest.raises(SystemExit) as usage:
+        run(api, *args)
+    assert (usage.value.code, api.sent) == (2, [])
 
 
 def test_a_bad_mapping_is_bad_input_naming_the_problem(declarations: Declarations, files: tuple[Path, Path]) -> None:

@@ -70,7 +70,7 @@ def test_a_migration_answers_v2_at_l_plus_1_its_values_and_the_v1_readers_fallba
         "expanding",
         3,
     )
-    assert (migration["reason"], migration["mapping"], migration["finalised_at"]) == ("to V2", GOOD, None)
+    assert (migration["reason"], migration["mapping"], migration["ended_at"]) == ("to V2", GOOD, None)
     assert migration["actor"].startswith("arn:aws:")
     # And V1 points to V2 in the table
     v1 = item(api, V1)
@@ -97,8 +97,8 @@ def test_get_migration_shows_it_from_v1_until_and_after_it_is_finalised(
     # Then it is finalised, by whom and why, and V1 is superseded by V2
     assert finalised["statusCode"] == 200, body_of(finalised)
     record = body_of(finalised)["migration"]
-    assert (record["state"], record["finalise_reason"]) == ("finalised", "every reader on V2")
-    assert record["finalised_by"] == expanding["actor"] and record["finalised_at"]
+    assert (record["state"], record["end_reason"]) == ("finalised", "every reader on V2")
+    assert record["ended_by"] == expanding["actor"] and record["ended_at"]
     v1 = item(api, V1)
     assert v1 is not None and v1[SUPERSEDED_BY_ATTR] == {"S": V2}
     # And GET still shows it from V1 (its pointer names the record)
@@ -208,3 +208,24 @@ def test_finalising_needs_a_reason(api: WriteApi, declarations: Declarations) ->
     error = error_of(api("POST", MIGRATION + "/finalise", body={}))
     assert (error["status"], error["code"], error["rule"]) == (400, "INVALID_REQUEST", "reason")
     assert body_of(api("GET", MIGRATION))["migration"]["state"] == "expanding"
+
+
+def test_a_rollback_makes_v1_live_again_and_get_migration_says_rolled_back(
+    api: WriteApi, declarations: Declarations
+) -> None:
+    # Given V1 migrated
+    assert migrate(api, declarations)["statusCode"] == 201
+    # When it is rolled back
+    rolled = api("POST", MIGRATION + "/rollback", body={"reason": "not yet"})
+    # Then the record says so, V1 points nowhere and V2 is superseded by V1
+    assert rolled["statusCode"] == 200, body_of(rolled)
+    assert (body_of(rolled)["migration"]["state"], body_of(rolled)["migration"]["end_reason"]) == (
+        "rolled_back",
+        "not yet",
+    )
+    v1, v2 = item(api, V1), item(api, V2)
+    assert v1 is not None and MIGRATED_TO_ATTR not in v1
+    assert v2 is not None and v2[SUPERSEDED_BY_ATTR] == {"S": V1}
+    # And a second rollback is refused: nothing expands any more
+    again = api("POST", MIGRATION + "/rollback", body={"reason": "twice"})
+    assert (error_of(again)["status"], error_of(again)["code"]) == (409, "MIGRATION_REFUSED")

@@ -196,7 +196,9 @@ def test_the_migration_routes_are_write_operations_with_their_answers(document):
     answer = _resolve(document, shown["responses"]["200"]["content"]["application/json"]["schema"])
     record = _resolve(document, answer["properties"]["migration"])
     assert {"source", "target", "state", "migrated_at", "mapping", "actor", "reason"} <= set(record["required"])
-    assert _values(record["properties"]["state"]) == ["expanding", "finalised"]
+    assert _values(record["properties"]["state"]) == ["expanding", "finalised", "rolled_back"]
+    rollback = _operation(document, "POST", "/flags/migration/rollback")
+    assert rollback["tags"] == [WRITE_FUNCTION] and "200" in rollback["responses"]
     result = _resolve(document, migrate["responses"]["201"]["content"]["application/json"]["schema"])
     assert set(result["required"]) == {"migration", "version", "item", "flags", "v1_reader_fallbacks", "attempts"}
     # And the request takes the new declarations, the mapping and a reason: the dry run is flagctl's, not a field

@@ -23,6 +23,8 @@ codes).
       report [--days N] [--declarations FILE] [--log-group NAME ...] [--json]  lifecycle, last change, reads
       migrate --declarations NEW.json --mapping MAP.json --reason TEXT [--dry-run]  FLAGS#V1 -> FLAGS#V2 (or its plan)
       migrate --status                             the migration the flags item takes part in
+      migrate --finalise --reason TEXT [--days N] [--log-group NAME ...]  V1 superseded, once no V1 reader is seen
+      migrate --rollback --reason TEXT             undo it before it is finalised
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 1 ``refs``: code and declarations disagree, ``migrate --dry-run``: a value does not convert,
@@ -258,6 +260,21 @@ def _lifecycle_commands(commands: Any) -> None:
     migrate.add_argument("--reason", help="why (the migration's audit record)")
     migrate.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     migrate.add_argument("--status", action="store_true", help="print the migration the flags item takes part in")
+    migrate.add_argument(
+        "--finalise",
+        action="store_true",
+        help="finalise it (the earlier item superseded): only when no reader of the earlier item was seen in --days",
+    )
+    migrate.add_argument("--rollback", action="store_true", help="roll it back before it is finalised")
+    migrate.add_argument(
+        "--days", type=parse_days, default=7, metavar="N", help="--finalise: the readers' window (default 7)"
+    )
+    migrate.add_argument(
+        "--log-group",
+        action="append",
+        metavar="NAME",
+        help="--finalise on a deployed stage: a readers' log group to ask (repeat)",
+    )
     migrate.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     for command in (refs, report):
         command.add_argument(
@@ -686,13 +703,23 @@ def run_lifecycle(args: argparse.Namespace, transport: Transport | None, out: Te
 
 
 def _check_migrate_usage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """``--status`` alone; else ``--declarations``, ``--mapping`` and ``--reason`` (a usage error exits 2)."""
-    given = [name for name in ("declarations", "mapping", "reason") if getattr(args, name) is not None]
-    if args.status and (given or args.dry_run):
-        parser.error("migrate --status takes no --declarations, --mapping, --reason or --dry-run")
-    missing = [f"--{name}" for name in ("declarations", "mapping", "reason") if name not in given]
-    if not args.status and missing:
-        parser.error(f"migrate needs {', '.join(missing)} (or --status)")
+    """``--status`` alone; ``--finalise`` or ``--rollback`` with ``--reason``; else ``--declarations``,
+    ``--mapping`` and ``--reason`` (a usage error exits 2)."""
+    steps = [name for name in ("status", "finalise", "rollback", "dry_run") if getattr(args, name)]
+    files = [name for name in ("declarations", "mapping") if getattr(args, name) is not None]
+    if len(steps) > 1:
+        parser.error(f"migrate takes one of --status, --finalise, --rollback, --dry-run; got {len(steps)}")
+    if (args.log_group or args.days != 7) and not args.finalise:
+        parser.error("--days and --log-group are for migrate --finalise")
+    if args.status and (files or args.reason is not None):
+        parser.error("migrate --status takes no --declarations, --mapping or --reason")
+    elif args.finalise or args.rollback:
+        if files or args.reason is None:
+            parser.error(f"migrate --{steps[0]} takes --reason alone (no --declarations, --mapping)")
+    elif not args.status:
+        missing = [f"--{name}" for name in ("declarations", "mapping", "reason") if getattr(args, name) is None]
+        if missing:
+            parser.error(f"migrate needs {', '.join(missing)} (or --status, --finalise, --rollback)")
 
 
 def _migrate_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
@@ -701,6 +728,17 @@ def _migrate_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer
 
     if args.status:
         return migrate.status(client), migrate.render_status
+    if args.rollback:
+        return migrate.end(client, migrate.ROLLBACK, args.reason), migrate.render_status
+    if args.finalise:
+        from flagctl.readers_seen import readers_seen, source_for, unless_seen
+
+        under_way = migrate.status(client)
+        if under_way.status != 200:
+            return under_way, migrate.render_status  # none: the API's 404 says so
+        earlier = migrate.earlier_item(under_way)
+        seen = readers_seen(earlier, args.days, source_for(client, args.log_group or []))
+        return unless_seen(seen, lambda: migrate.end(client, migrate.FINALISE, args.reason)), migrate.render_status
     new, mapping = migrate.load_inputs(args.declarations, args.mapping)
     return migrate.apply(client, new, mapping, args.reason), migrate.render_applied
 

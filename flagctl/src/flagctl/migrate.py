@@ -27,11 +27,14 @@ from singleton_flags.errors import DeclarationError, FlagsError
 from singleton_flags.migration import Mapping, MappingError, NotConvertible, parse_mapping_text
 
 __all__ = [
+    "FINALISE",
     "MIGRATION",
+    "ROLLBACK",
     "apply",
     "build_plan",
     "current_state",
-    "finalise",
+    "earlier_item",
+    "end",
     "load_inputs",
     "refusal_causes",
     "render",
@@ -42,6 +45,7 @@ __all__ = [
 
 MIGRATION = "/flags/migration"
 FINALISE = MIGRATION + "/finalise"
+ROLLBACK = MIGRATION + "/rollback"
 _HEADERS = ["FLAG (V1)", "V2", "NOW", "V2 VALUE", "V1 READERS SERVE"]
 
 
@@ -207,25 +211,19 @@ def status(client: FlagsClient) -> Answer:
     return client.request("GET", MIGRATION)
 
 
-def finalise(client: FlagsClient, reason: str) -> dict[str, Any]:
-    """``POST /flags/migration/finalise``: the answer's body (``{"migration": ...}``, now finalised), or the
-    ``FlagctlError`` of the refusal (its exit code by the HTTP status, each cause of a ``MIGRATION_REFUSED`` in its
-    message). Whether readers of the earlier item are still seen is the caller's to check first."""
-    from flagctl.cli import exit_code  # the CLI's one mapping of an HTTP status to an exit code
+def end(client: FlagsClient, path: str, reason: str) -> Answer:
+    """``POST /flags/migration/finalise`` or ``/rollback`` (``path``) with the reason: the migration as it ended.
+    Finalising asks first whether readers of the earlier item are still seen (the CLI: ``readers_seen``)."""
+    return client.request("POST", path, body={"reason": reason})
 
-    answer = client.request("POST", FINALISE, body={"reason": reason})
-    if answer.status == 200 and isinstance(answer.body, dict) and isinstance(answer.body.get("migration"), dict):
-        return answer.body
-    error = answer.body.get("error") if isinstance(answer.body, dict) else None
-    if not isinstance(error, dict):
-        raise FlagctlError(f"POST {FINALISE} answered HTTP {answer.status}", SERVER, "BAD_ANSWER")
-    lines = [safe(f"HTTP {answer.status} {error.get('code')}: {error.get('message')}"), *refusal_causes(error)]
-    raise FlagctlError(
-        "\n".join(lines),
-        exit_code(answer.status),
-        str(error.get("code")),
-        {key: value for key, value in error.items() if key not in ("code", "message")},
-    )
+
+def earlier_item(answer: Answer) -> str:
+    """The earlier item of the migration ``GET /flags/migration`` answered (the one finalising supersedes)."""
+    migration = answer.body.get("migration") if isinstance(answer.body, dict) else None
+    source = migration.get("source") if isinstance(migration, dict) else None
+    if not isinstance(source, str):
+        raise FlagctlError(f"GET {MIGRATION} answered without the migration's source", SERVER, "BAD_ANSWER")
+    return source
 
 
 def refusal_causes(error: dict[str, Any]) -> list[str]:
@@ -282,12 +280,10 @@ def render_status(body: dict[str, Any]) -> str:
             f"{migration['reason']}"
         ),
     ]
-    if migration.get("finalised_at"):
+    if migration.get("ended_at"):
+        ended = "finalised" if migration["state"] == "finalised" else "rolled back"
         lines.append(
-            safe(
-                f"finalised {migration['finalised_at']} by {migration.get('finalised_by')}: "
-                f"{migration.get('finalise_reason')}"
-            )
+            safe(f"{ended} {migration['ended_at']} by {migration.get('ended_by')}: {migration.get('end_reason')}")
         )
     lines.append(safe(f"mapping: {json.dumps(migration['mapping'], ensure_ascii=False, sort_keys=True)}"))
     return "\n".join(lines)

@@ -22,7 +22,13 @@ from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MIGRATED_TO_ATTR, audit_key, migration_key, singleton_key
 from singleton_flags_service.api.http import json_response
 from singleton_flags_service.api.requests import migration_inputs
-from singleton_flags_service.api.routes import FINALISE_MIGRATION, GET_MIGRATION, MIGRATE_FLAGS, Views
+from singleton_flags_service.api.routes import (
+    FINALISE_MIGRATION,
+    GET_MIGRATION,
+    MIGRATE_FLAGS,
+    ROLL_BACK_MIGRATION,
+    Views,
+)
 from singleton_flags_service.contract import WRITE_FUNCTION, Settings
 from singleton_flags_service.errors import MigrationNotFound, StoreFault, StoreUnavailable
 from singleton_flags_service.guards.items import GuardBook
@@ -35,7 +41,7 @@ from singleton_flags_service.writes.seam import Seam
 from singleton_flags_service.writes.store import FlagStore
 
 NO_STORE = {"Cache-Control": "no-store"}
-_TEXTS = ("at", "actor", "reason", "finalised_at", "finalised_by", "finalise_reason")
+_TEXTS = ("at", "actor", "reason", "ended_at", "ended_by", "end_reason")
 
 
 def find_migration(client: Any, table: str, configured: str) -> dict[str, Any] | None:
@@ -143,14 +149,21 @@ def migration_routes(
         }
         return json_response(HTTPStatus.CREATED, answer, NO_STORE)
 
+    def ended(flags: FlagStore, seam: Seam) -> Any:
+        record = _get(flags.client, flags.table_name, migration_key(seam.target))
+        if record is None:
+            raise StoreFault(f"the migration {seam.source} -> {seam.target} ended, but its record is gone")
+        return json_response(HTTPStatus.OK, {"migration": migration_view(record, configured)}, NO_STORE)
+
     @views(FINALISE_MIGRATION, answer=models["MigrationAnswer"], described="Finalised")
     def finalise_migration(body: Annotated[finalise_model, Body()]):  # type: ignore[no-untyped-def,valid-type]
         flags = store(function)
-        seam = flags.finalise_migration(actor=actor(), reason=body.reason, time_budget=time_budget())  # type: ignore[attr-defined]
-        record = _get(flags.client, flags.table_name, migration_key(seam.target))
-        if record is None:
-            raise StoreFault(f"the migration {seam.source} -> {seam.target} was finalised, but its record is gone")
-        return json_response(HTTPStatus.OK, {"migration": migration_view(record, configured)}, NO_STORE)
+        return ended(flags, flags.finalise_migration(actor=actor(), reason=body.reason, time_budget=time_budget()))  # type: ignore[attr-defined]
+
+    @views(ROLL_BACK_MIGRATION, answer=models["MigrationAnswer"], described="Rolled back")
+    def roll_back_migration(body: Annotated[finalise_model, Body()]):  # type: ignore[no-untyped-def,valid-type]
+        flags = store(function)
+        return ended(flags, flags.roll_back_migration(actor=actor(), reason=body.reason, time_budget=time_budget()))  # type: ignore[attr-defined]
 
     return router
 

@@ -169,18 +169,18 @@ class Migration(BaseModel):
     item: str = Field(description="This service's flags item (the one its functions are configured for).")
     source: str = Field(description="The earlier item (FLAGS#V1).")
     target: str = Field(description="The later item (FLAGS#V2).")
-    state: Literal["expanding", "finalised"] = Field(
+    state: Literal["expanding", "finalised", "rolled_back"] = Field(
         description="expanding: writes land in the later item and are mirrored into the earlier one; finalised: "
-        "the earlier item is superseded."
+        "the earlier item is superseded; rolled_back: the later item is superseded, the earlier one live again."
     )
     migrated_at: int = Field(description="The later item's first version (L+1).")
     at: str = Field(description="When it was migrated (RFC 3339, UTC).")
     actor: str
     reason: str
     mapping: dict[str, Any] = Field(description="The mapping, as it was sent.")
-    finalised_at: str | None = None
-    finalised_by: str | None = None
-    finalise_reason: str | None = None
+    ended_at: str | None = Field(None, description="When it was finalised or rolled back.")
+    ended_by: str | None = None
+    end_reason: str | None = None
 
 
 class MigrationAnswer(BaseModel):

@@ -156,6 +156,13 @@ FINALISE_MIGRATION = Route(
     "Finalise the migration: the earlier item superseded (its readers serve their fallbacks), the mirror ended",
     (400, 409, 413, 415, 500, 503),
 )
+ROLL_BACK_MIGRATION = Route(
+    "POST",
+    MIGRATION + "/rollback",
+    WRITE_FUNCTION,
+    "Roll back the migration before it is finalised: the earlier item read again, the later one superseded",
+    (400, 409, 413, 415, 500, 503),
+)
 
 ROUTES: tuple[Route, ...] = (
     GET_FLAGS,
@@ -181,6 +188,7 @@ ROUTES: tuple[Route, ...] = (
     GET_MIGRATION,
     MIGRATE_FLAGS,
     FINALISE_MIGRATION,
+    ROLL_BACK_MIGRATION,
 )
 
 
