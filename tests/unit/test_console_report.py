@@ -141,7 +141,7 @@ def test_through_flagctl_console_without_a_log_group_the_view_says_what_the_read
 
 
 def test_through_flagctl_console_the_report_without_the_token_is_401_and_nothing_is_sent() -> None:
-    upstream = Upstream({})
+    upstream = Upstream({"/flags/declarations": {"declarations": DECLARED}, "/flags/history": HISTORY})
     proxy = ConsoleProxy(DEPLOYED, TOKEN, signer=signed, upstream=upstream)
     for token in (None, "another-token"):
         status, body = ask(proxy, "days=7", token=token)
