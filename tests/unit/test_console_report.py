@@ -166,7 +166,7 @@ def test_through_flagctl_console_the_report_without_the_token_is_401_and_nothing
     ],
 )
 def test_a_window_out_of_range_or_an_unknown_parameter_is_400_naming_it_and_nothing_is_read(query, named) -> None:
-    upstream = Upstream({})
+    upstream = Upstream({"/flags/declarations": {"declarations": DECLARED}, "/flags/history": HISTORY})
     proxy = ConsoleProxy(DEPLOYED, TOKEN, signer=signed, upstream=upstream)
     status, body = ask(proxy, query)
     assert (status, body["error"]["code"]) == (400, "INVALID_REQUEST"), body
