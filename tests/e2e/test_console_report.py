@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.support.console import open_console
 from tests.support.runner import Runner, flagctl_console as console_process, runner_env, running
@@ -29,11 +29,11 @@ def report_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
         yield started
 
 
-def row(page: Page, flag: str):  # noqa: ANN201 - a Playwright locator
+def row(page: Page, flag: str) -> Locator:
     return page.locator(f"#lifecycle-body tr[data-flag={flag}]")
 
 
-def cell(page: Page, flag: str, column: str):  # noqa: ANN201 - a Playwright locator
+def cell(page: Page, flag: str, column: str) -> Locator:
     return row(page, flag).locator(f'td[data-label="{column}"]')
 
 
