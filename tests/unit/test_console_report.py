@@ -6,6 +6,7 @@ a 502 in the error contract: never a traceback."""
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from typing import Any
@@ -193,6 +194,69 @@ def test_console_reads_come_from_the_log_groups_given_and_never_for_the_local_ru
     assert console_reads("http://127.0.0.1:3000", ["/aws/lambda/read"]) is None  # the runner's GET /_reads
     with pytest.raises(FlagctlError, match="at most 50 --log-group"):
         console_reads(DEPLOYED, [f"/aws/lambda/f{n}" for n in range(51)])
+
+
+@pytest.fixture
+def credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+
+
+@pytest.mark.usefixtures("credentials")
+def test_flagctl_console_log_groups_are_queried_in_the_apis_region_signed_for_logs() -> None:
+    # Given the reads of a console started with two log groups in front of a stage in eu-west-1
+    row = [{"field": "checkout_v2", "value": "3"}]
+    logs = Upstream(
+        {
+            "Logs_20140328.StartQuery": {"queryId": "q-1"},
+            "Logs_20140328.GetQueryResults": [{"status": "Complete", "results": [row]}],
+        }
+    )
+    reads = console_reads(DEPLOYED, ["/aws/lambda/read", "/aws/lambda/app"], logs.logs)
+    assert reads is not None
+    # When the view's report asks them
+    from flagctl.refs import DeclaredFlag
+
+    counted = reads([DeclaredFlag("checkout_v2")], time.time() - 86400)
+    # Then one query over both log groups, at CloudWatch Logs in the API's region, signed for logs
+    start = logs.sent[0]
+    assert start.url == "https://logs.eu-west-1.amazonaws.com/"
+    assert "/eu-west-1/logs/aws4_request" in start.headers["Authorization"]
+    assert json.loads(start.body or b"")["logGroupNames"] == ["/aws/lambda/read", "/aws/lambda/app"]
+    assert counted.by_flag == {"checkout_v2": 3}
+
+
+@pytest.mark.usefixtures("credentials")
+def test_flagctl_console_refuses_more_log_groups_than_a_query_takes_before_it_listens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flagctl import http_server
+    from flagctl.cli import main
+
+    listened: list[int] = []
+
+    class Server:
+        """A console that started: recorded, then stopped at once (as by Ctrl-C)."""
+
+        port = 0
+
+        def __init__(self, port: int, *_: Any) -> None:
+            listened.append(port)
+
+        def serve_forever(self, poll_interval: float = 0.5) -> None:
+            raise KeyboardInterrupt
+
+        def server_close(self) -> None:
+            pass
+
+    monkeypatch.setattr(http_server, "LocalServer", Server)
+    out, err = io.StringIO(), io.StringIO()
+    groups = [arg for n in range(51) for arg in ("--log-group", f"/aws/lambda/f{n}")]
+    code = main(["--url", DEPLOYED, "console", "--port", "0", *groups], out=out, err=err)
+    assert code == 2
+    assert "at most 50 --log-group" in err.getvalue()
+    assert listened == [] and out.getvalue() == ""  # nothing listens, no console URL printed
 
 
 # ---------------------------------------------------------------- the local runner

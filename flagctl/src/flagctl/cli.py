@@ -557,8 +557,8 @@ def run_console(url: str, port: int, open_browser: bool, out: TextIO, log_groups
     from flagctl.http_server import LocalServer
 
     FlagsClient(url)  # an http(s) URL, or bad input
-    signer = signer_for(url)
     reads = console_reads(url, log_groups)
+    signer = signer_for(url)
     token = new_token()
     try:
         server = LocalServer(port, ConsoleProxy(url, token, signer=signer, reads=reads))

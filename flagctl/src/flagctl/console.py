@@ -48,7 +48,9 @@ from flagctl.client import (
     Outgoing,
     answer_body,
     configured_region,
+    Transport,
     default_signer,
+    http_transport,
     is_loopback,
     region_for,
 )
@@ -244,7 +246,7 @@ def signer_for(url: str) -> Signer | None:
         raise
 
 
-def console_reads(url: str, log_groups: Sequence[str]) -> ReadsSource | None:
+def console_reads(url: str, log_groups: Sequence[str], transport: Transport = http_transport) -> ReadsSource | None:
     """Where a console in front of ``url`` reads the reads from: Logs Insights over ``log_groups`` (at most
     ``MAX_LOG_GROUPS``), signed for ``logs`` in the API's region, as ``flagctl report --log-group`` does; None
     without a log group, or for the local runner (its own ``GET /_reads``)."""
@@ -255,7 +257,7 @@ def console_reads(url: str, log_groups: Sequence[str]) -> ReadsSource | None:
     import botocore.session
 
     region = region_for(url, configured_region(botocore.session.Session()))
-    return logs_insights_reads(region, list(log_groups), default_signer(url, service="logs"))
+    return logs_insights_reads(region, list(log_groups), default_signer(url, service="logs"), transport)
 
 
 def console_url(port: int, token: str) -> str:
