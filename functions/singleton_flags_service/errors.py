@@ -30,6 +30,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidValue",
     "ItemTooLarge",
+    "MigrationNotFound",
     "MigrationRefused",
     "NotAnApprover",
     "NotTheAuthor",
@@ -119,6 +120,14 @@ class MigrationRefused(FlagsError):
     status = HTTPStatus.CONFLICT
     code = "MIGRATION_REFUSED"
     detail_types: ClassVar[Mapping[str, Any]] = {"refused": list[dict[str, Any]]}
+
+
+class MigrationNotFound(FlagsError):
+    """This service's flags item (``item``) takes part in no migration, expanding or finalised."""
+
+    status = HTTPStatus.NOT_FOUND
+    code = "MIGRATION_NOT_FOUND"
+    detail_types: ClassVar[Mapping[str, Any]] = {"item": str}
 
 
 class ItemTooLarge(FlagsError):

@@ -102,6 +102,7 @@ TRACED = frozenset(HANDLERS)  # the seed runs once per deploy: no trace
 # records of lowered protection; every writer the migration's record (while a migration expands, its writes read
 # the mapping and both declarations there; the write API writes it); the change-events function the audit trail
 # and the migration's record (read).
+# The later item (FLAGS#V2) is in the flags' partition.
 PARTITIONS: dict[str, tuple[str, ...]] = {
     READ_FUNCTION: (SINGLETON_PK,),
     WRITE_FUNCTION: (

@@ -193,6 +193,8 @@ def test_the_openapi_document_and_swagger_ui_are_served(runner):
         "/flags/change-requests/{id}/approve",
         "/flags/change-requests/{id}/reject",
         "/flags/change-requests/{id}/withdraw",
+        "/flags/migration",
+        "/flags/migration/finalise",
         "/ofrep/v1/evaluate/flags",
         "/ofrep/v1/evaluate/flags/{key}",
     } == set(document["paths"])

@@ -32,6 +32,9 @@ WRITE_ROUTES = {
     ("POST", "/flags/change-requests/{id}/approve"),
     ("POST", "/flags/change-requests/{id}/reject"),
     ("POST", "/flags/change-requests/{id}/withdraw"),
+    ("GET", "/flags/migration"),
+    ("POST", "/flags/migration"),
+    ("POST", "/flags/migration/finalise"),
 }
 
 
@@ -251,6 +254,10 @@ def test_reader_policy_allows_read_routes_and_denies_history(synth: Synth) -> No
         "GET/flags/guards/*",
         "GET/flags/change-requests",
         "GET/flags/change-requests/*",
+        "GET/flags/migration",
+        "GET/flags/migration/*",
+        "GET/flags/migration/finalise",
+        "GET/flags/migration/finalise/*",
     }
 
 
@@ -303,6 +310,11 @@ def allowed(synth: Synth, output: str, request: str) -> bool:
         ("GET/flags/guards", False),
         ("GET/flags/guards/", False),
         ("GET/flags/guards/x", False),
+        ("GET/flags/migration", False),
+        ("GET/flags/migration/", False),
+        ("POST/flags/migration", False),
+        ("POST/flags/migration/finalise", False),
+        ("GET/flags/migration_days", True),  # a flag whose name begins like the migration route stays readable
         ("PATCH/flags", False),
         ("PATCH/flags/signup_enabled", False),
         ("DELETE/flags", False),
@@ -352,6 +364,9 @@ def test_admin_policy_allows_every_route(synth: Synth) -> None:
         "POST/flags/change-requests/*/approve",
         "POST/flags/change-requests/*/reject",
         "POST/flags/change-requests/*/withdraw",
+        "GET/flags/migration",
+        "POST/flags/migration",
+        "POST/flags/migration/finalise",
         "POST/ofrep/v1/evaluate/flags",
         "POST/ofrep/v1/evaluate/flags/*",
     }
@@ -375,7 +390,15 @@ def test_approver_policy_works_change_requests_and_never_writes_directly(synth: 
     ):
         assert allowed(synth, "ApproverPolicyArn", request), request
     # And it writes nothing directly
-    for request in ("PATCH/flags", "POST/flags/revert", "POST/flags/restore", "POST/flags/schedules"):
+    for request in (
+        "PATCH/flags",
+        "POST/flags/revert",
+        "POST/flags/restore",
+        "POST/flags/schedules",
+        "GET/flags/migration",
+        "POST/flags/migration",
+        "POST/flags/migration/finalise",
+    ):
         assert not allowed(synth, "ApproverPolicyArn", request), request
 
 
@@ -415,6 +438,8 @@ def test_other_methods_answer_405_with_allow_and_unknown_paths_404(synth: Synth)
         "/flags/change-requests/{id}/approve": "POST",
         "/flags/change-requests/{id}/reject": "POST",
         "/flags/change-requests/{id}/withdraw": "POST",
+        "/flags/migration": "GET, POST",
+        "/flags/migration/finalise": "POST",
         "/ofrep/v1/evaluate/flags": "POST",
         "/ofrep/v1/evaluate/flags/{key}": "POST",
     }

@@ -102,6 +102,11 @@ ACKNOWLEDGED = {
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/approve/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/reject/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/change-requests/{id}/withdraw/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/GET/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/finalise/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/finalise/ANY/Resource"),
     *(
         (f"AwsSolutions-IAM5[Resource::<execute-api>/{route}]", f"Api/{policy}/Resource")
         for policy in ("AdminPolicy", "ApproverPolicy")

@@ -19,7 +19,8 @@ from tests.support.synth import Synth
 
 pytestmark = pytest.mark.infra
 
-# The reader reaches the flags' partition only; writers also the audit trail, the write API its idempotency keys.
+# The reader reaches the flags' partition only; writers also the audit trail, the write API its idempotency keys;
+# every writer the record of a migration (its writes follow the seam), which the write API also writes.
 LEADING_KEYS = {
     "read": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["SETTINGS#APP"]}},
     "write": {

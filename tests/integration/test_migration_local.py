@@ -36,6 +36,7 @@ from singleton_flags_service.schedules.apply import ScheduledChangeRunner
 from singleton_flags_service.schedules.changes import ScheduleItems
 from singleton_flags_service.schedules.timing import parse_schedule_time
 from singleton_flags_service.writes.audit import audit_record
+from singleton_flags_service.writes.idempotency import Idempotency
 from singleton_flags_service.writes.store import FlagStore
 from tests.support.migration import GOOD, new_declarations
 from tests.support.tables import read_trail
@@ -301,6 +302,20 @@ def test_while_it_expands_if_match_and_removed_flags_are_refused_naming_v2_and_t
     # When V1's seed runs (a deploy of the V1 declarations) / Then it writes nothing
     assert not store.seed(actor="seed", reason="deploy").applied
     assert item(ddb_local, flags_table, V2)["schema_version"] == {"N": str(migrated_at)}
+
+
+def test_an_idempotency_key_replayed_through_v1_answers_in_v1s_shape(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    store = v1_store(ddb_local, flags_table, declarations)
+    key = Idempotency.of("bob", "k-1", {"flags": {"search_ranking": "hybrid"}})
+    first = store.change({"search_ranking": "hybrid"}, actor="bob", reason="r", idempotency=key)
+    # When the same keyed request is sent again / Then its answer is replayed, in the shape this writer serves
+    again = store.change({"search_ranking": "hybrid"}, actor="bob", reason="r", idempotency=key)
+    assert again.replayed and again.snapshot.version == first.snapshot.version
+    assert (again.values["search_ranking"], again.values["api_rate_limit_per_minute"]) == ("hybrid", 1200)
 
 
 def test_a_writer_configured_for_v2_writes_it_and_mirrors_into_v1_and_history_and_revert_span_the_seam(

@@ -3,25 +3,20 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from singleton_flags.declarations import Declarations, parse_declarations
 
-GOOD: dict[str, Any] = {
-    "mapping_version": 1,
-    "from": "FLAGS#V1",
-    "to": "FLAGS#V2",
-    "flags": {
-        "search_ranking": {"rename": "ranking_strategy"},
-        "api_rate_limit_per_minute": {"convert": "int_to_float"},
-        "ai_search_enabled": {"remove": True},
-    },
-    "add": {"assistant_enabled": {"initial": True}},
-}
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "migration"
+# The repository's example mapping (docs/lifecycle.md runs it): one rename, one int -> float, one removal, one new flag
+GOOD: dict[str, Any] = json.loads((EXAMPLES / "mapping.json").read_text())
 
 
 def new_declarations(declarations: Declarations, **changes: Any) -> Declarations:
-    """The service's declarations in the new shape GOOD maps them to."""
+    """The service's declarations in the new shape GOOD maps them to (for the service's own declarations: the
+    example file ``examples/migration/flags-v2.json``, which a test holds to it)."""
     reshaped = {
         "search_ranking": {"name": "ranking_strategy"},
         "api_rate_limit_per_minute": {"type": "float", "initial": 600.0, "fallback": 60.0, "min": 1.0, "max": 100000.0},

@@ -95,7 +95,7 @@ class TestBrokenFileFailsNamingTheFlag:
         assert "rate_limit" in str(raised.value)
         assert expected in str(raised.value)
 
-    @pytest.mark.parametrize("name", ["history", "revert", "schema_version", "updated_at", "PK"])
+    @pytest.mark.parametrize("name", ["history", "revert", "migration", "schema_version", "updated_at", "PK"])
     def test_reserved_names_are_refused(self, name: str) -> None:
         # Given a flag named like a static API path or a bookkeeping attribute
         flag = declaration(name=name)

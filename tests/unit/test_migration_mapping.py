@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from singleton_flags.declarations import Declarations
+from singleton_flags.declarations import Declarations, load_declarations
 from singleton_flags.migration import FlagMove, MappingError, NotConvertible, parse_mapping, parse_mapping_text
-from tests.support.migration import GOOD, new_declarations
+from singleton_flags_service.contract import DECLARATIONS_FILE
+from tests.support.migration import EXAMPLES, GOOD, new_declarations
 
 
 def with_(path: str, value: Any) -> dict[str, Any]:
@@ -160,3 +161,11 @@ def test_the_reverse_direction_is_the_conversion_the_other_way() -> None:
     with pytest.raises(NotConvertible):
         FlagMove("a", "a", "int_to_float").backward(7.5)
     assert FlagMove("a", "a", "bool_to_string").backward("false") is False
+
+
+def test_the_example_pair_is_the_service_declarations_in_the_shape_the_example_mapping_gives() -> None:
+    # The example files docs/lifecycle.md runs: V2's declarations are exactly what the mapping makes of the service's
+    service = load_declarations(DECLARATIONS_FILE)
+    example = load_declarations(EXAMPLES / "flags-v2.json")
+    assert example.document() == new_declarations(service).document()
+    parse_mapping(GOOD).check(service, example)  # raises on any disagreement

@@ -186,6 +186,26 @@ def test_the_console_routes_are_write_operations_with_their_answers(document):
     }
 
 
+def test_the_migration_routes_are_write_operations_with_their_answers(document):
+    # GET /flags/migration answers the record, POST /flags/migration 201 what it wrote, finalise the record
+    shown = _operation(document, "GET", "/flags/migration")
+    migrate = _operation(document, "POST", "/flags/migration")
+    finalise = _operation(document, "POST", "/flags/migration/finalise")
+    assert shown["tags"] == migrate["tags"] == finalise["tags"] == [WRITE_FUNCTION]
+    assert set(shown["responses"]) == {"200", "404", "500", "503"}
+    answer = _resolve(document, shown["responses"]["200"]["content"]["application/json"]["schema"])
+    record = _resolve(document, answer["properties"]["migration"])
+    assert {"source", "target", "state", "migrated_at", "mapping", "actor", "reason"} <= set(record["required"])
+    assert _values(record["properties"]["state"]) == ["expanding", "finalised"]
+    result = _resolve(document, migrate["responses"]["201"]["content"]["application/json"]["schema"])
+    assert set(result["required"]) == {"migration", "version", "item", "flags", "v1_reader_fallbacks", "attempts"}
+    # And the request takes the new declarations, the mapping and a reason: the dry run is flagctl's, not a field
+    body = _resolve(document, migrate["requestBody"]["content"]["application/json"]["schema"])
+    assert set(body["required"]) == set(body["properties"]) == {"declarations", "mapping", "reason"}
+    reason = _resolve(document, finalise["requestBody"]["content"]["application/json"]["schema"])
+    assert set(reason["properties"]) == {"reason"}
+
+
 def test_get_flags_documents_the_maintenance_holder(document):
     flags = _operation(document, "GET", "/flags")
     schema = _resolve(document, flags["responses"]["200"]["content"]["application/json"]["schema"])

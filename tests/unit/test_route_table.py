@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from local.functions import load_module
-from singleton_flags_service.api.routes import GET_FLAG, ROUTES, Views, match_route, powertools_rule
+from singleton_flags.declarations import RESERVED_FLAG_NAMES
+from singleton_flags_service.api.routes import (
+    GET_FLAG,
+    ROUTES,
+    STATIC_FLAG_CHILDREN,
+    Views,
+    match_route,
+    powertools_rule,
+)
 from singleton_flags_service.contract import HANDLERS, READ_FUNCTION, WRITE_FUNCTION
 
 
@@ -23,6 +31,16 @@ def test_a_function_registers_exactly_its_routes_of_the_table(function: str) -> 
     app = load_module(HANDLERS[function].rpartition(".")[0]).app
     # Then it serves every route the table gives it, and no route the table lacks
     assert registered_routes(app) == {(route.method, route.path) for route in ROUTES if route.function == function}
+
+
+def test_the_first_static_segment_below_flags_of_every_route_is_a_name_no_flag_may_take() -> None:
+    # Given the routes below /flags, a nested one (/flags/migration/finalise) among them
+    # Then each one's first segment is a static child, the nested one's too, and the declarations refuse it as a name
+    assert {"history", "change-requests", "migration"} <= STATIC_FLAG_CHILDREN
+    assert not any("/" in child or "{" in child for child in STATIC_FLAG_CHILDREN)
+    assert STATIC_FLAG_CHILDREN <= RESERVED_FLAG_NAMES
+    # And GET /flags/migration is the migration's route, never the flag of that name
+    assert match_route(ROUTES, "GET", "/flags/migration").route.path == "/flags/migration"  # type: ignore[union-attr]
 
 
 def test_a_template_becomes_powertools_rule() -> None:

@@ -62,6 +62,7 @@ RESERVED_FLAG_NAMES = frozenset(
         "schedules",
         "guards",
         "change-requests",
+        "migration",
         "openapi",
         "schema",
         "_scheduler",

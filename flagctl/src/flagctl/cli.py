@@ -21,12 +21,12 @@ codes).
       request break-glass (NAME=VALUE ... | --revert-to VERSION) --reason TEXT [--if-version VERSION]
       refs PATH ... [--declarations FILE] [--json]  flag names the code reads, against the declarations
       report [--days N] [--declarations FILE] [--log-group NAME ...] [--json]  lifecycle, last change, reads
-      migrate --declarations NEW.json --mapping MAP.json --reason TEXT --dry-run   the plan of FLAGS#V1 -> FLAGS#V2
+      migrate --declarations NEW.json --mapping MAP.json --reason TEXT [--dry-run]  FLAGS#V1 -> FLAGS#V2 (or its plan)
+      migrate --status                             the migration the flags item takes part in
 
 VALUE is JSON when it parses as JSON (true, 12, 0.5, "x"), else the text as given (semantic).
 Exit codes: 0 ok, 1 ``refs``: code and declarations disagree, ``migrate --dry-run``: a value does not convert,
-2 bad input (400/404/413, usage; ``migrate`` without ``--dry-run``: its write is not offered yet),
-3 conflict (409/412), 4 auth (401/403),
+2 bad input (400/404/413, usage), 3 conflict (409/412: a refused migration, each cause said), 4 auth (401/403),
 5 server or network (5xx, 429, a redirect, a malformed answer, no whole answer within --timeout),
 6 a read served the declared fallbacks (reason DEFAULT: the flags item is missing or unreadable), said on stderr,
 7 ``set --wait``: the change was applied, but it could not be known within --wait-timeout that readers serve it
@@ -256,12 +256,15 @@ def _lifecycle_commands(commands: Any) -> None:
         help="a deployed stage: a readers' log group to query (repeat; the read function's, your functions')",
     )
     migrate = commands.add_parser(
-        "migrate", help="the plan of a migration of the flags item to a new shape (--dry-run; read-only)"
+        "migrate",
+        help="migrate the flags item to a new shape (FLAGS#V1 -> FLAGS#V2), or print its plan (--dry-run) or the "
+        "migration under way (--status)",
     )
-    migrate.add_argument("--declarations", type=Path, required=True, metavar="NEW.json", help="the new declarations")
-    migrate.add_argument("--mapping", type=Path, required=True, metavar="MAP.json", help="the mapping (lifecycle.md)")
-    migrate.add_argument("--reason", required=True, help="why (the migration's audit record)")
+    migrate.add_argument("--declarations", type=Path, metavar="NEW.json", help="the new declarations")
+    migrate.add_argument("--mapping", type=Path, metavar="MAP.json", help="the mapping (lifecycle.md)")
+    migrate.add_argument("--reason", help="why (the migration's audit record)")
     migrate.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
+    migrate.add_argument("--status", action="store_true", help="print the migration the flags item takes part in")
     migrate.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     for command in (refs, report):
         command.add_argument(
@@ -597,6 +600,8 @@ def _call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callab
         return _schedule_call(args, client)
     if args.command == "request":
         return _request_call(args, client)
+    if args.command == "migrate":
+        return _migrate_call(args, client)
     guard = guard_of(args)
     return client.revert(args.version, args.reason, args.if_match, new_idempotency_key(), guard), render_change
 
@@ -609,13 +614,16 @@ def main(
     err: TextIO | None = None,
 ) -> int:
     out, err = out or sys.stdout, err or sys.stderr
-    args = build_parser().parse_args(argv)  # usage errors exit 2 (argparse)
+    parser = build_parser()
+    args = parser.parse_args(argv)  # usage errors exit 2 (argparse)
+    if args.command == "migrate":
+        _check_migrate_usage(parser, args)
     try:
         if args.command == "console":
             return run_console(_url(args), args.port, args.open, out, args.log_group)
         if args.command in ("refs", "report"):
             return run_lifecycle(args, transport, out)
-        if args.command == "migrate":
+        if args.command == "migrate" and args.dry_run:
             return run_migrate(args, transport, out)
         sent_at = time.time()
         client = _client(args, transport)
@@ -685,14 +693,31 @@ def run_lifecycle(args: argparse.Namespace, transport: Transport | None, out: Te
     return OK
 
 
+def _check_migrate_usage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--status`` alone; else ``--declarations``, ``--mapping`` and ``--reason`` (a usage error exits 2)."""
+    given = [name for name in ("declarations", "mapping", "reason") if getattr(args, name) is not None]
+    if args.status and (given or args.dry_run):
+        parser.error("migrate --status takes no --declarations, --mapping, --reason or --dry-run")
+    missing = [f"--{name}" for name in ("declarations", "mapping", "reason") if name not in given]
+    if not args.status and missing:
+        parser.error(f"migrate needs {', '.join(missing)} (or --status)")
+
+
+def _migrate_call(args: argparse.Namespace, client: FlagsClient) -> tuple[Answer, Callable[[dict[str, Any]], str]]:
+    """``migrate --status`` (GET /flags/migration), or the migration itself (POST /flags/migration)."""
+    from flagctl import migrate
+
+    if args.status:
+        return migrate.status(client), migrate.render_status
+    new, mapping = migrate.load_inputs(args.declarations, args.mapping)
+    return migrate.apply(client, new, mapping, args.reason), migrate.render_applied
+
+
 def run_migrate(args: argparse.Namespace, transport: Transport | None, out: TextIO) -> int:
-    """``migrate --dry-run``: 0 when the plan would apply, ``DISAGREE`` (1) when a value does not convert. Without
-    ``--dry-run``: the inputs checked, then ``BAD_INPUT`` (2): the migration's write is not offered yet."""
+    """``migrate --dry-run``: 0 when the plan would apply, ``DISAGREE`` (1) when a value does not convert."""
     from flagctl import migrate
 
     new, mapping = migrate.load_inputs(args.declarations, args.mapping)
-    if not args.dry_run:
-        raise FlagctlError(migrate.NOT_OFFERED, BAD_INPUT, "NOT_OFFERED")
     current, values, version = migrate.current_state(_client(args, transport))
     plan = migrate.build_plan(current, new, mapping, values, version)
     _say(out, safe_json(plan, indent=2) if args.json else migrate.render(plan))
@@ -742,8 +767,13 @@ def wait_for_readers(
 
 
 def _hint(args: argparse.Namespace, answer: Answer) -> str:
-    """What to do next after a refusal flagctl can say more about: a direct write to a protected flag."""
+    """What to do next after a refusal flagctl can say more about: a direct write to a protected flag, each cause
+    of a refused migration."""
     error = answer.body.get("error") if isinstance(answer.body, dict) else None
+    if isinstance(error, dict) and error.get("code") == "MIGRATION_REFUSED":
+        from flagctl.migrate import refusal_causes
+
+        return "".join(f"\nflagctl: {line}" for line in refusal_causes(error))
     if not (isinstance(error, dict) and error.get("code") == "APPROVAL_REQUIRED"):
         return ""
     if args.command == "set":

@@ -1,11 +1,16 @@
-"""``flagctl migrate --declarations NEW.json --mapping MAP.json --reason TEXT --dry-run``: the plan of a migration of
-the flags item to a new shape (``FLAGS#V1`` -> ``FLAGS#V2``), read-only.
+"""``flagctl migrate``: the migration of the flags item to a new shape (``FLAGS#V1`` -> ``FLAGS#V2``).
 
-The mapping is checked alone, then against the current declarations (the API's ``GET /flags/declarations``) and
-the new ones (NEW.json, checked as the service checks a declarations file), then against the current values
-(``GET /flags``). The plan says per flag what V2 would hold, the values that do not convert (the migration would be
-refused), and what a reader still configured for V1 would serve once it follows the pointer (a flag V1 cannot
-express: its declared fallback). Nothing is written: the migration's write is not offered yet.
+- ``--declarations NEW.json --mapping MAP.json --reason TEXT --dry-run``: the plan, read-only. The mapping is checked
+  alone, then against the current declarations (the API's ``GET /flags/declarations``) and the new ones (NEW.json,
+  checked as the service checks a declarations file), then against the current values (``GET /flags``). The plan
+  says per flag what V2 would hold, the values that do not convert (the migration would be refused), and what a
+  reader still configured for V1 would serve once it follows the pointer (a flag V1 cannot express: its declared
+  fallback). Nothing is written.
+- the same without ``--dry-run``: ``POST /flags/migration`` (``apply``), which checks it all again against the item
+  as it is when it writes, and refuses (nothing written) with each cause listed.
+- ``--status``: ``GET /flags/migration``.
+
+``finalise`` posts ``POST /flags/migration/finalise``.
 """
 
 from __future__ import annotations
@@ -14,19 +19,29 @@ import json
 from pathlib import Path
 from typing import Any
 
-from flagctl.client import FlagsClient
+from flagctl.client import Answer, FlagsClient
 from flagctl.errors import BAD_INPUT, SERVER, FlagctlError
 from flagctl.text import safe, table
 from singleton_flags.declarations import Declarations, FlagValue, load_declarations, parse_declarations
 from singleton_flags.errors import DeclarationError, FlagsError
 from singleton_flags.migration import Mapping, MappingError, NotConvertible, parse_mapping_text
 
-__all__ = ["NOT_OFFERED", "build_plan", "current_state", "load_inputs", "render"]
+__all__ = [
+    "MIGRATION",
+    "apply",
+    "build_plan",
+    "current_state",
+    "finalise",
+    "load_inputs",
+    "refusal_causes",
+    "render",
+    "render_applied",
+    "render_status",
+    "status",
+]
 
-NOT_OFFERED = (
-    "the migration's write is not offered yet: readers that follow the pointer must be released first. "
-    "Run with --dry-run to see the plan (docs/lifecycle.md)"
-)
+MIGRATION = "/flags/migration"
+FINALISE = MIGRATION + "/finalise"
 _HEADERS = ["FLAG (V1)", "V2", "NOW", "V2 VALUE", "V1 READERS SERVE"]
 
 
@@ -179,3 +194,100 @@ def render(plan: dict[str, Any]) -> str:
 
 def _shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def apply(client: FlagsClient, new: Declarations, mapping: Mapping, reason: str) -> Answer:
+    """``POST /flags/migration``: the new declarations and the mapping as sent documents, and the reason."""
+    body = {"declarations": new.document(), "mapping": json.loads(mapping.text), "reason": reason}
+    return client.request("POST", MIGRATION, body=body)
+
+
+def status(client: FlagsClient) -> Answer:
+    """``GET /flags/migration``: the migration this service's flags item takes part in (404 when none)."""
+    return client.request("GET", MIGRATION)
+
+
+def finalise(client: FlagsClient, reason: str) -> dict[str, Any]:
+    """``POST /flags/migration/finalise``: the answer's body (``{"migration": ...}``, now finalised), or the
+    ``FlagctlError`` of the refusal (its exit code by the HTTP status, each cause of a ``MIGRATION_REFUSED`` in its
+    message). Whether readers of the earlier item are still seen is the caller's to check first."""
+    from flagctl.cli import exit_code  # the CLI's one mapping of an HTTP status to an exit code
+
+    answer = client.request("POST", FINALISE, body={"reason": reason})
+    if answer.status == 200 and isinstance(answer.body, dict) and isinstance(answer.body.get("migration"), dict):
+        return answer.body
+    error = answer.body.get("error") if isinstance(answer.body, dict) else None
+    if not isinstance(error, dict):
+        raise FlagctlError(f"POST {FINALISE} answered HTTP {answer.status}", SERVER, "BAD_ANSWER")
+    lines = [safe(f"HTTP {answer.status} {error.get('code')}: {error.get('message')}"), *refusal_causes(error)]
+    raise FlagctlError(
+        "\n".join(lines),
+        exit_code(answer.status),
+        str(error.get("code")),
+        {key: value for key, value in error.items() if key not in ("code", "message")},
+    )
+
+
+def refusal_causes(error: dict[str, Any]) -> list[str]:
+    """Each cause of a ``MIGRATION_REFUSED`` (``refused``: what it names, and why), one line each."""
+    causes = error.get("refused") if error.get("code") == "MIGRATION_REFUSED" else None
+    if not isinstance(causes, list):
+        return []
+    lines = []
+    for cause in causes:
+        if not isinstance(cause, dict):
+            continue
+        named = next((f"{key} {cause[key]}" for key in ("flag", "schedule", "guard", "item") if key in cause), "")
+        lines.append(safe(f"refused ({cause.get('cause')}){': ' + named if named else ''}: {cause.get('why', '')}"))
+    return lines
+
+
+def render_applied(body: dict[str, Any]) -> str:
+    """What a migration wrote: the later item's version and values, and the flags V1 readers serve as fallbacks."""
+    migration = body["migration"]
+    rows = [[name, _shown(value)] for name, value in body["flags"].items()]
+    lines = [
+        safe(
+            f"migrated {migration['source']} -> {migration['target']}: {body['item']} written at version "
+            f"{body['version']}; writes land in it and are mirrored into {migration['source']} until it is finalised"
+        ),
+        table([f"FLAG ({body['item']})", "VALUE"], rows),
+    ]
+    lines.extend(
+        safe(
+            f"a reader configured for {migration['source']} serves the fallback of {fallback['flag']} "
+            f"({_shown(fallback['fallback'])}): {fallback['why']}"
+        )
+        for fallback in body["v1_reader_fallbacks"]
+    )
+    lines.append(
+        safe(
+            f"next: switch readers and writers to {migration['target']}, then finalise the migration "
+            "(docs/lifecycle.md)"
+        )
+    )
+    return "\n".join(lines)
+
+
+def render_status(body: dict[str, Any]) -> str:
+    """``GET /flags/migration`` for a terminal: which items, its state, who and why, the mapping."""
+    migration = body["migration"]
+    lines = [
+        safe(
+            f"migration {migration['source']} -> {migration['target']}: {migration['state']} (this service's item: "
+            f"{migration['item']})"
+        ),
+        safe(
+            f"migrated at version {migration['migrated_at']}, {migration['at']}, by {migration['actor']}: "
+            f"{migration['reason']}"
+        ),
+    ]
+    if migration.get("finalised_at"):
+        lines.append(
+            safe(
+                f"finalised {migration['finalised_at']} by {migration.get('finalised_by')}: "
+                f"{migration.get('finalise_reason')}"
+            )
+        )
+    lines.append(safe(f"mapping: {json.dumps(migration['mapping'], ensure_ascii=False, sort_keys=True)}"))
+    return "\n".join(lines)

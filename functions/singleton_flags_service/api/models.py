@@ -30,8 +30,10 @@ from singleton_flags_service.api.requests import (
     MAX_REASON_LENGTH,
     MAX_VERSION,
     known_fields,
+    refuse_dry_run,
     validate_change_request,
     validate_decision,
+    validate_migration,
     validate_patch,
     validate_restore,
     validate_revert,
@@ -134,6 +136,73 @@ class GuardState(BaseModel):
 
 
 _GUARD_FIELD = Field(None, description="Revert this change by itself if an alarm fires during the bake.")
+
+
+class MigrationRequest(_Request):
+    """POST /flags/migration (the rules: singleton_flags_service.api.requests.validate_migration)."""
+
+    rules = staticmethod(validate_migration)
+    declarations: dict[str, Any] = Field(
+        description='The new declarations, as a declarations file holds them: {"flags": [...]}.'
+    )
+    mapping: dict[str, Any] = Field(
+        description="The mapping from the flags item's shape to the new one (docs/lifecycle.md): renames, "
+        "conversions, removals, added flags with their initial values."
+    )
+    reason: StrictStr = Field(description="Why (audited with the version it writes).", json_schema_extra=_REASON_SCHEMA)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _domain_rules(cls, payload: Any) -> dict[str, Any]:
+        refuse_dry_run(payload)  # named before the unknown-field rule would refuse it
+        return cls.rules(known_fields(payload, cls.model_fields))
+
+
+class FinaliseRequest(_Request):
+    rules = staticmethod(validate_restore)  # the reason alone
+    reason: StrictStr = Field(description="Why (recorded on the migration).", json_schema_extra=_REASON_SCHEMA)
+
+
+class Migration(BaseModel):
+    """A migration's record as GET /flags/migration answers it."""
+
+    item: str = Field(description="This service's flags item (the one its functions are configured for).")
+    source: str = Field(description="The earlier item (FLAGS#V1).")
+    target: str = Field(description="The later item (FLAGS#V2).")
+    state: Literal["expanding", "finalised"] = Field(
+        description="expanding: writes land in the later item and are mirrored into the earlier one; finalised: "
+        "the earlier item is superseded."
+    )
+    migrated_at: int = Field(description="The later item's first version (L+1).")
+    at: str = Field(description="When it was migrated (RFC 3339, UTC).")
+    actor: str
+    reason: str
+    mapping: dict[str, Any] = Field(description="The mapping, as it was sent.")
+    finalised_at: str | None = None
+    finalised_by: str | None = None
+    finalise_reason: str | None = None
+
+
+class MigrationAnswer(BaseModel):
+    migration: Migration
+
+
+class V1Fallback(BaseModel):
+    flag: str = Field(description="A flag of the earlier shape.")
+    fallback: Any = Field(description="Its declared fallback, what a reader of the earlier item serves.")
+    why: str
+
+
+class MigrationResult(BaseModel):
+    migration: Migration
+    version: int = Field(description="The later item's first version (L+1).")
+    item: str = Field(description="The later item.")
+    flags: dict[str, Any] = Field(description="The later item's values, in the new shape.")
+    v1_reader_fallbacks: list[V1Fallback] = Field(
+        description="The flags a reader still configured for the earlier item serves as their fallbacks (removed, "
+        "or a value its declaration cannot express), with why."
+    )
+    attempts: int = Field(description="Transactions sent (a write landing first makes it re-read and retry).")
 
 
 def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str, type[BaseModel]]:
@@ -397,4 +466,8 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         "ChangeRequestAnswer": ChangeRequestAnswer,
         "ApprovalAnswer": ApprovalAnswer,
         "ChangeRequestList": ChangeRequestList,
+        "MigrationRequest": MigrationRequest,
+        "FinaliseRequest": FinaliseRequest,
+        "MigrationAnswer": MigrationAnswer,
+        "MigrationResult": MigrationResult,
     }

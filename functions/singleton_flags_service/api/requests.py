@@ -17,8 +17,10 @@ import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from singleton_flags.declarations import Declarations, UnstorableNumber
+from singleton_flags.declarations import Declarations, UnstorableNumber, parse_declarations
+from singleton_flags.errors import DeclarationError
 from singleton_flags.keys import AUDIT_VERSION_DIGITS
+from singleton_flags.migration import Mapping as MigrationMapping, MappingError, parse_mapping
 from singleton_flags_service.approvals.rules import refuse_direct_write
 from singleton_flags_service.errors import InvalidRequest, PayloadTooLarge
 from singleton_flags_service.guards.items import validate_guard
@@ -193,6 +195,43 @@ def _with_guard(checked: dict[str, Any], body: Mapping[str, Any], guard_prefix: 
 def validate_restore(body: Mapping[str, Any]) -> dict[str, Any]:
     """A POST /flags/restore body of known fields: the reason."""
     return {"reason": validate_reason(body.get("reason"))}
+
+
+def migration_inputs(body: Mapping[str, Any]) -> tuple[Declarations, MigrationMapping]:
+    """A POST /flags/migration body's new declarations (as a declarations file is checked) and its mapping (checked
+    alone; against both declarations by the store), or InvalidRequest naming the field and what is wrong."""
+    try:
+        declarations = parse_declarations(body.get("declarations"))
+    except DeclarationError as exc:
+        raise InvalidRequest(f"declarations: {exc}", rule="declarations", field="declarations") from exc
+    try:
+        mapping = parse_mapping(body.get("mapping"))
+    except MappingError as exc:
+        raise InvalidRequest(f"mapping: {exc}", rule="mapping", field="mapping") from exc
+    return declarations, mapping
+
+
+def refuse_dry_run(payload: Any) -> None:
+    """A migration's dry run is flagctl's (it reads, and writes nothing): the API refuses the field by name, before
+    the unknown-field rule would."""
+    if isinstance(payload, dict) and "dry_run" in payload:
+        raise InvalidRequest(
+            "'dry_run' is not a field of POST /flags/migration: `flagctl migrate --dry-run` plans a migration from "
+            "GET /flags/declarations and GET /flags, writing nothing",
+            rule="dry_run",
+            field="dry_run",
+        )
+
+
+def validate_migration(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A POST /flags/migration body of known fields: the new declarations and the mapping (``migration_inputs``),
+    the reason. Returns the body with the reason trimmed."""
+    migration_inputs(body)
+    return {
+        "declarations": body.get("declarations"),
+        "mapping": body.get("mapping"),
+        "reason": validate_reason(body.get("reason")),
+    }
 
 
 def validate_if_version(value: Any) -> int | None:

@@ -30,6 +30,8 @@ SCHEDULE = SCHEDULES + "/{id}"
 CHANGE_REQUESTS = "/flags/change-requests"
 CHANGE_REQUEST = CHANGE_REQUESTS + "/{id}"
 
+MIGRATION = "/flags/migration"
+
 _WRITE_ERRORS = (400, 409, 412, 413, 415, 422, 500, 503)  # a write: refused, conflicted, stale, too big, ...
 
 # Each route once, by name: the handlers register their views under these (``Views``), never retyping a path.
@@ -132,6 +134,28 @@ WITHDRAW_CHANGE_REQUEST = Route(
     "Withdraw a pending change request (its author)",
     (400, 403, 404, 409, 413, 415, 500, 503),
 )
+GET_MIGRATION = Route(
+    "GET",
+    MIGRATION,
+    WRITE_FUNCTION,
+    "The migration of the flags item to a new shape (FLAGS#V1 -> FLAGS#V2) this service's item takes part in",
+    (404, 500, 503),
+)
+MIGRATE_FLAGS = Route(
+    "POST",
+    MIGRATION,
+    WRITE_FUNCTION,
+    "Migrate the flags item to a new shape: the later item at version L+1, the earlier one mirrored until finalised",
+    (400, 409, 413, 415, 500, 503),
+    201,
+)
+FINALISE_MIGRATION = Route(
+    "POST",
+    MIGRATION + "/finalise",
+    WRITE_FUNCTION,
+    "Finalise the migration: the earlier item superseded (its readers serve their fallbacks), the mirror ended",
+    (400, 409, 413, 415, 500, 503),
+)
 
 ROUTES: tuple[Route, ...] = (
     GET_FLAGS,
@@ -154,6 +178,9 @@ ROUTES: tuple[Route, ...] = (
     APPROVE_CHANGE_REQUEST,
     REJECT_CHANGE_REQUEST,
     WITHDRAW_CHANGE_REQUEST,
+    GET_MIGRATION,
+    MIGRATE_FLAGS,
+    FINALISE_MIGRATION,
 )
 
 
@@ -260,12 +287,14 @@ class Views:
 
 FLAGS_COLLECTION = "/flags"
 
-# A static child of /flags shadows a flag of the same name in GET /flags/{name}: every such child must be a name
-# the declarations refuse (singleton_flags.declarations.RESERVED_FLAG_NAMES, the rule's one statement).
+# A static child of /flags shadows a flag of the same name in GET /flags/{name}: every such child (the first segment
+# below /flags of a route, when it is not a parameter) must be a name the declarations refuse
+# (singleton_flags.declarations.RESERVED_FLAG_NAMES, the rule's one statement).
 STATIC_FLAG_CHILDREN = frozenset(
-    route.path.removeprefix(FLAGS_COLLECTION + "/")
+    child
     for route in ROUTES
-    if route.path.startswith(FLAGS_COLLECTION + "/") and "{" not in route.path
+    if route.path.startswith(FLAGS_COLLECTION + "/")
+    and not (child := _segments(route.path.removeprefix(FLAGS_COLLECTION))[0]).startswith("{")
 )
 if not STATIC_FLAG_CHILDREN <= RESERVED_FLAG_NAMES:  # a new static route whose name a flag could still take
     raise RuntimeError(f"reserve {sorted(STATIC_FLAG_CHILDREN - RESERVED_FLAG_NAMES)} in the declarations' rules")

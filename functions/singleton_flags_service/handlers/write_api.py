@@ -1,7 +1,7 @@
 """Write function: PATCH /flags, GET /flags/history, POST /flags/revert, POST /flags/restore, GET /flags/guards,
 the console's reads (GET /flags/declarations, GET /flags/windows) and the scheduled changes (POST and GET
-/flags/schedules, DELETE /flags/schedules/{id}) (IAM, admin). A PATCH or revert may carry a ``guard``
-(singleton_flags_service.guards.writes).
+/flags/schedules, DELETE /flags/schedules/{id}) (IAM, admin); the change requests' and the migration's routes are
+routers of their own. A PATCH or revert may carry a ``guard`` (singleton_flags_service.guards.writes).
 
 Thin routes over ``singleton_flags_service.writes.store``. A request is validated once, by its model (whose first
 validator
@@ -43,6 +43,7 @@ from singleton_flags_service.api.http import (
     no_route_response,
     parse_entity_tags,
 )
+from singleton_flags_service.api.migration_routes import migration_routes
 from singleton_flags_service.api.models import build_models
 from singleton_flags_service.api.requests import (
     is_json_media_type,
@@ -356,6 +357,7 @@ app.include_router(
     approval_routes(lambda: CHANGE_REQUESTS, MODELS, lambda actor, body: _idempotency(actor, body, None))
 )
 app.include_router(console_routes(lambda: DECLARATION_LIST, lambda: WINDOW_SCHEDULES, MODELS))
+app.include_router(migration_routes(globals(), SETTINGS, _actor, _time_budget, MODELS))
 # The paginated GETs' own query rules, which name the parameter their schema refused (_as_refusal)
 PAGE_QUERIES = {LIST_SCHEDULES.path: schedules_query, GET_GUARDS.path: guards_query, **PAGE_QUERY}
 

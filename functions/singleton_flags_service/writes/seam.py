@@ -52,6 +52,7 @@ __all__ = [
     "Seam",
     "declarations_text",
     "seam_record",
+    "set_remove",
 ]
 
 EXPANDING = "expanding"  # writes land in the later item and are mirrored into the earlier one
@@ -212,8 +213,21 @@ def conditioned_update(
     """An ``Update`` of the flags item ``sort_key`` (table filled in by the caller) that SETs ``sets`` and REMOVEs
     ``removes``, conditioned on it being at the version it was ``read`` at, carrying ``pointer`` and not
     superseded."""
-    names: dict[str, str] = {"#v": VERSION_ATTR, "#p": pointer, "#s": SUPERSEDED_BY_ATTR}
-    values: dict[str, Any] = {":v": read[VERSION_ATTR]}
+    expression, names, values = set_remove(sets, removes)
+    return {
+        "Key": singleton_key(sort_key),
+        "UpdateExpression": expression,
+        "ConditionExpression": "#v = :v AND attribute_exists(#p) AND attribute_not_exists(#s)",
+        "ExpressionAttributeNames": {**names, "#v": VERSION_ATTR, "#p": pointer, "#s": SUPERSEDED_BY_ATTR},
+        "ExpressionAttributeValues": {**values, ":v": read[VERSION_ATTR]},
+    }
+
+
+def set_remove(sets: Mapping[str, Any], removes: list[str]) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """An ``UpdateExpression`` that SETs ``sets`` and REMOVEs ``removes``, with its placeholders' names and
+    values (``#a0``/``:a0``..., ``#r0``...: never a condition's)."""
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
     clauses = []
     for index, (attr, value) in enumerate(sets.items()):
         names[f"#a{index}"] = attr
@@ -223,13 +237,7 @@ def conditioned_update(
     if removes:
         names.update({f"#r{index}": attr for index, attr in enumerate(removes)})
         expression += " REMOVE " + ", ".join(f"#r{index}" for index in range(len(removes)))
-    return {
-        "Key": singleton_key(sort_key),
-        "UpdateExpression": expression,
-        "ConditionExpression": "#v = :v AND attribute_exists(#p) AND attribute_not_exists(#s)",
-        "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": values,
-    }
+    return expression, names, values
 
 
 def seam_record(

@@ -136,6 +136,7 @@ from singleton_flags_service.writes.seam import (
     Seam,
     conditioned_update,
     seam_record,
+    set_remove,
 )
 
 __all__ = [
@@ -616,16 +617,10 @@ class FlagStore:
         convert or that the new declarations refuse, a stored value that is unusable, a protected flag the mapping
         renames, converts or removes, and whatever ``pending`` names (scheduled changes, guards)."""
         self._check_mapping(new, mapping)
-        started = self._monotonic()
-        budget = transaction.Budget(
-            None if time_budget is None else started + time_budget, self._monotonic, self._call_seconds
-        )
-        attempt = 0
-        while True:
-            attempt += 1
+
+        def attempt() -> tuple[list[dict[str, Any]], str, int | None, Seam]:
             item = self._get(singleton_key(self._sort_key))
             seam, target_raw, diff = self._migration_plan(item, new, mapping, actor, pending)
-            source_item = item or {}
             version = seam.migrated_at
             now, token = self._clock(), self._token()
             write = Write(
@@ -634,41 +629,58 @@ class FlagStore:
                 kind=KIND_MIGRATION,
                 extra_audit={"item": seam.target, "migrated_from": seam.source},
             )
-            record = self._record(version, now, write, diff, target_raw, token, new)
+            record = seam_record(
+                mapping=mapping,
+                source_declarations=self._declarations,
+                target_declarations=new,
+                migrated_at=version,
+                at=iso_time(now),
+                actor=actor,
+                reason=reason,
+                token=token,
+            )
             items = [
-                {"Put": {**self._put(target_raw), "TableName": self._table}},
-                {"Update": self._in_table(seam.pointer_update(source_item, target_raw))},
+                {"Put": self._put(target_raw)},
+                {"Update": self._in_table(seam.pointer_update(item or {}, target_raw))},
+                {"Put": self._put(self._record(version, now, write, diff, target_raw, token, new))},
                 {"Put": self._put(record)},
-                {
-                    "Put": self._put(
-                        seam_record(
-                            mapping=mapping,
-                            source_declarations=self._declarations,
-                            target_declarations=new,
-                            migrated_at=version,
-                            at=iso_time(now),
-                            actor=actor,
-                            reason=reason,
-                            token=token,
-                        )
-                    )
-                },
             ]
+            return items, token, version, seam
+
+        seam, attempts = self._seam_transaction(attempt, "migrate the flags", time_budget)
+        logger.info("flags migrated", actor=actor, version=seam.migrated_at, source=seam.source, target=seam.target)
+        self._on_commit(seam.migrated_at)
+        return MigrationResult(seam=seam, version=seam.migrated_at, attempts=attempts)
+
+    def _seam_transaction(
+        self,
+        attempt: Callable[[], tuple[list[dict[str, Any]], str, int | None, Seam]],
+        what: str,
+        time_budget: float | None,
+    ) -> tuple[Seam, int]:
+        """One step of a migration's life (migrate, finalise, roll back): ``attempt`` reads and builds the step's
+        transaction (its items, token, the version it writes if any, its seam); a conflict is re-read and retried
+        with back-off while the time budget allows, then ``WriteConflict``."""
+        started = self._monotonic()
+        budget = transaction.Budget(
+            None if time_budget is None else started + time_budget, self._monotonic, self._call_seconds
+        )
+        attempts = 0
+        while True:
+            attempts += 1
+            items, token, version, seam = attempt()
             try:
                 self._send_once(items, token, version, budget)
             except transaction.Conflict:
-                pause = self._pause(attempt, budget) if attempt < self._max_attempts else None
+                pause = self._pause(attempts, budget) if attempts < self._max_attempts else None
                 if pause is None:
                     raise WriteConflict(
-                        f"the flags kept changing under the migration: gave up after {attempt} attempts; nothing "
-                        "was written, retry",
-                        attempts=attempt,
+                        f"the flags kept changing: could not {what} in {attempts} attempts; nothing was written, retry",
+                        attempts=attempts,
                     ) from None
                 self._sleep(pause)
                 continue
-            logger.info("flags migrated", actor=actor, version=version, source=seam.source, target=seam.target)
-            self._on_commit(version)
-            return MigrationResult(seam=seam, version=version, attempts=attempt)
+            return seam, attempts
 
     def _check_mapping(self, new: Declarations, mapping: MigrationMapping) -> None:
         if mapping.source != self._sort_key:
@@ -803,13 +815,7 @@ class FlagStore:
         return self._end_migration(ROLLED_BACK, actor=actor, reason=reason, time_budget=time_budget)
 
     def _end_migration(self, outcome: str, *, actor: str, reason: str, time_budget: float | None) -> Seam:
-        started = self._monotonic()
-        budget = transaction.Budget(
-            None if time_budget is None else started + time_budget, self._monotonic, self._call_seconds
-        )
-        attempt = 0
-        while True:
-            attempt += 1
+        def attempt() -> tuple[list[dict[str, Any]], str, int | None, Seam]:
             current = self._read_current()
             seam = current.seam
             if seam is None:
@@ -821,27 +827,25 @@ class FlagStore:
             target = current.target_raw if seam.for_source else current.raw
             if source is None or target is None:
                 raise StoreFault(f"the migration {seam.source} -> {seam.target} lacks one of its items")
-            now, token = iso_time(self._clock()), self._token()
+            now = iso_time(self._clock())
             if outcome == FINALISED:
-                ends = [_supersede(seam, source, now, reason), _end_mirror(seam, target)]
+                why = f"migration to {seam.target} finalised: {reason}"
+                superseded = _superseded(
+                    seam.source, seam.target, source, MIGRATED_TO_ATTR, now, why, drop_pointer=False
+                )
+                ends = [superseded, _end_mirror(seam, target)]
             else:
-                ends = [_drop_pointer(seam, source), _supersede_target(seam, target, now, reason)]
-            items = [{"Update": self._in_table(update)} for update in ends]
-            items.append({"Update": self._in_table(_ended_record(seam, outcome, now, actor, reason))})
-            try:
-                self._send_once(items, token, None, budget)
-            except transaction.Conflict:
-                pause = self._pause(attempt, budget) if attempt < self._max_attempts else None
-                if pause is None:
-                    raise WriteConflict(
-                        f"the flags kept changing: could not {_STEP[outcome]} the migration in {attempt} attempts; "
-                        "retry",
-                        attempts=attempt,
-                    ) from None
-                self._sleep(pause)
-                continue
-            logger.info(f"migration {outcome}", actor=actor, source=seam.source, target=seam.target)
-            return seam
+                why = f"migration from {seam.source} rolled back: {reason}"
+                superseded = _superseded(
+                    seam.target, seam.source, target, MIGRATED_FROM_ATTR, now, why, drop_pointer=True
+                )
+                ends = [_drop_pointer(seam, source), superseded]
+            ends.append(_ended_record(seam, outcome, now, actor, reason))
+            return [{"Update": self._in_table(update)} for update in ends], self._token(), None, seam
+
+        seam, _ = self._seam_transaction(attempt, f"{_STEP[outcome]} the migration", time_budget)
+        logger.info(f"migration {outcome}", actor=actor, source=seam.source, target=seam.target)
+        return seam
 
     def _send_once(
         self, items: list[dict[str, Any]], token: str, version: int | None, budget: transaction.Budget
@@ -1170,18 +1174,7 @@ class FlagStore:
             )
 
     def _update(self, current: _Current, sets: Mapping[str, Any], removes: list[str]) -> dict[str, Any]:
-        names: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        clauses = []
-        for index, (attr, value) in enumerate(sets.items()):
-            names[f"#a{index}"] = attr
-            values[f":a{index}"] = value
-            clauses.append(f"#a{index} = :a{index}")
-        expression = "SET " + ", ".join(clauses)
-        if removes:
-            for index, attr in enumerate(removes):
-                names[f"#r{index}"] = attr
-            expression += " REMOVE " + ", ".join(f"#r{index}" for index in range(len(removes)))
+        expression, names, values = set_remove(sets, removes)
         expects = self._expects(current)
         return {
             **expects,
@@ -1289,6 +1282,12 @@ class FlagStore:
             return self._result(self.current(), **outcome)
         if (applied or restored) and record is not None:
             outcome["changed"] = audit_record(record)["changes"]
+        written = (record or {}).get("item", {}).get("S", SINGLETON_SK)
+        if written != self._sort_key:  # a version in a later item's shape: seen as this writer's readers see it
+            item = self._get(singleton_key(self._sort_key))
+            seam = self._seam_of(item) if item is not None else None
+            if seam is not None and seam.for_source and written == seam.target:
+                raw = seam.view(raw)
         return self._result(self._snapshot(raw), **outcome)
 
     # -- history and revert ------------------------------------------------------------------------
@@ -1374,24 +1373,27 @@ class FlagStore:
         return values
 
 
-def _supersede(seam: Seam, source: Mapping[str, Any], now: str, reason: str) -> dict[str, Any]:
-    """The earlier item marked superseded by the later one, conditioned on it being as read and still pointing."""
+def _superseded(
+    item: str, successor: str, read: Mapping[str, Any], pointer: str, now: str, why: str, *, drop_pointer: bool
+) -> dict[str, Any]:
+    """One flags item of a migration marked superseded by the other (finalised: the earlier by the later; rolled
+    back: the later by the earlier, no longer naming it), conditioned on it being as read and carrying ``pointer``."""
     return {
-        "Key": singleton_key(seam.source),
-        "UpdateExpression": "SET #by = :by, #at = :at, #why = :why",
-        "ConditionExpression": "#v = :v AND attribute_exists(#to) AND attribute_not_exists(#by)",
+        "Key": singleton_key(item),
+        "UpdateExpression": "SET #by = :by, #at = :at, #why = :why" + (" REMOVE #p" if drop_pointer else ""),
+        "ConditionExpression": "#v = :v AND attribute_exists(#p) AND attribute_not_exists(#by)",
         "ExpressionAttributeNames": {
             "#v": VERSION_ATTR,
-            "#to": MIGRATED_TO_ATTR,
+            "#p": pointer,
             "#by": SUPERSEDED_BY_ATTR,
             "#at": SUPERSEDED_AT_ATTR,
             "#why": SUPERSEDED_REASON_ATTR,
         },
         "ExpressionAttributeValues": {
-            ":v": source[VERSION_ATTR],
-            ":by": {"S": seam.target},
+            ":v": read[VERSION_ATTR],
+            ":by": {"S": successor},
             ":at": {"S": now},
-            ":why": {"S": f"migration to {seam.target} finalised: {reason}"},
+            ":why": {"S": why},
         },
     }
 
@@ -1421,28 +1423,6 @@ def _drop_pointer(seam: Seam, source: Mapping[str, Any]) -> dict[str, Any]:
             "#by": SUPERSEDED_BY_ATTR,
         },
         "ExpressionAttributeValues": {":v": source[VERSION_ATTR]},
-    }
-
-
-def _supersede_target(seam: Seam, target: Mapping[str, Any], now: str, reason: str) -> dict[str, Any]:
-    """The later item marked superseded by the earlier one (a rollback), no longer naming it."""
-    return {
-        "Key": singleton_key(seam.target),
-        "UpdateExpression": "SET #by = :by, #at = :at, #why = :why REMOVE #from",
-        "ConditionExpression": "#v = :v AND attribute_exists(#from) AND attribute_not_exists(#by)",
-        "ExpressionAttributeNames": {
-            "#v": VERSION_ATTR,
-            "#from": MIGRATED_FROM_ATTR,
-            "#by": SUPERSEDED_BY_ATTR,
-            "#at": SUPERSEDED_AT_ATTR,
-            "#why": SUPERSEDED_REASON_ATTR,
-        },
-        "ExpressionAttributeValues": {
-            ":v": target[VERSION_ATTR],
-            ":by": {"S": seam.source},
-            ":at": {"S": now},
-            ":why": {"S": f"migration from {seam.source} rolled back: {reason}"},
-        },
     }
 
 

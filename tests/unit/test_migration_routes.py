@@ -1,0 +1,210 @@
+"""The migration of the flags item through the write function (moto): POST /flags/migration writes FLAGS#V2 at
+L+1 and answers what V1 readers serve as fallbacks, GET /flags/migration shows the migration from either side,
+POST /flags/migration/finalise supersedes V1; every bad body and every refusal changes nothing."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from singleton_flags.declarations import Declarations
+from singleton_flags.keys import MIGRATED_TO_ATTR, SUPERSEDED_BY_ATTR, singleton_key
+from singleton_flags_service.schedules.changes import ScheduleItems
+from singleton_flags_service.schedules.timing import parse_schedule_time
+from tests.support.migration import GOOD, new_declarations
+from tests.support.unit import WriteApi, body_of
+
+MIGRATION = "/flags/migration"
+V1, V2 = "FLAGS#V1", "FLAGS#V2"
+
+
+def migrate(api: WriteApi, service: Declarations, **body: Any) -> dict[str, Any]:
+    """POST /flags/migration of the service's declarations to GOOD's new shape, with ``body``'s fields instead."""
+    sent = {"declarations": new_declarations(service).document(), "mapping": GOOD, "reason": "to V2"}
+    sent.update(body)
+    return api("POST", MIGRATION, body=sent)
+
+
+def table_items(api: WriteApi) -> list[dict[str, Any]]:
+    return sorted(api.client.scan(TableName=api.table)["Items"], key=lambda item: (item["PK"]["S"], item["SK"]["S"]))
+
+
+def item(api: WriteApi, sort_key: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = api.client.get_item(
+        TableName=api.table, Key=singleton_key(sort_key), ConsistentRead=True
+    ).get("Item")
+    return found
+
+
+def error_of(response: dict[str, Any]) -> dict[str, Any]:
+    error: dict[str, Any] = body_of(response)["error"]
+    return {"status": response["statusCode"], **error}
+
+
+def test_a_migration_answers_v2_at_l_plus_1_its_values_and_the_v1_readers_fallbacks(
+    api: WriteApi, declarations: Declarations
+) -> None:
+    # Given V1 with live values at version 2
+    api.patch({"api_rate_limit_per_minute": 1200, "search_ranking": "semantic"})
+    # When the service's V1 is migrated to V2 (one rename, one int -> float, one removal, one new flag)
+    response = migrate(api, declarations)
+    # Then 201: V2 at version 3, in the new shape
+    assert response["statusCode"] == 201, body_of(response)
+    answer = body_of(response)
+    assert (answer["version"], answer["item"], answer["attempts"]) == (3, V2, 1)
+    assert answer["flags"]["ranking_strategy"] == "semantic"
+    assert answer["flags"]["api_rate_limit_per_minute"] == 1200.0
+    assert answer["flags"]["assistant_enabled"] is True
+    assert "ai_search_enabled" not in answer["flags"] and "search_ranking" not in answer["flags"]
+    # And the removed flag is the one a V1 reader serves as its fallback, with why
+    (fallback,) = answer["v1_reader_fallbacks"]
+    assert (fallback["flag"], fallback["fallback"]) == ("ai_search_enabled", declarations["ai_search_enabled"].fallback)
+    assert "removed" in fallback["why"]
+    # And the migration is expanding, from V1 at version 3, by the caller, with the mapping as sent
+    migration = answer["migration"]
+    assert (migration["source"], migration["target"], migration["state"], migration["migrated_at"]) == (
+        V1,
+        V2,
+        "expanding",
+        3,
+    )
+    assert (migration["reason"], migration["mapping"], migration["finalised_at"]) == ("to V2", GOOD, None)
+    assert migration["actor"].startswith("arn:aws:")
+    # And V1 points to V2 in the table
+    v1 = item(api, V1)
+    assert v1 is not None and v1[MIGRATED_TO_ATTR] == {"S": V2}
+
+
+def test_get_migration_shows_it_from_v1_until_and_after_it_is_finalised(
+    api: WriteApi, declarations: Declarations
+) -> None:
+    # Given no migration: 404 naming the service's item
+    missing = api("GET", MIGRATION)
+    assert (error_of(missing)["status"], error_of(missing)["code"], error_of(missing)["item"]) == (
+        404,
+        "MIGRATION_NOT_FOUND",
+        V1,
+    )
+    # When V1 is migrated
+    assert migrate(api, declarations)["statusCode"] == 201
+    # Then GET shows it expanding, seen from V1
+    expanding = body_of(api("GET", MIGRATION))["migration"]
+    assert (expanding["item"], expanding["target"], expanding["state"]) == (V1, V2, "expanding")
+    # When it is finalised
+    finalised = api("POST", MIGRATION + "/finalise", body={"reason": "every reader on V2"})
+    # Then it is finalised, by whom and why, and V1 is superseded by V2
+    assert finalised["statusCode"] == 200, body_of(finalised)
+    record = body_of(finalised)["migration"]
+    assert (record["state"], record["finalise_reason"]) == ("finalised", "every reader on V2")
+    assert record["finalised_by"] == expanding["actor"] and record["finalised_at"]
+    v1 = item(api, V1)
+    assert v1 is not None and v1[SUPERSEDED_BY_ATTR] == {"S": V2}
+    # And GET still shows it from V1 (its pointer names the record)
+    assert body_of(api("GET", MIGRATION))["migration"]["state"] == "finalised"
+
+
+def test_get_migration_finds_it_from_the_later_item_too(api: WriteApi, declarations: Declarations) -> None:
+    from singleton_flags_service.api import migration_routes
+
+    # Given V1 migrated to V2
+    assert migrate(api, declarations)["statusCode"] == 201
+    # When the migration is looked up as a service configured for V2 does
+    record = migration_routes.find_migration(api.client, api.table, V2)
+    # Then it finds the same record, keyed by V2
+    assert record is not None
+    view = migration_routes.migration_view(record, V2)
+    assert (view["item"], view["source"], view["target"], view["state"]) == (V2, V1, V2, "expanding")
+
+
+@pytest.mark.parametrize(
+    ("body", "rule", "field", "says"),
+    [
+        ({"declarations": {"flags": "nope"}}, "declarations", "declarations", "declarations: "),
+        ({"declarations": None}, "declarations", "declarations", "declarations: "),
+        ({"mapping": {**GOOD, "mapping_version": 2}}, "mapping", "mapping", "mapping: 'mapping_version' must be 1"),
+        (
+            {"mapping": {**GOOD, "flags": {**GOOD["flags"], "search_ranking": {"rename": "nowhere"}}}},
+            "mapping",
+            None,
+            "nowhere",
+        ),
+        ({"mapping": {**GOOD, "from": "FLAGS#V3", "to": "FLAGS#V4"}}, "mapping", None, "FLAGS#V3"),
+        ({"reason": "  "}, "reason", None, "'reason' is required"),
+        ({"dry_run": True}, "dry_run", "dry_run", "flagctl migrate --dry-run"),
+        ({"dry_run": False}, "dry_run", "dry_run", "flagctl migrate --dry-run"),
+        ({"extra": 1}, "fields", None, "unknown field(s) ['extra']"),
+    ],
+)
+def test_a_bad_migration_body_is_400_naming_the_field_and_writes_nothing(
+    api: WriteApi, declarations: Declarations, body: dict[str, Any], rule: str, field: str | None, says: str
+) -> None:
+    # Given the table as it is
+    before = copy.deepcopy(table_items(api))
+    # When a migration is sent with one thing wrong
+    error = error_of(migrate(api, declarations, **body))
+    # Then 400 INVALID_REQUEST naming the rule (and the field), and nothing was written
+    assert (error["status"], error["code"], error["rule"]) == (400, "INVALID_REQUEST", rule), error
+    if field is not None:
+        assert error["field"] == field
+    assert says in error["message"]
+    assert table_items(api) == before
+
+
+def test_a_value_that_does_not_convert_refuses_the_migration_naming_each_cause(
+    api: WriteApi, declarations: Declarations
+) -> None:
+    # Given a mapping that turns the float sample rate into an int, exactly, while it holds 0.05
+    new = new_declarations(
+        declarations, trace_sample_rate={"name": "trace_sample_rate", "type": "int", "initial": 0, "fallback": 0}
+    )
+    mapping = {**GOOD, "flags": {**GOOD["flags"], "trace_sample_rate": {"convert": "float_to_int"}}}
+    before = copy.deepcopy(table_items(api))
+    # When it is sent
+    error = error_of(migrate(api, declarations, declarations=new.document(), mapping=mapping))
+    # Then 409 MIGRATION_REFUSED lists the value that does not convert, and nothing was written
+    assert (error["status"], error["code"]) == (409, "MIGRATION_REFUSED")
+    (cause,) = error["refused"]
+    assert (cause["cause"], cause["flag"]) == ("not_convertible", "trace_sample_rate")
+    assert table_items(api) == before
+
+
+def test_a_pending_scheduled_change_refuses_the_migration(api: WriteApi, declarations: Declarations) -> None:
+    # Given a pending scheduled change (its item in the table)
+    schedule = "20990101T000000Z-3f9a1c2b"
+    ScheduleItems(api.client, api.table, retention_seconds=86400).put_pending(
+        schedule,
+        {"ai_search_enabled": False},
+        "later",
+        parse_schedule_time("2099-01-01T00:00:00Z", None),
+        None,
+        "alice",
+        0.0,
+    )
+    # When a migration is sent
+    error = error_of(migrate(api, declarations))
+    # Then it is refused, naming the scheduled change, and V2 was not written
+    assert (error["status"], error["code"]) == (409, "MIGRATION_REFUSED")
+    assert [(cause["cause"], cause["schedule"]) for cause in error["refused"]] == [
+        ("scheduled_change_pending", schedule)
+    ]
+    assert item(api, V2) is None
+
+
+def test_a_second_migration_is_refused_naming_the_first(api: WriteApi, declarations: Declarations) -> None:
+    assert migrate(api, declarations)["statusCode"] == 201
+    error = error_of(migrate(api, declarations))
+    assert (error["status"], error["code"], error["migrated_to"]) == (409, "FLAGS_MIGRATED", V2)
+
+
+def test_finalising_without_a_migration_is_refused(api: WriteApi) -> None:
+    error = error_of(api("POST", MIGRATION + "/finalise", body={"reason": "nothing to do"}))
+    assert (error["status"], error["code"], error["refused"][0]["cause"]) == (409, "MIGRATION_REFUSED", "no_migration")
+
+
+def test_finalising_needs_a_reason(api: WriteApi, declarations: Declarations) -> None:
+    assert migrate(api, declarations)["statusCode"] == 201
+    error = error_of(api("POST", MIGRATION + "/finalise", body={}))
+    assert (error["status"], error["code"], error["rule"]) == (400, "INVALID_REQUEST", "reason")
+    assert body_of(api("GET", MIGRATION))["migration"]["state"] == "expanding"
