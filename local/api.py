@@ -30,6 +30,9 @@
   bulk OFREP evaluation one for ``*``; answered reads only): ``{"since", "flags": {name: {"reads",
   "last_read_at"}}}``; what ``flagctl report`` reads locally; never deployed (a deployed stage's reads are its
   readers' ``ServedVersion`` records, ``flag_reads``);
+- ``GET /_console/report?days=N``: the console's Lifecycle view (``flagctl.console_report``): ``flagctl report``
+  computed in process, from the runner's declarations, history and ``GET /_reads``; never deployed (``flagctl
+  console`` answers it itself);
 - ``POST /_dynamodb``: DynamoDB's ``GetItem`` on the flags item, for a handler in another process reading the flags
   through the embedded client (``local.backend.TableReads``); never deployed;
 - ``GET /openapi.json``; the console (``/``, ``/console/<file>``) and Swagger UI (``/docs``) as static files
@@ -51,10 +54,13 @@ import traceback
 import uuid
 from http import HTTPStatus
 from typing import Any, TypeGuard
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from aws_lambda_powertools.event_handler import Response
 
+from flagctl.client import Answer, FlagsClient, Outgoing, answer_body
+from flagctl.console_report import REPORT_PATH, report_answer
+from flagctl.report import runner_reads
 from local.alarms import LocalAlarms, alarm_state_change, rule_matches
 from local.backend import DYNAMODB_PATH, TableReads
 from local.events import StreamEvents, StreamUnavailable
@@ -87,6 +93,8 @@ ALL_FLAGS = "*"  # a read of every flag (singleton_flags.vocabulary.ALL_FLAGS)
 SCHEDULER_PATH = "/_scheduler/{window}/{action}"
 SCHEDULED_CHANGE_PATH = "/_scheduler/changes/{id}"  # static "changes" wins over {window} (routes._specificity)
 THROTTLE_PATH = "/_throttle"
+CONSOLE_REPORT = "console-report"
+IN_PROCESS_URL = "http://127.0.0.1"  # the base of the console report's own calls, answered by handle()
 LOCAL_ROUTES: tuple[Route, ...] = (
     Route("GET", "/openapi.json", OPENAPI),
     Route("POST", SCHEDULER_PATH, SCHEDULER),
@@ -98,6 +106,7 @@ LOCAL_ROUTES: tuple[Route, ...] = (
     Route("POST", "/_guards/{version}/close", GUARD_CLOSE),
     Route("GET", SERVED_PATH, SERVED),
     Route("GET", READS_PATH, READS),
+    Route("GET", REPORT_PATH, CONSOLE_REPORT),
 )
 MAX_THROTTLED_REQUESTS = 1000
 # The runner's header naming the caller (an IAM principal's ARN), so a test can act as another identity: set as
@@ -208,10 +217,24 @@ class LocalApi:
             with self._reads_lock:
                 flags = {name: dict(tally) for name, tally in self._reads.items()}
             return _json(200, {"since": self._reads_since, "flags": flags})
+        if found.route.function == CONSOLE_REPORT:
+            client = FlagsClient(IN_PROCESS_URL, transport=self._in_process)
+            return report_answer(request.query, client, runner_reads(client), "the runner counted no reads")
         throttled = self._throttled()
         if throttled is not None:
             return throttled
         return self._proxy(request, found)
+
+    def _in_process(self, outgoing: Outgoing) -> Answer:
+        """One of the console report's calls, answered by this runner as if it had come over HTTP."""
+        parts = urlsplit(outgoing.url)
+        request = Request(
+            outgoing.method, parts.path, parts.query, list(outgoing.headers.items()), outgoing.body or b""
+        )
+        response = self.handle(request)
+        return Answer(
+            response.status, dict(response.headers), answer_body(response.status, response.body, outgoing.url)
+        )
 
     def _set_throttle(self, body: bytes) -> HttpResponse:
         payload = _local_payload(body)

@@ -23,7 +23,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Reque
 CHROMIUM = Path("/usr/bin/chromium")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 BROWSER_TIMEZONE = "America/New_York"  # neither UTC nor a window's zone: the page must say which time is which
-VIEWS = ("flags", "requests", "history", "schedules", "guards", "maintenance")
+VIEWS = ("flags", "requests", "history", "schedules", "guards", "maintenance", "lifecycle")
 
 
 def require_chromium() -> None:
@@ -103,7 +103,7 @@ def show_view(page: Page, view: str) -> None:
         page.locator("#history-list > li").first.wait_for()
     if view == "maintenance":
         page.locator("#windows-body tr").first.wait_for()
-    if view in ("schedules", "guards", "requests"):
+    if view in ("schedules", "guards", "requests", "lifecycle"):
         page.locator(f"#view-{view}[data-loaded=true]").wait_for()
 
 

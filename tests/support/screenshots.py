@@ -1,6 +1,6 @@
 """``make screenshots``: PNGs of the console's main views in docs/images/, taken in Debian's Chromium from a
 fresh local runner (the flags, an edit refused with 412, the history with a revert preview, maintenance held by
-a window, and the flags on a 375 px phone).
+a window, the lifecycle report, and the flags on a 375 px phone).
 
 Usage: ``python tests/support/screenshots.py [DIRECTORY]`` with the repository on PYTHONPATH.
 """
@@ -59,6 +59,13 @@ def _shoot(browser: Browser, runner: Runner, out: Path) -> list[Path]:
         page.get_by_role("dialog").wait_for()
         page.get_by_role("dialog").get_by_role("textbox", name="Reason").fill("undo the sign-up pause")
         taken.append(out / "console-history-revert.png")
+        page.screenshot(path=taken[-1], full_page=True)
+        _check(opened)
+
+    runner.get("/flags/search_ranking")  # read by name: no stale candidate
+    with session(browser, width=1280, height=800) as opened:
+        page = open_console(opened, runner.url, "lifecycle")
+        taken.append(out / "console-lifecycle.png")
         page.screenshot(path=taken[-1], full_page=True)
         _check(opened)
 

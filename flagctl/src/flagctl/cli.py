@@ -7,7 +7,7 @@ codes).
       history [--limit N] [--cursor C]
       revert VERSION --reason TEXT [--if-match VERSION]
       restore --reason TEXT
-      console [--port N] [--open]                  the console on 127.0.0.1, its API calls signed and forwarded
+      console [--port N] [--open] [--log-group NAME ...]  the console on 127.0.0.1, its API calls signed and forwarded
       schedule create NAME=VALUE ... --at TIME [--timezone ZONE] --reason TEXT [--if-version VERSION]
       schedule list [--limit N] [--cursor C]
       schedule cancel ID
@@ -203,6 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     console = commands.add_parser("console", help="serve the console on 127.0.0.1, signing its API calls")
     console.add_argument("--port", type=parse_port, default=0, help="port on 127.0.0.1 (default 0: a free one)")
     console.add_argument("--open", action="store_true", help="open the console in the default browser")
+    console.add_argument(
+        "--log-group",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="the Lifecycle view's reads: a readers' log group to query, as report --log-group (repeat)",
+    )
     schedule = commands.add_parser("schedule", help="changes applied at a set time: create, list, cancel")
     schedule_commands = schedule.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
     create = schedule_commands.add_parser("create", help="schedule NAME=VALUE ... --at TIME --reason TEXT")
@@ -562,18 +569,19 @@ def _client(args: argparse.Namespace, transport: Transport | None) -> FlagsClien
     return FlagsClient(_url(args), transport=transport or functools.partial(http_transport, deadline=args.timeout))
 
 
-def run_console(url: str, port: int, open_browser: bool, out: TextIO) -> int:
+def run_console(url: str, port: int, open_browser: bool, out: TextIO, log_groups: Sequence[str] = ()) -> int:
     """Serve the console until Ctrl-C; the URL to open (with this start's token in its fragment) on ``out``."""
     import webbrowser
 
-    from flagctl.console import ConsoleProxy, console_url, new_token, signer_for
+    from flagctl.console import ConsoleProxy, console_reads, console_url, new_token, signer_for
     from flagctl.http_server import LocalServer
 
     FlagsClient(url)  # an http(s) URL, or bad input
+    reads = console_reads(url, log_groups)
     signer = signer_for(url)
     token = new_token()
     try:
-        server = LocalServer(port, ConsoleProxy(url, token, signer=signer))
+        server = LocalServer(port, ConsoleProxy(url, token, signer=signer, reads=reads))
     except OSError as exc:
         raise FlagctlError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", BAD_INPUT, "BAD_INPUT") from exc
     link = console_url(server.port, token)
@@ -629,7 +637,7 @@ def main(
         _check_migrate_usage(parser, args)
     try:
         if args.command == "console":
-            return run_console(_url(args), args.port, args.open, out)
+            return run_console(_url(args), args.port, args.open, out, args.log_group)
         if args.command in ("refs", "report"):
             return run_lifecycle(args, transport, out)
         if args.command == "migrate" and args.dry_run:

@@ -10,7 +10,10 @@ no one else:
 - every API call must carry ``X-Console-Token``, the random token of this start (``secrets.token_urlsafe``),
   compared in constant time; without it, 401 ``CONSOLE_TOKEN_REQUIRED``. The page learns it from the URL's
   fragment (``#token=...``), which browsers never send to a server or put in a Referer;
-- only the API's own routes (``singleton_flags_service.api.routes.ROUTES``) are forwarded; any other path is 404;
+- only the API's own routes (``singleton_flags_service.api.routes.ROUTES``) are forwarded; the one path it
+  answers itself is the Lifecycle view's report (``flagctl.console_report``: GET only, with the token, computed from
+  the same signed API calls and, started with ``--log-group``, Logs Insights over those log groups); any other
+  path is 404;
 - a path or query with a byte outside printable ASCII (not percent-encoded, as a browser sends it) is 400
   ``BAD_REQUEST``, never forwarded;
 - only the end-to-end headers the API reads are forwarded (Accept, Content-Type, If-Match, If-None-Match,
@@ -39,10 +42,23 @@ from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
-from flagctl.client import Outgoing, default_signer, is_loopback
-from flagctl.errors import FlagctlError
+from flagctl.client import (
+    Answer,
+    FlagsClient,
+    Outgoing,
+    Transport,
+    answer_body,
+    configured_region,
+    default_signer,
+    http_transport,
+    is_loopback,
+    region_for,
+)
+from flagctl.console_report import REPORT_PATH, report_answer
+from flagctl.errors import BAD_INPUT, FlagctlError
 from flagctl.http_client import DEADLINE_SECONDS, exchange
 from flagctl.http_server import HttpResponse, Request, error, security_headers
+from flagctl.report import MAX_LOG_GROUPS, ReadsSource, logs_insights_reads, runner_reads
 from flagctl.static import console_page
 from flagctl.text import excerpt, safe
 from singleton_flags_service.api.routes import ROUTES, RouteMatch, match_route
@@ -80,6 +96,16 @@ _FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
 Signer = Callable[[Outgoing], Outgoing]
 Upstream = Callable[[Outgoing], HttpResponse]
+# What the Lifecycle view says when the console was started with no log group to read the reads from.
+READS_NEED_LOG_GROUPS = (
+    "a deployed stage's reads are its readers' ServedVersion records in CloudWatch Logs: start flagctl console with "
+    "--log-group NAME for each readers' log group (the read function's, your functions' with metrics=True); the "
+    "caller needs logs:StartQuery and logs:GetQueryResults on them"
+)
+
+
+def _as_is(outgoing: Outgoing) -> Outgoing:
+    return outgoing
 
 
 def new_token() -> str:
@@ -123,17 +149,30 @@ class ConsoleProxy:
     """``handle(request)``: a console page, a refusal, or the API's answer to the signed, forwarded call."""
 
     def __init__(
-        self, upstream_url: str, token: str, *, signer: Signer | None, upstream: Upstream = send_upstream
+        self,
+        upstream_url: str,
+        token: str,
+        *,
+        signer: Signer | None,
+        upstream: Upstream = send_upstream,
+        reads: ReadsSource | None = None,
     ) -> None:
+        """``reads``: where the Lifecycle view's reads come from (``console_reads``); None: the local runner's
+        ``GET /_reads`` when ``upstream_url`` is one (loopback), else unknown."""
         self._base = upstream_url.rstrip("/")
         self._token = token.encode("utf-8")
         self._signer = signer
         self._upstream = upstream
+        # the report's API calls: the same upstream, each signed as a forwarded call is (by ``_answer``)
+        self._client = FlagsClient(self._base, transport=self._answer, signer=_as_is)
+        self._reads = reads if reads is not None or not is_loopback(self._base) else runner_reads(self._client)
 
     def handle(self, request: Request) -> HttpResponse:
         page = console_page(request.method, request.raw_path)
         if page is not None:
             return page
+        if request.raw_path == REPORT_PATH:
+            return self._report(request)
         if not isinstance(match_route(ROUTES, request.method, request.raw_path), RouteMatch):
             return error(
                 HTTPStatus.NOT_FOUND,
@@ -153,6 +192,37 @@ class ConsoleProxy:
                 f"send {TOKEN_HEADER} with the token of the URL flagctl console printed (#token=...)",
             )
         return self._upstream(self._outgoing(request))
+
+    def _report(self, request: Request) -> HttpResponse:
+        """The Lifecycle view's report, under the rules of a forwarded call: printable ASCII, the token, GET."""
+        if not _URI_TEXT.fullmatch(request.query):
+            return error(
+                HTTPStatus.BAD_REQUEST,
+                "BAD_REQUEST",
+                "the path and query must be printable ASCII: percent-encode any other character (%C3%A9 for é)",
+            )
+        if not self._token_matches(request.headers):
+            return error(
+                HTTPStatus.UNAUTHORIZED,
+                "CONSOLE_TOKEN_REQUIRED",
+                f"send {TOKEN_HEADER} with the token of the URL flagctl console printed (#token=...)",
+            )
+        if request.method != "GET":
+            refused = error(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                f"{safe(excerpt(request.method, 20))} is not supported on {REPORT_PATH}; use GET",
+            )
+            return HttpResponse(refused.status, [*refused.headers, ("Allow", "GET")], refused.body)
+        return report_answer(request.query, self._client, self._reads, READS_NEED_LOG_GROUPS)
+
+    def _answer(self, outgoing: Outgoing) -> Answer:
+        """The upstream's answer to one of the report's own calls (signed as a forwarded call is), read as flagctl
+        reads the API's."""
+        response = self._upstream(self._signer(outgoing) if self._signer is not None else outgoing)
+        return Answer(
+            response.status, dict(response.headers), answer_body(response.status, response.body, outgoing.url)
+        )
 
     def _token_matches(self, headers: Sequence[tuple[str, str]]) -> bool:
         sent = _header_values(headers, TOKEN_HEADER)
@@ -174,6 +244,20 @@ def signer_for(url: str) -> Signer | None:
         if is_loopback(url):
             return None
         raise
+
+
+def console_reads(url: str, log_groups: Sequence[str], transport: Transport = http_transport) -> ReadsSource | None:
+    """Where a console in front of ``url`` reads the reads from: Logs Insights over ``log_groups`` (at most
+    ``MAX_LOG_GROUPS``), signed for ``logs`` in the API's region, as ``flagctl report --log-group`` does; None
+    without a log group, or for the local runner (its own ``GET /_reads``)."""
+    if not log_groups or is_loopback(url):
+        return None
+    if len(log_groups) > MAX_LOG_GROUPS:
+        raise FlagctlError(f"at most {MAX_LOG_GROUPS} --log-group", BAD_INPUT, "USAGE")
+    import botocore.session
+
+    region = region_for(url, configured_region(botocore.session.Session()))
+    return logs_insights_reads(region, list(log_groups), default_signer(url, service="logs"), transport)
 
 
 def console_url(port: int, token: str) -> str:

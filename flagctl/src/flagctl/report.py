@@ -33,10 +33,12 @@ __all__ = [
     "ALL_FLAGS",
     "DAY_SECONDS",
     "DEFAULT_DAYS",
+    "MAX_DAYS",
     "MAX_LOG_GROUPS",
     "Reads",
     "ReadsSource",
     "build",
+    "collect",
     "insights_query",
     "last_changes",
     "logs_insights_reads",
@@ -49,6 +51,7 @@ READS_PATH = "/_reads"
 ALL_FLAGS = "*"
 DAY_SECONDS = 86400
 DEFAULT_DAYS = 30
+MAX_DAYS = 365
 HISTORY_PAGE = 100
 MAX_HISTORY_PAGES = 100
 
@@ -181,6 +184,21 @@ def build(
         "counts_are_lower_bounds": True,
         "flags": flags,
     }
+
+
+def collect(
+    client: FlagsClient,
+    declared: list[DeclaredFlag],
+    days: int,
+    reads: ReadsSource | None,
+    unknown_reads: str | None,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """The report of the last ``days`` days: the last changes from ``client``'s history, the reads from ``reads``
+    (None: unknown, for the reason ``unknown_reads`` gives, and no candidate marked)."""
+    changes, _ = last_changes(client, {flag.name for flag in declared})
+    known = None if reads is None else reads(declared, clock() - days * DAY_SECONDS)
+    return build(declared, changes, known, days, None if known is not None else unknown_reads)
 
 
 def render(report: Mapping[str, Any]) -> str:

@@ -1,6 +1,6 @@
 // The operator console: plain JavaScript over the API (same origin, no build step, no dependency).
-// It reads GET /flags, /flags/declarations, /flags/history, /flags/schedules, /flags/guards, /flags/windows and
-// /flags/change-requests, and writes through PATCH /flags and POST /flags/revert (always with If-Match naming
+// It reads GET /flags, /flags/declarations, /flags/history, /flags/schedules, /flags/guards, /flags/windows,
+// /flags/change-requests and the console's own lifecycle report (GET /_console/report), and writes through PATCH /flags and POST /flags/revert (always with If-Match naming
 // the version the operator saw and a reason), POST /flags/restore (a reason and an Idempotency-Key),
 // DELETE /flags/schedules/{id}, and, for a protected flag, POST /flags/change-requests (the same edit as a
 // request bound to the version seen) and its approve and reject (each with an Idempotency-Key).
@@ -1561,6 +1561,87 @@ async function loadRequests({ more = false, keepError = null } = {}) {
   }
 }
 
+// ---------------------------------------------------------------- lifecycle
+
+// The report is computed by the server that served this page (flagctl report's functions): the page renders the
+// stale candidates it marked, and decides none itself.
+const REPORT_PATH = "/_console/report";
+
+function lifecycleState(flag) {
+  if (flag.state === "deprecated" && flag.deprecated_on) return `deprecated since ${flag.deprecated_on}`;
+  if (flag.state === "removed" && flag.deprecated_on) return `removed (deprecated since ${flag.deprecated_on})`;
+  return flag.state;
+}
+
+function lifecycleRow(flag) {
+  const change = flag.last_change;
+  const last = el("td", { "data-label": "Last change" });
+  if (change && change.version !== undefined && change.version !== null) {
+    last.append(`version ${change.version}`, el("br"), timeElement(change.at, { label: `(your time, ${BROWSER_ZONE})` }));
+    if (change.actor) last.append(el("br"), el("span", { class: "zone", text: `by ${change.actor}` }));
+  } else {
+    last.textContent = "- (no audit record changed it)";
+  }
+  const mark = el("td", { "data-label": "Stale candidate", class: "stale" });
+  if (flag.stale_candidate) {
+    mark.append(el("strong", { class: "badge badge-stale", text: "STALE CANDIDATE" }), " ", flag.why || "");
+  } else if (flag.permanent) {
+    mark.textContent = "never: permanent";
+  } else if (flag.reads === null || flag.reads === undefined) {
+    mark.textContent = "not known: reads unknown";
+  } else {
+    mark.textContent = "no: read in the window";
+  }
+  const state = el("td", { "data-label": "State", text: lifecycleState(flag) });
+  if (flag.note) state.append(el("br"), el("span", { class: "zone", text: flag.note }));
+  return el(
+    "tr",
+    { id: `lifecycle-${flag.name}`, "data-flag": flag.name, "data-stale": flag.stale_candidate ? "true" : "false" },
+    el("th", { scope: "row", "data-label": "Flag" }, el("code", { text: flag.name })),
+    state,
+    el("td", { "data-label": "Owner", text: flag.owner || "-" }),
+    el("td", { "data-label": "Permanent", text: flag.permanent ? "yes" : "no" }),
+    last,
+    el("td", {
+      "data-label": "Reads by name",
+      class: "reads",
+      text: flag.reads === null || flag.reads === undefined ? "unknown" : String(flag.reads),
+    }),
+    mark,
+  );
+}
+
+function renderLifecycle(report) {
+  $("lifecycle-body").replaceChildren(...(report.flags || []).map(lifecycleRow));
+  const unknown = $("lifecycle-unknown");
+  if (report.reads_unknown) {
+    $("lifecycle-window").textContent =
+      `Last ${report.days} day(s) asked; reads unknown, so no flag is marked a stale candidate.`;
+    unknown.textContent = `Reads unknown: ${report.reads_unknown}`;
+    unknown.hidden = false;
+  } else {
+    $("lifecycle-window").textContent =
+      `Reads since ${report.window_start} (last ${report.days} day(s) asked) from ${report.reads_source}; ` +
+      "counts are lower bounds; reads of every flag at once, which name none: " +
+      `${report.reads_of_every_flag}.`;
+    unknown.hidden = true;
+  }
+  $("view-lifecycle").dataset.loaded = "true";
+}
+
+async function loadLifecycle(event) {
+  if (event) event.preventDefault();
+  clearFailure();
+  delete $("view-lifecycle").dataset.loaded;
+  try {
+    const days = $("lifecycle-days").value.trim();
+    renderLifecycle(await api("GET", REPORT_PATH, { query: { days } }));
+  } catch (error) {
+    fail(error, "Could not make the lifecycle report");
+    $("view-lifecycle").dataset.loaded = "failed";
+  }
+}
+
 // ---------------------------------------------------------------- views
 
 function showView(name) {
@@ -1579,6 +1660,7 @@ function showView(name) {
       .then(() => loadRequests());
   }
   if (name === "guards") loadGuards();
+  if (name === "lifecycle") loadLifecycle();
   if (name === "maintenance") {
     loadWindows().catch((error) => fail(error, "Could not read the maintenance windows"));
   }
@@ -1606,6 +1688,7 @@ function start() {
   });
   $("schedules-more").addEventListener("click", () => loadSchedules({ more: true }));
   $("guards-more").addEventListener("click", () => loadGuards({ more: true }));
+  $("lifecycle-form").addEventListener("submit", loadLifecycle);
   $("requests-more").addEventListener("click", () => loadRequests({ more: true }));
   $("requests-state").addEventListener("change", () => {
     state.requests.state = $("requests-state").value;
