@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from flagctl.client import Outgoing
-from flagctl.console import TOKEN_HEADER, ConsoleProxy, console_reads
+from flagctl.console import TOKEN_HEADER, ConsoleProxy
 from flagctl.errors import FlagctlError
 from flagctl.http_server import HttpResponse, Request
-from flagctl.report import logs_insights_reads
+from flagctl.report import log_group_reads, logs_insights_reads
 from local.api import LocalApi
 from singleton_flags_infra.config import load_config
 
@@ -190,10 +190,10 @@ def test_the_report_is_get_only_and_a_failing_api_is_a_502_in_the_error_contract
 
 
 def test_console_reads_come_from_the_log_groups_given_and_never_for_the_local_runner() -> None:
-    assert console_reads(DEPLOYED, []) is None
-    assert console_reads("http://127.0.0.1:3000", ["/aws/lambda/read"]) is None  # the runner's GET /_reads
+    assert log_group_reads(DEPLOYED, []) is None
+    assert log_group_reads("http://127.0.0.1:3000", ["/aws/lambda/read"]) is None  # the runner's GET /_reads
     with pytest.raises(FlagctlError, match="at most 50 --log-group"):
-        console_reads(DEPLOYED, [f"/aws/lambda/f{n}" for n in range(51)])
+        log_group_reads(DEPLOYED, [f"/aws/lambda/f{n}" for n in range(51)])
 
 
 @pytest.fixture
@@ -213,7 +213,7 @@ def test_flagctl_console_log_groups_are_queried_in_the_apis_region_signed_for_lo
             "Logs_20140328.GetQueryResults": [{"status": "Complete", "results": [row]}],
         }
     )
-    reads = console_reads(DEPLOYED, ["/aws/lambda/read", "/aws/lambda/app"], logs.logs)
+    reads = log_group_reads(DEPLOYED, ["/aws/lambda/read", "/aws/lambda/app"], logs.logs)
     assert reads is not None
     # When the view's report asks them
     from flagctl.refs import DeclaredFlag

@@ -573,11 +573,12 @@ def run_console(url: str, port: int, open_browser: bool, out: TextIO, log_groups
     """Serve the console until Ctrl-C; the URL to open (with this start's token in its fragment) on ``out``."""
     import webbrowser
 
-    from flagctl.console import ConsoleProxy, console_reads, console_url, new_token, signer_for
+    from flagctl.console import ConsoleProxy, console_url, new_token, signer_for
     from flagctl.http_server import LocalServer
+    from flagctl.report import log_group_reads
 
     FlagsClient(url)  # an http(s) URL, or bad input
-    reads = console_reads(url, log_groups)
+    reads = log_group_reads(url, log_groups)
     signer = signer_for(url)
     token = new_token()
     try:
@@ -684,28 +685,14 @@ def run_lifecycle(args: argparse.Namespace, transport: Transport | None, out: Te
         return OK if answer["agree"] else DISAGREE
     client = _client(args, transport)
     declared = refs.declared_flags(args.declarations, client)
-    changes, _ = report.last_changes(client, {flag.name for flag in declared})
-    since = time.time() - args.days * report.DAY_SECONDS
-    reads, unknown = None, None
+    reads: report.ReadsSource | None = None
     if is_loopback(client.base_url):
-        reads = report.runner_reads(client)(declared, since)
-    elif args.log_group:
-        if len(args.log_group) > report.MAX_LOG_GROUPS:
-            raise FlagctlError(f"at most {report.MAX_LOG_GROUPS} --log-group", BAD_INPUT, "USAGE")
-        source = report.logs_insights_reads(
-            region_for(client.base_url, None),
-            list(args.log_group),
-            default_signer(client.base_url, service="logs"),
-            transport or functools.partial(http_transport, deadline=args.timeout),
-        )
-        reads = source(declared, since)
+        reads = report.runner_reads(client)
     else:
-        unknown = (
-            "a deployed stage's reads are its readers' ServedVersion records in CloudWatch Logs: give --log-group "
-            "NAME for each readers' log group (the read function's, your functions' with metrics=True); the "
-            "caller needs logs:StartQuery and logs:GetQueryResults on them"
+        reads = report.log_group_reads(
+            client.base_url, args.log_group or [], transport or functools.partial(http_transport, deadline=args.timeout)
         )
-    built = report.build(declared, changes, reads, args.days, unknown)
+    built = report.collect(client, declared, args.days, reads, report.READS_NEED_LOG_GROUPS)
     _say(out, safe_json(built, indent=2) if args.json else report.render(built))
     return OK
 

@@ -46,19 +46,15 @@ from flagctl.client import (
     Answer,
     FlagsClient,
     Outgoing,
-    Transport,
     answer_body,
-    configured_region,
     default_signer,
-    http_transport,
     is_loopback,
-    region_for,
 )
 from flagctl.console_report import REPORT_PATH, report_answer
-from flagctl.errors import BAD_INPUT, FlagctlError
+from flagctl.errors import FlagctlError
 from flagctl.http_client import DEADLINE_SECONDS, exchange
 from flagctl.http_server import HttpResponse, Request, error, security_headers
-from flagctl.report import MAX_LOG_GROUPS, ReadsSource, logs_insights_reads, runner_reads
+from flagctl.report import ReadsSource, runner_reads
 from flagctl.static import console_page
 from flagctl.text import excerpt, safe
 from singleton_flags_service.api.routes import ROUTES, RouteMatch, match_route
@@ -157,7 +153,7 @@ class ConsoleProxy:
         upstream: Upstream = send_upstream,
         reads: ReadsSource | None = None,
     ) -> None:
-        """``reads``: where the Lifecycle view's reads come from (``console_reads``); None: the local runner's
+        """``reads``: where the Lifecycle view's reads come from (``log_group_reads``); None: the local runner's
         ``GET /_reads`` when ``upstream_url`` is one (loopback), else unknown."""
         self._base = upstream_url.rstrip("/")
         self._token = token.encode("utf-8")
@@ -244,20 +240,6 @@ def signer_for(url: str) -> Signer | None:
         if is_loopback(url):
             return None
         raise
-
-
-def console_reads(url: str, log_groups: Sequence[str], transport: Transport = http_transport) -> ReadsSource | None:
-    """Where a console in front of ``url`` reads the reads from: Logs Insights over ``log_groups`` (at most
-    ``MAX_LOG_GROUPS``), signed for ``logs`` in the API's region, as ``flagctl report --log-group`` does; None
-    without a log group, or for the local runner (its own ``GET /_reads``)."""
-    if not log_groups or is_loopback(url):
-        return None
-    if len(log_groups) > MAX_LOG_GROUPS:
-        raise FlagctlError(f"at most {MAX_LOG_GROUPS} --log-group", BAD_INPUT, "USAGE")
-    import botocore.session
-
-    region = region_for(url, configured_region(botocore.session.Session()))
-    return logs_insights_reads(region, list(log_groups), default_signer(url, service="logs"), transport)
 
 
 def console_url(port: int, token: str) -> str:

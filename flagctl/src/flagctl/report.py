@@ -19,12 +19,21 @@ candidate is a question to its owner, never a removal.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from flagctl.client import FlagsClient, Outgoing, Transport, http_transport
-from flagctl.errors import SERVER, FlagctlError
+from flagctl.client import (
+    FlagsClient,
+    Outgoing,
+    Transport,
+    configured_region,
+    default_signer,
+    http_transport,
+    is_loopback,
+    region_for,
+)
+from flagctl.errors import BAD_INPUT, SERVER, FlagctlError
 from flagctl.insights import MAX_LOG_GROUPS, first_row, logs_insights
 from flagctl.refs import DeclaredFlag
 from flagctl.text import safe, table
@@ -35,12 +44,14 @@ __all__ = [
     "DEFAULT_DAYS",
     "MAX_DAYS",
     "MAX_LOG_GROUPS",
+    "READS_NEED_LOG_GROUPS",
     "Reads",
     "ReadsSource",
     "build",
     "collect",
     "insights_query",
     "last_changes",
+    "log_group_reads",
     "logs_insights_reads",
     "query_counts",
     "render",
@@ -219,3 +230,25 @@ def render(report: Mapping[str, Any]) -> str:
             f"counts are lower bounds; reads of every flag at once, which name none: {report['reads_of_every_flag']}"
         )
     return text
+
+
+READS_NEED_LOG_GROUPS = (
+    "a deployed stage's reads are its readers' ServedVersion records in CloudWatch Logs: give --log-group NAME for "
+    "each readers' log group (the read function's, your functions' with metrics=True); the caller needs "
+    "logs:StartQuery and logs:GetQueryResults on them"
+)
+
+
+def log_group_reads(url: str, log_groups: Sequence[str], transport: Transport = http_transport) -> ReadsSource | None:
+    """Where a report of the deployed API at ``url`` (``flagctl report``, the console's Lifecycle view) reads the
+    reads from: Logs Insights over ``log_groups`` (at most ``MAX_LOG_GROUPS``), signed for ``logs`` in the API's
+    region (the configured one when the URL does not say); None without a log group, or for the local runner (its
+    own ``GET /_reads``)."""
+    if not log_groups or is_loopback(url):
+        return None
+    if len(log_groups) > MAX_LOG_GROUPS:
+        raise FlagctlError(f"at most {MAX_LOG_GROUPS} --log-group", BAD_INPUT, "USAGE")
+    import botocore.session
+
+    region = region_for(url, configured_region(botocore.session.Session()))
+    return logs_insights_reads(region, list(log_groups), default_signer(url, service="logs"), transport)
