@@ -37,7 +37,9 @@ from singleton_flags.declarations import parse_declarations
 from singleton_flags.keys import (
     AUDIT_PK,
     CHANGE_REQUEST_PK,
+    MIGRATED_FROM_ATTR,
     MIGRATED_TO_ATTR,
+    MIGRATION_MAPPING_ATTR,
     PARTITION_KEY,
     SINGLETON_PK,
     SINGLETON_SK,
@@ -50,7 +52,7 @@ from singleton_flags.keys import (
 from singleton_flags_service.approvals.models import PENDING, ChangeRequest
 from singleton_flags_service.errors import RequestAltered
 from singleton_flags_service.writes.audit import BOOKKEEPING_IN_STATE, STATE_ATTR, audit_record
-from singleton_flags_service.writes.seam import Seam
+from singleton_flags_service.writes.seam import EXPANDING, Seam
 
 SOURCE = "singleton-flags"
 DETAIL_TYPE = "Flags Changed"
@@ -453,7 +455,7 @@ class AuditCheck:
         written, item = record.get("item", {}).get("S", SINGLETON_SK), image.get(SORT_KEY, {}).get("S")
         state = record.get(STATE_ATTR, {}).get("M", {})
         if written != item:
-            mirrored = self._mirrored(image, item, written, state) if MIGRATED_TO_ATTR in image else None
+            mirrored = self._mirrored(item, written, state)
             if mirrored is None:
                 return UnauditedWrite(sequence_number, version, DIFFERS, {"item": {"recorded": written, "item": item}})
             state = mirrored
@@ -462,24 +464,40 @@ class AuditCheck:
             for name in sorted({*state, *BOOKKEEPING_IN_STATE})
             if _plain(state.get(name)) != _plain(image.get(name))
         }
+        changed.update(self._pointers(image, item))
         return UnauditedWrite(sequence_number, version, DIFFERS, changed) if changed else None
 
-    def _mirrored(
-        self, image: Mapping[str, Any], item: str | None, written: str, state: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
-        """What the earlier item of a migration holds when it mirrors the later one's recorded ``state``: that
-        state seen through the migration's mapping (its record: the mapping and the earlier declarations); None
-        when the image is no mirror of ``written`` (then its own record should have named it)."""
+    def _pointers(self, image: Mapping[str, Any], item: str | None) -> dict[str, Any]:
+        """A migration's attributes on the image against the migration's record: the earlier item's pointer and
+        mapping (what its readers follow), the later item's ``migrated_from`` while it expands (what its writers
+        mirror by). A change of either outside the service is an unaudited write."""
         pointer = image.get(MIGRATED_TO_ATTR, {}).get("S")
-        if pointer != written or item is None:
+        if item is None or (pointer is None and item == SINGLETON_SK):
+            return {}
+        key = migration_key(pointer if pointer is not None else item)
+        migration = self._get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item") or {}
+        if pointer is not None:
+            recorded = (migration.get("target", {}).get("S"), migration.get("mapping", {}).get("S"))
+            held = (pointer, image.get(MIGRATION_MAPPING_ATTR, {}).get("S"))
+            return {} if held == recorded else {"migration_pointer": {"recorded": recorded[0], "item": pointer}}
+        expanding = migration.get("state", {}).get("S") == EXPANDING
+        source = migration.get("source", {}).get("S")
+        if expanding and image.get(MIGRATED_FROM_ATTR, {}).get("S") != source:
+            return {MIGRATED_FROM_ATTR: {"recorded": source, "item": _plain(image.get(MIGRATED_FROM_ATTR))}}
+        return {}
+
+    def _mirrored(self, item: str | None, written: str, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What the earlier item of a migration holds when it mirrors the later one's recorded ``state`` (while the
+        migration expands, and as a rollback leaves it), seen through the migration's mapping (its record: the
+        mapping and the earlier declarations), whatever the record says now; None when no migration joins ``item``
+        to ``written`` (then its own record should have named it)."""
+        if item is None:
             return None
         migration = self._get_item(TableName=self._table, Key=migration_key(written), ConsistentRead=True).get("Item")
-        if migration is None:
+        if migration is None or migration.get("source", {}).get("S") != item:
             return None
         declarations = parse_declarations(json.loads(migration["source_declarations"]["S"]))
-        seam = Seam.of(item, image, declarations, migration)
-        if seam is None:
-            return None
+        seam = Seam.from_record(item, declarations, migration)
         view = seam.view(state)
         mirrored = {name: value for name, value in view.items() if name not in (PARTITION_KEY, SORT_KEY)}
         mirrored.update({name: {"NULL": True} for name in declarations if name not in mirrored})  # held: unaudited

@@ -22,11 +22,12 @@ import pytest
 from flagctl.errors import FlagctlError
 from flagctl.readers_seen import Heard, SeenSource, readers_seen, unless_seen
 from singleton_flags import Flags
-from singleton_flags.declarations import Declarations
+from singleton_flags.declarations import Declarations, parse_declarations
 from singleton_flags.keys import MIGRATED_FROM_ATTR, MIGRATED_TO_ATTR, SUPERSEDED_BY_ATTR, singleton_key
 from singleton_flags.migration import parse_mapping
 from singleton_flags.vocabulary import DEFAULT
-from singleton_flags_service.errors import FlagsMigrated, MigrationRefused
+from singleton_flags_service.errors import FlagsMigrated, FlagsSuperseded, MigrationRefused
+from singleton_flags_service.events import AuditCheck
 from singleton_flags_service.guards.alarms import ALARM, OK
 from singleton_flags_service.guards.guarding import AlarmEvent, GuardService
 from singleton_flags_service.guards.items import GuardBook, GuardSpec
@@ -64,8 +65,8 @@ def number(attribute: dict[str, str]) -> float:
     return float(attribute["N"])
 
 
-def v1_store(client: Any, table: str, declarations: Declarations) -> FlagStore:
-    return FlagStore(client, table, declarations, sleep=lambda _: None)
+def v1_store(client: Any, table: str, declarations: Declarations, **options: Any) -> FlagStore:
+    return FlagStore(client, table, declarations, sleep=lambda _: None, **options)
 
 
 def live_values(client: Any, table: str, declarations: Declarations) -> int:
@@ -433,7 +434,7 @@ def _reset(client: Any, table: str) -> None:
     client.update_item(
         TableName=table,
         Key=singleton_key(V1),
-        UpdateExpression="REMOVE migrated_to, migration_mapping",
+        UpdateExpression="REMOVE migrated_to, migration_mapping, superseded_by, superseded_at, superseded_reason",
     )
 
 
@@ -464,3 +465,130 @@ def test_a_rollback_before_finalising_makes_v1_the_item_again_with_every_value_w
     # And migrating to V2 again is refused, naming why (its items remain)
     with pytest.raises(MigrationRefused, match="FLAGS#V2 already has its item"):
         migrate(ddb_local, flags_table, declarations)
+
+
+def v2_store(client: Any, table: str, declarations: Declarations, **options: Any) -> FlagStore:
+    return FlagStore(client, table, new_declarations(declarations), sort_key=V2, sleep=lambda _: None, **options)
+
+
+def start_window(store: FlagStore) -> Any:
+    windows = MaintenanceWindows(store, {WINDOW: Window(WINDOW, 3600)})
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return windows.handle({"action": "start", "window": WINDOW, "scheduled_time": now})
+
+
+def audit(client: Any, table: str, image: dict[str, Any]) -> Any:
+    return AuditCheck(client.get_item, table_name=table).unaudited(image, "1")
+
+
+def test_a_deleted_item_is_never_restored_from_the_other_items_state(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    # Given V1 deleted while the migration expands / When the V1-deployed writer changes a flag
+    ddb_local.delete_item(TableName=flags_table, Key=singleton_key(V1))
+    written = v1_store(ddb_local, flags_table, declarations).change({"search_ranking": "hybrid"}, actor="b", reason="r")
+    # Then the change is in V2, and V1 is put back as its mirror, with its pointer, at the same version
+    v1, v2 = item(ddb_local, flags_table, V1), item(ddb_local, flags_table, V2)
+    assert (v2["ranking_strategy"], v1["search_ranking"], v1[MIGRATED_TO_ATTR]) == (
+        {"S": "hybrid"},
+        {"S": "hybrid"},
+        {"S": V2},
+    )
+    assert v1["schema_version"] == v2["schema_version"] == {"N": str(written.snapshot.version)}
+    assert "ranking_strategy" not in v1 and audit(ddb_local, flags_table, v1) is None
+    # Given V2 deleted / When the V2-deployed writer changes a flag: V2 is restored and the write mirrored
+    ddb_local.delete_item(TableName=flags_table, Key=singleton_key(V2))
+    v2_store(ddb_local, flags_table, declarations).change({"ranking_strategy": "classic"}, actor="b", reason="r")
+    v1, v2 = item(ddb_local, flags_table, V1), item(ddb_local, flags_table, V2)
+    assert (v1["search_ranking"], v1["schema_version"]) == ({"S": "classic"}, v2["schema_version"])
+    assert v2[MIGRATED_FROM_ATTR] == {"S": V1} and audit(ddb_local, flags_table, v2) is None
+
+
+def test_after_finalising_a_safety_write_of_the_old_stack_lands_in_v2_and_nothing_forks(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    v2_store(ddb_local, flags_table, declarations).finalise_migration(actor="a", reason="done")
+    superseded = item(ddb_local, flags_table, V1)
+    # When the V1 stack's maintenance window starts (a safety write) / Then it switches maintenance on in V2
+    assert start_window(v1_store(ddb_local, flags_table, declarations)).status == "started"
+    v2 = item(ddb_local, flags_table, V2)
+    assert (v2["maintenance_mode"], v2["maintenance_owner"]) == ({"BOOL": True}, {"S": WINDOW})
+    assert item(ddb_local, flags_table, V1) == superseded  # untouched: no reader serves it
+    # And V2's own writers are not blocked (one version line)
+    assert (
+        v2_store(ddb_local, flags_table, declarations, max_attempts=3)
+        .change({"ranking_strategy": "hybrid"}, actor="b", reason="r")
+        .applied
+    )
+    # And an operator's write through the V1 stack is refused, naming V2
+    with pytest.raises(FlagsSuperseded, match="superseded by FLAGS#V2"):
+        v1_store(ddb_local, flags_table, declarations).change({"signup_enabled": False}, actor="b", reason="r")
+    # And with V1 deleted as a cleanup, the V1 stack's safety write still lands in V2 and V1 stays gone
+    ddb_local.delete_item(TableName=flags_table, Key=singleton_key(V1))
+    windows = MaintenanceWindows(v1_store(ddb_local, flags_table, declarations), {WINDOW: Window(WINDOW, 3600)})
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    assert windows.handle({"action": "end", "window": WINDOW, "scheduled_time": now}).status == "ended"
+    assert item(ddb_local, flags_table, V2)["maintenance_mode"] == {"BOOL": False}
+    assert "Item" not in ddb_local.get_item(TableName=flags_table, Key=singleton_key(V1))
+
+
+def test_after_a_rollback_the_v2_stack_cannot_fork_the_version_line(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    v1 = v1_store(ddb_local, flags_table, declarations, max_attempts=3)
+    v1.roll_back_migration(actor="a", reason="undo")
+    # Then the rollback's own V1 image is accounted for by its version's record (seen through the mapping)
+    assert audit(ddb_local, flags_table, item(ddb_local, flags_table, V1)) is None
+    # When a stack still deployed for V2 starts its window / Then it is refused: V2 is superseded by V1
+    with pytest.raises(FlagsSuperseded, match="FLAGS#V1"):
+        start_window(v2_store(ddb_local, flags_table, declarations))
+    # And V1's writers are not blocked
+    assert v1.change({"search_ranking": "hybrid"}, actor="b", reason="r").applied
+
+
+def test_mirror_images_stay_accounted_for_after_the_migration_ends_and_direct_pointer_edits_do_not(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    v1_store(ddb_local, flags_table, declarations).change({"search_ranking": "hybrid"}, actor="b", reason="r")
+    mirror = item(ddb_local, flags_table, V1)
+    # When the stream is read after the finalising / Then the mirror image is still accounted for
+    v2_store(ddb_local, flags_table, declarations).finalise_migration(actor="a", reason="done")
+    assert audit(ddb_local, flags_table, mirror) is None
+    # When V1's mapping, or V2's migrated_from, is edited directly / Then each is an unaudited write
+    assert audit(ddb_local, flags_table, {**mirror, "migration_mapping": {"S": "{}"}}) is not None
+    _reset(ddb_local, flags_table)
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    v2 = item(ddb_local, flags_table, V2)
+    found = audit(ddb_local, flags_table, {k: v for k, v in v2.items() if k != MIGRATED_FROM_ATTR})
+    assert found is not None and MIGRATED_FROM_ATTR in found.changed
+
+
+def test_the_v1_stack_refuses_what_v2_cannot_take_and_a_partial_revert(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    live_values(ddb_local, flags_table, declarations)
+    migrated_at = migrate(ddb_local, flags_table, declarations)
+    # Given a flag the V1 stack declares and V2 does not (declared after the migration)
+    document = declarations.document()
+    document["flags"].append({"name": "beta_banner", "type": "bool", "initial": False, "fallback": False})
+    with pytest.raises(FlagsMigrated, match="'beta_banner' is not declared in the later item"):
+        FlagStore(ddb_local, flags_table, parse_declarations(document), sleep=lambda _: None).change(
+            {"beta_banner": True}, actor="b", reason="r"
+        )
+    # Given a V2-only flag changed since / When the V1 stack reverts to the migration's version / Then refused
+    v2_store(ddb_local, flags_table, declarations).change({"assistant_enabled": False}, actor="b", reason="r")
+    with pytest.raises(FlagsMigrated, match=r"would leave \['assistant_enabled'\] as they are"):
+        v1_store(ddb_local, flags_table, declarations).revert(migrated_at, actor="b", reason="back")
+    # And asking to migrate again is told which migration is under way, and since which version
+    with pytest.raises(FlagsMigrated, match="finalise it or roll it back first") as again:
+        migrate(ddb_local, flags_table, declarations)
+    assert again.value.details == {"migrated_to": V2, "migrated_at": migrated_at}

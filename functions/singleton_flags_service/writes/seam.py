@@ -42,7 +42,13 @@ from singleton_flags.keys import (
     migration_key,
     singleton_key,
 )
-from singleton_flags.migration import Mapping as MigrationMapping, MappingError, NotConvertible, parse_mapping_text
+from singleton_flags.migration import (
+    ITEM_KEY,
+    Mapping as MigrationMapping,
+    MappingError,
+    NotConvertible,
+    parse_mapping_text,
+)
 from singleton_flags_service.errors import FlagsMigrated, InvalidValue, StoreFault
 
 __all__ = [
@@ -79,18 +85,34 @@ class Seam:
     target_declarations: Declarations
     migrated_at: int
     for_source: bool  # this writer's deployed declarations are the earlier shape
+    # True while the migration expands (the earlier item mirrored); False once finalised: the earlier item is
+    # superseded and a safety write of a writer still configured for it lands in the later item alone.
+    mirrored: bool = True
 
     @classmethod
     def of(cls, configured: str, item: Mapping[str, Any], declarations: Declarations, record: Any) -> Seam | None:
         """The seam ``item`` (the configured item, as read) takes part in, from the migration's ``record`` (its
-        item, or None); None when no migration expands through it. A record that contradicts the item is our
-        fault (500), never guessed around."""
-        if SUPERSEDED_BY_ATTR in item or (MIGRATED_TO_ATTR not in item and MIGRATED_FROM_ATTR not in item):
+        item, or None); None when no migration expands through it, or finalised it away from it. A record that
+        contradicts the item is our fault (500), never guessed around."""
+        state = record.get("state", {}).get("S") if record is not None else None
+        if SUPERSEDED_BY_ATTR in item:  # finalised: the earlier item's writer lands in the later one, unmirrored
+            if record is None or state != FINALISED or record["source"].get("S") != configured:
+                return None
+            return cls.from_record(configured, declarations, record, mirrored=False)
+        if MIGRATED_TO_ATTR not in item and MIGRATED_FROM_ATTR not in item:
             return None
-        if record is None or record.get("state", {}).get("S") != EXPANDING:
+        if state != EXPANDING:
             if record is not None:
                 return None
             raise _broken(configured, "it has no migration record")
+        return cls.from_record(configured, declarations, record)
+
+    @classmethod
+    def from_record(
+        cls, configured: str, declarations: Declarations, record: Mapping[str, Any], *, mirrored: bool = True
+    ) -> Seam:
+        """The seam a migration's ``record`` describes, for a writer of ``configured`` deployed with
+        ``declarations`` (the other side's come from the record), whatever the record's state."""
         try:
             mapping = parse_mapping_text(record["mapping"]["S"])
             stored = "target_declarations" if configured == mapping.source else "source_declarations"
@@ -109,13 +131,16 @@ class Seam:
             target_declarations=other if for_source else declarations,
             migrated_at=migrated_at,
             for_source=for_source,
+            mirrored=mirrored,
         )
 
     @staticmethod
     def record_key(configured: str, item: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The key of the migration record a configured item's pointer names (None: it names none)."""
+        """The key of the migration record a configured item's pointer names (None: it names none); for an item
+        superseded by another flags item (a finalised migration), that item's."""
         if SUPERSEDED_BY_ATTR in item:
-            return None
+            successor = item[SUPERSEDED_BY_ATTR].get("S") if isinstance(item[SUPERSEDED_BY_ATTR], dict) else None
+            return migration_key(successor) if isinstance(successor, str) and ITEM_KEY.match(successor) else None
         if MIGRATED_TO_ATTR in item:
             target = item[MIGRATED_TO_ATTR].get("S") if isinstance(item[MIGRATED_TO_ATTR], dict) else None
             if not isinstance(target, str):
@@ -152,10 +177,11 @@ class Seam:
         carried: dict[str, Any] = {}
         for name, value in changes.items():
             move = self.mapping.move(name)
-            if move.new is None:
+            if move.new is None or move.new not in self.target_declarations:
+                why = "was removed by the migration" if move.new is None else "is not declared in the later item"
                 raise self.refused(
-                    f"'{name}' was removed by the migration of {self.source} to {self.target} (version "
-                    f"{self.migrated_at}): it is no longer written; switch this writer to {self.target}"
+                    f"'{name}' {why} of {self.source} -> {self.target} (version {self.migrated_at}): it is not "
+                    f"written there; switch this writer to {self.target}"
                 )
             try:
                 carried[move.new] = self.target_declarations[move.new].validate(move.forward(value))
@@ -176,22 +202,33 @@ class Seam:
     def target_name(self, name: str) -> str | None:
         return self.mapping.move(name).new
 
-    def mirror(self, source_item: Mapping[str, Any], target_raw: Mapping[str, Any]) -> dict[str, Any]:
-        """The ``Update`` that makes the earlier item say what the later one now holds (``target_raw``), conditioned
-        on the earlier item being as read: at its version, still pointing, not superseded."""
+    def mirror(self, source_item: Mapping[str, Any] | None, target_raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The transaction item that makes the earlier item say what the later one now holds (``target_raw``): an
+        ``Update`` conditioned on the earlier item being as read (at its version, still pointing, not superseded),
+        or, when it was missing, a ``Put`` of it with its pointer, conditioned on its absence. Table filled in by
+        the caller."""
         view = self.view(target_raw)
+        if source_item is None:
+            item = {**view, MIGRATED_TO_ATTR: {"S": self.target}, MIGRATION_MAPPING_ATTR: {"S": self.mapping.text}}
+            return {
+                "Put": {
+                    "Item": item,
+                    "ConditionExpression": "attribute_not_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": "PK"},
+                }
+            }
         sets = {attr: value for attr, value in view.items() if attr not in singleton_key(self.source)}
         removes = [
             attr
             for attr in (*self.source_declarations, MAINTENANCE_OWNER_ATTR, MAINTENANCE_DEADLINE_ATTR)
             if attr in source_item and attr not in sets
         ]
-        return conditioned_update(self.source, sets, removes, source_item, pointer=MIGRATED_TO_ATTR)
+        return {"Update": conditioned_update(self.source, sets, removes, source_item, pointer=MIGRATED_TO_ATTR)}
 
     def pointer_update(self, source_item: Mapping[str, Any], target_raw: Mapping[str, Any]) -> dict[str, Any]:
         """The migration's ``Update`` of the earlier item: the mirror of the later item's first state, and the
         pointer (what readers follow), conditioned on the earlier item being as read and pointing nowhere yet."""
-        update = self.mirror(source_item, target_raw)
+        update: dict[str, Any] = self.mirror(source_item, target_raw)["Update"]
         names, values = update["ExpressionAttributeNames"], update["ExpressionAttributeValues"]
         names.update({"#to": MIGRATED_TO_ATTR, "#map": MIGRATION_MAPPING_ATTR})
         values.update({":to": {"S": self.target}, ":map": {"S": self.mapping.text}})
@@ -208,17 +245,22 @@ def conditioned_update(
     removes: list[str],
     read: Mapping[str, Any],
     *,
-    pointer: str,
+    pointer: str | None,
 ) -> dict[str, Any]:
     """An ``Update`` of the flags item ``sort_key`` (table filled in by the caller) that SETs ``sets`` and REMOVEs
     ``removes``, conditioned on it being at the version it was ``read`` at, carrying ``pointer`` and not
     superseded."""
     expression, names, values = set_remove(sets, removes)
+    names.update({"#v": VERSION_ATTR, "#s": SUPERSEDED_BY_ATTR})
+    condition = "#v = :v AND attribute_not_exists(#s)"
+    if pointer is not None:  # None: a finalised migration's later item, which names nothing any more
+        names["#p"] = pointer
+        condition = "#v = :v AND attribute_exists(#p) AND attribute_not_exists(#s)"
     return {
         "Key": singleton_key(sort_key),
         "UpdateExpression": expression,
-        "ConditionExpression": "#v = :v AND attribute_exists(#p) AND attribute_not_exists(#s)",
-        "ExpressionAttributeNames": {**names, "#v": VERSION_ATTR, "#p": pointer, "#s": SUPERSEDED_BY_ATTR},
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": {**values, ":v": read[VERSION_ATTR]},
     }
 

@@ -85,7 +85,7 @@ from singleton_flags.keys import (
     migration_key,
     singleton_key,
 )
-from singleton_flags.migration import Mapping as MigrationMapping, MappingError, NotConvertible
+from singleton_flags.migration import ITEM_KEY, Mapping as MigrationMapping, MappingError, NotConvertible
 from singleton_flags.snapshot import Snapshot
 from singleton_flags_service.api.requests import validate_version
 from singleton_flags_service.approvals.rules import refuse_direct_write
@@ -374,14 +374,49 @@ class FlagStore:
                 logger.warning("the flags item is missing and no audit record remains: the initial values restore it")
             return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True)
         last = record_version(newest)
-        raw = {**singleton_key(self._sort_key), **newest.get(STATE_ATTR, {}).get("M", {})}
+        state = newest.get(STATE_ATTR, {}).get("M", {})
+        written = newest.get("item", {}).get("S", SINGLETON_SK)
+        if written != self._sort_key:  # never restored from another item's state
+            return self._missing_in_seam(written, last, state)
+        raw = {**singleton_key(self._sort_key), **state}
         raw[VERSION_ATTR] = {"N": str(last + 1)}
+        seam, source_item = None, None
         migration = self._get(migration_key(self._sort_key)) if self._sort_key != SINGLETON_SK else None
         if migration is not None and migration.get("state", {}).get("S") == EXPANDING:  # restored into its seam
             raw[MIGRATED_FROM_ATTR] = migration["source"]
+            seam = Seam.from_record(self._sort_key, self._declarations, migration)
+            source_item = self._get(singleton_key(seam.source))  # mirrored by the restoring write too
         logger.warning(
             "the flags item is missing: the next write restores it from its newest audit record", version=last
         )
+        return _Current(
+            raw=raw,
+            snapshot=self._snapshot(raw),
+            missing=True,
+            restored_from=last,
+            seam=seam,
+            source_item=source_item,
+        )
+
+    def _missing_in_seam(self, written: str, last: int, state: Mapping[str, Any]) -> _Current:
+        """The configured item is missing and the newest record holds another item's state: the item it was
+        migrated to (expanding: written through the seam, this item put back as its mirror; finalised: written
+        there alone, by a safety write only), or the one a rolled-back migration had made live (this item is
+        restored from that state, seen through the mapping). Anything else is refused: a record never restores
+        another item's shape."""
+        migration = self._get(migration_key(written))
+        if migration is None or migration.get("source", {}).get("S") != self._sort_key:
+            raise StoreFault(
+                f"the flags item {self._sort_key} is missing and the newest audit record (version {last}) holds "
+                f"{written}'s state, with no migration between them: nothing is restored from another item's state"
+            )
+        outcome = migration.get("state", {}).get("S")
+        seam = Seam.from_record(self._sort_key, self._declarations, migration, mirrored=outcome == EXPANDING)
+        if outcome in (EXPANDING, FINALISED):
+            return self._seam_current(seam, None)
+        raw = seam.view(state)  # rolled back: this item is live again; its last state is the later item's
+        raw[VERSION_ATTR] = {"N": str(last + 1)}
+        logger.warning("the flags item is missing: the next write restores it from the newest record", version=last)
         return _Current(raw=raw, snapshot=self._snapshot(raw), missing=True, restored_from=last)
 
     def _seam_of(self, item: Mapping[str, Any]) -> Seam | None:
@@ -389,8 +424,9 @@ class FlagStore:
         key = Seam.record_key(self._sort_key, item)
         return None if key is None else Seam.of(self._sort_key, item, self._declarations, self._get(key))
 
-    def _seam_current(self, seam: Seam, item: dict[str, Any]) -> _Current:
-        """The state a write decides on while a migration expands: both items read, consistently."""
+    def _seam_current(self, seam: Seam, item: dict[str, Any] | None) -> _Current:
+        """The state a write decides on through a migration: both items read (``item``, the configured one, may be
+        missing for a writer configured for the earlier item: the write puts it back as the mirror)."""
         other = self._get(singleton_key(seam.other))
         if seam.for_source:
             if other is None:
@@ -401,8 +437,9 @@ class FlagStore:
             view = seam.view(other)
             return _Current(raw=view, snapshot=self._snapshot(view), seam=seam, source_item=item, target_raw=other)
         if other is None:
-            logger.warning(f"{seam.source} is missing: this write is not mirrored into it", migrated_to=seam.target)
-        return _Current(raw=item, snapshot=self._snapshot(item), seam=seam, source_item=other)
+            logger.warning(f"{seam.source} is missing: this write puts it back as the mirror", migrated_to=seam.target)
+        own = item or {}  # a writer configured for the later item reads it first: never None here
+        return _Current(raw=own, snapshot=self._snapshot(own), seam=seam, source_item=other)
 
     def still_at(self, version: int | None) -> dict[str, Any]:
         """A ``ConditionCheck`` for another writer's transaction: the flags item is still at ``version`` (None:
@@ -530,6 +567,7 @@ class FlagStore:
 
         def planned(current: Snapshot) -> Plan:
             state = self._in_shape(version, record, recorded, found.get("seam"))  # in the shape found now
+            self._whole_revert(found.get("seam"), state, recorded, found.get("target_raw"))
             target = self._snapshot(state)
             values = self._declarations.validate_changes(self._declared_values(state))  # today's rules, old values
             now = self._clock()
@@ -720,11 +758,14 @@ class FlagStore:
             )
         for pointer in (MIGRATED_TO_ATTR, MIGRATED_FROM_ATTR):
             if pointer in item:
+                target = item[pointer].get("S", "") if pointer == MIGRATED_TO_ATTR else self._sort_key
+                under_way = self._get(migration_key(target)) or {}
+                at = int(under_way.get("migrated_at", {}).get("N", "0"))
                 raise FlagsMigrated(
-                    f"the flags item {self._sort_key} already takes part in a migration ({pointer} "
-                    f"{item[pointer].get('S')}): finalise it first",
-                    migrated_to=item[pointer].get("S", ""),
-                    migrated_at=int(item.get(VERSION_ATTR, {}).get("N", "0")),
+                    f"the flags item {self._sort_key} already takes part in the migration to {target} (at version "
+                    f"{at}): finalise it or roll it back first",
+                    migrated_to=target,
+                    migrated_at=at,
                 )
         for taken, what in (
             (singleton_key(mapping.target), "item"),
@@ -818,7 +859,7 @@ class FlagStore:
         def attempt() -> tuple[list[dict[str, Any]], str, int | None, Seam]:
             current = self._read_current()
             seam = current.seam
-            if seam is None:
+            if seam is None or not seam.mirrored:
                 raise MigrationRefused(
                     f"no migration expands through the flags item {self._sort_key}: nothing to {_STEP[outcome]}",
                     refused=[{"cause": "no_migration", "item": self._sort_key}],
@@ -892,6 +933,14 @@ class FlagStore:
                 self._tell_undeclared(current.raw)
             self._check_superseded(current, write)
             seam = current.seam
+            if seam is not None and not seam.mirrored and write.kind not in SAFETY_KINDS:
+                raise FlagsSuperseded(
+                    f"the flags item {seam.source} is superseded by {seam.target} (the migration was finalised): its "
+                    "readers serve their declared fallbacks and nothing is written here; change the flags where it "
+                    "points",
+                    superseded_by=seam.target,
+                    superseded_at=None,
+                )
             if seam is not None and seam.for_source:
                 if expected is not None and write.kind not in SAFETY_KINDS:  # a caller's If-Match on the old item
                     raise seam.refused(
@@ -909,7 +958,7 @@ class FlagStore:
             if expected is not None and (current.missing or current.version not in expected):
                 raise self._stale(current, expected)
             if found is not None:
-                found["seam"] = current.seam
+                found["seam"], found["target_raw"] = current.seam, current.target_raw
             plan = plan_for(current.snapshot)
             delta = _Delta({}, {}, [])
             if plan is not None:
@@ -977,7 +1026,17 @@ class FlagStore:
         if successor is None:
             return
         superseded_at = current.raw.get(SUPERSEDED_AT_ATTR, {}).get("S")
-        if write.kind in SAFETY_KINDS:
+        if write.kind in SAFETY_KINDS and ITEM_KEY.match(successor):
+            # another flags item of this table is live (a rolled-back migration's later item, switched back): a
+            # version written here would take the number the live item's next write needs (one version line)
+            logger.error(
+                "a safety write on a flags item superseded by another item of its table: refused (it would fork the "
+                "version line); switch this writer to the live item",
+                kind=write.kind,
+                actor=write.actor,
+                superseded_by=successor,
+            )
+        elif write.kind in SAFETY_KINDS:
             logger.warning(
                 "a safety write on a superseded flags item: applied, though no reader serves its values",
                 kind=write.kind,
@@ -1053,7 +1112,7 @@ class FlagStore:
         self._check_size(state_raw, write.actor)
 
         token = self._token()
-        items: list[dict[str, Any]] = [{"Update": update} for update in updates]
+        items: list[dict[str, Any]] = list(updates)
         if current.missing and current.restored_from is not None:
             restore = replace(  # an explicit restore keeps its operator's reason; one a write caused says so
                 write,
@@ -1061,7 +1120,10 @@ class FlagStore:
                 reason=write.reason
                 if write.kind == KIND_RESTORE
                 else f"restored the missing flags item from version {current.restored_from}'s audit record",
-                extra_audit={"restored_from": current.restored_from},
+                extra_audit={
+                    "restored_from": current.restored_from,
+                    **({"item": self._sort_key} if self._sort_key != SINGLETON_SK else {}),
+                },
             )
             items.append({"Put": self._put(self._record(current.version, now, restore, {}, current.raw, token))})
         if applied:
@@ -1105,14 +1167,17 @@ class FlagStore:
         """The item updates of one attempt, the state its record holds, the diff it records and the declarations
         of that state's shape. While a migration expands, the later item is written and the earlier one mirrored
         from it; a writer configured for the earlier item carries its changes forward first."""
-        own = self._update(current, sets, delta.owner_removes)
+        own = {"Update": self._update(current, sets, delta.owner_removes)}
         seam = current.seam
         if seam is None:
             return [own], new_raw, delta.diff, self._declarations
-        if not seam.for_source:
-            source = current.source_item
-            mirror = [] if source is None else [self._in_table(seam.mirror(source, new_raw))]
-            return [own, *mirror], new_raw, delta.diff, self._declarations
+        if not seam.for_source:  # a missing earlier item is put back as the mirror, with its pointer
+            return (
+                [own, self._in_table_item(seam.mirror(current.source_item, new_raw))],
+                new_raw,
+                delta.diff,
+                (self._declarations),
+            )
         target, shape = current.target_raw or {}, seam.target_declarations
         before = Snapshot.from_item(target, shape, fetched_at=self._clock())
         carried = seam.forward({name: change["new"] for name, change in delta.diff.items()})
@@ -1125,16 +1190,25 @@ class FlagStore:
         target_sets.update({attr: sets[attr] for attr in (VERSION_ATTR, UPDATED_AT_ATTR, UPDATED_BY_ATTR)})
         new_target = {attr: value for attr, value in target.items() if attr not in delta.owner_removes}
         new_target.update(target_sets)
+        pointer = MIGRATED_FROM_ATTR if seam.mirrored else None  # finalised: the later item names nothing
         updates = [
-            self._in_table(
-                conditioned_update(seam.target, target_sets, delta.owner_removes, target, pointer=MIGRATED_FROM_ATTR)
-            ),
-            self._in_table(seam.mirror(current.source_item or {}, new_target)),
+            {
+                "Update": self._in_table(
+                    conditioned_update(seam.target, target_sets, delta.owner_removes, target, pointer=pointer)
+                )
+            }
         ]
+        if seam.mirrored:
+            updates.append(self._in_table_item(seam.mirror(current.source_item, new_target)))
         return updates, new_target, diff, shape
 
     def _in_table(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"TableName": self._table, **request}
+
+    def _in_table_item(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A transaction item (``{"Update": ...}``, ``{"Put": ...}``) with this store's table."""
+        ((kind, request),) = item.items()
+        return {kind: self._in_table(request)}
 
     def _sets(
         self,
@@ -1319,6 +1393,24 @@ class FlagStore:
         next_cursor = encode_cursor(record_version(page[-1])) if len(items) > limit else None
         return [audit_record(item) for item in page], next_cursor
 
+    def _whole_revert(
+        self, seam: Seam | None, state: Mapping[str, Any], recorded: Mapping[str, Any], target: Any
+    ) -> None:
+        """A revert through a writer configured for the earlier item writes what that item can express: refused
+        when the version reverted to differs from now in a flag it cannot hold (added or converted away by the
+        migration), which the revert would leave as it is while its record said it reverted."""
+        if seam is None or not seam.for_source or target is None:
+            return
+        carried = {seam.target_name(name) for name in state if name in seam.source_declarations}
+        then = Snapshot.from_item(recorded, seam.target_declarations, fetched_at=0).values
+        now = Snapshot.from_item(target, seam.target_declarations, fetched_at=0).values
+        left = sorted(name for name in seam.target_declarations if name not in carried and then[name] != now[name])
+        if left:
+            raise seam.refused(
+                f"a revert through a writer configured for {seam.source} would leave {left} as they are "
+                f"({seam.source} cannot hold them): revert through {seam.target}'s writer"
+            )
+
     def _in_shape(
         self, version: int, record: Mapping[str, Any] | None, state: dict[str, Any], seam: Seam | None
     ) -> dict[str, Any]:
@@ -1329,13 +1421,20 @@ class FlagStore:
         now_in = seam.target if seam is not None else self._sort_key
         if written == now_in:
             return seam.view(state) if seam is not None and seam.for_source else state
-        migration = self._get(migration_key(now_in))
-        at = int(migration["migrated_at"]["N"]) if migration is not None else version + 1
+        # the migration between the two shapes: into the flags' item now, or (rolled back) into the version's
+        migration = self._get(migration_key(now_in)) or self._get(migration_key(written)) or {}
+        at = int(migration.get("migrated_at", {}).get("N", "0"))
+        outcome = migration.get("state", {}).get("S", EXPANDING)
+        between = f"{migration.get('source', {}).get('S')} -> {migration.get('target', {}).get('S')}"
+        way_back = {
+            EXPANDING: "roll the migration back instead (docs/lifecycle.md)",
+            FINALISED: "change the flags to the values wanted",
+            ROLLED_BACK: "the migration was rolled back: change the flags to the values wanted",
+        }.get(outcome, "change the flags to the values wanted")
         raise FlagsMigrated(
-            f"version {version} was written in {written}'s shape and the flags are now in {now_in}'s (migrated at "
-            f"version {at}): a revert never crosses a migration. Before the migration is finalised, roll it back "
-            "instead (docs/lifecycle.md); after, change the flags to the values wanted",
-            migrated_to=now_in,
+            f"version {version} was written in {written}'s shape and the flags are now in {now_in}'s (the migration "
+            f"{between} at version {at}, {outcome}): a revert never crosses a migration; {way_back}",
+            migrated_to=migration.get("target", {}).get("S", now_in),
             migrated_at=at,
         )
 
