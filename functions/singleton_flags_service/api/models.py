@@ -11,7 +11,7 @@ imports this module.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -471,3 +471,19 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         "MigrationAnswer": MigrationAnswer,
         "MigrationResult": MigrationResult,
     }
+
+
+if TYPE_CHECKING:  # the write function's request models as the type checker sees them (built by build_models)
+
+    class PatchRequest(BaseModel):
+        flags: BaseModel
+        reason: str
+        guard: Any  # GuardRequest | None
+
+    class RevertRequest(BaseModel):
+        version: int
+        reason: str
+        guard: Any  # GuardRequest | None
+
+    class RestoreRequest(BaseModel):
+        reason: str

@@ -121,22 +121,9 @@ CHANGE_REQUESTS = ChangeRequests.for_function(
 )
 GUARDS = GuardedWrites.for_function(CLIENT, SCHEDULER, SETTINGS, CONFIG.guard_closes)
 MODELS = build_models(DECLARATIONS, SETTINGS.guard_alarm_prefix)
-if TYPE_CHECKING:  # the request models' shape for the type checker; at run time they come from the declarations
-    from pydantic import BaseModel
-
-    class PatchRequest(BaseModel):
-        flags: BaseModel
-        reason: str
-        guard: Any  # singleton_flags_service.api.models.GuardRequest | None
-
-    class RevertRequest(BaseModel):
-        version: int
-        reason: str
-        guard: Any  # singleton_flags_service.api.models.GuardRequest | None
-
-    class RestoreRequest(BaseModel):
-        reason: str
-
+if TYPE_CHECKING:  # the request models' shape for the type checker (declared in models.py: this module compiles
+    # before its collector pause, so it stays small); at run time they come from the declarations
+    from singleton_flags_service.api.models import PatchRequest, RestoreRequest, RevertRequest
 else:
     PatchRequest = MODELS["PatchRequest"]
     RevertRequest = MODELS["RevertRequest"]
