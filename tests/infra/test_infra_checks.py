@@ -107,6 +107,8 @@ ACKNOWLEDGED = {
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/ANY/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/finalise/POST/Resource"),
     ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/finalise/ANY/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/rollback/POST/Resource"),
+    ("AwsSolutions-COG4", "Api/RestApi/Default/flags/migration/rollback/ANY/Resource"),
     *(
         (f"AwsSolutions-IAM5[Resource::<execute-api>/{route}]", f"Api/{policy}/Resource")
         for policy in ("AdminPolicy", "ApproverPolicy")
