@@ -21,18 +21,11 @@ from flagctl.http_server import HttpResponse, Request
 from flagctl.report import log_group_reads, logs_insights_reads
 from local.api import LocalApi
 from singleton_flags_infra.config import load_config
+from tests.unit.test_flagctl_report import DECLARED  # the same three flags: a kill switch, a candidate, a read one
 
 DEPLOYED = "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod"
 TOKEN = "the-token-of-this-start"
 REPORT = "/_console/report"
-DECLARED = [
-    # a kill switch: permanent, never read
-    {"name": "signup_enabled", "state": "active", "permanent": True, "owner": "growth"},
-    # a release toggle, never read: the candidate
-    {"name": "checkout_v2", "state": "active", "permanent": False, "owner": "payments"},
-    # a release toggle read by name, unchanged since the seed: not a candidate
-    {"name": "search_ranking", "state": "deprecated", "deprecated_on": "2026-11-01", "permanent": False},
-]
 HISTORY = {
     "records": [
         {"version": 3, "at": "2026-11-20T10:00:00Z", "actor": "ops", "kind": "change", "changes": {"checkout_v2": {}}},

@@ -175,6 +175,11 @@ class ConsoleProxy:
                 "NOT_FOUND",
                 f"{request.method} {request.raw_path} is not a route of the flags API: the console forwards those only",
             )
+        refused = self._refused(request)
+        return refused if refused is not None else self._upstream(self._outgoing(request))
+
+    def _refused(self, request: Request) -> HttpResponse | None:
+        """The rules every call the console answers for the API obeys: printable ASCII, then the token."""
         if not (_URI_TEXT.fullmatch(request.raw_path) and _URI_TEXT.fullmatch(request.query)):
             return error(
                 HTTPStatus.BAD_REQUEST,
@@ -187,22 +192,13 @@ class ConsoleProxy:
                 "CONSOLE_TOKEN_REQUIRED",
                 f"send {TOKEN_HEADER} with the token of the URL flagctl console printed (#token=...)",
             )
-        return self._upstream(self._outgoing(request))
+        return None
 
     def _report(self, request: Request) -> HttpResponse:
         """The Lifecycle view's report, under the rules of a forwarded call: printable ASCII, the token, GET."""
-        if not _URI_TEXT.fullmatch(request.query):
-            return error(
-                HTTPStatus.BAD_REQUEST,
-                "BAD_REQUEST",
-                "the path and query must be printable ASCII: percent-encode any other character (%C3%A9 for é)",
-            )
-        if not self._token_matches(request.headers):
-            return error(
-                HTTPStatus.UNAUTHORIZED,
-                "CONSOLE_TOKEN_REQUIRED",
-                f"send {TOKEN_HEADER} with the token of the URL flagctl console printed (#token=...)",
-            )
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         if request.method != "GET":
             refused = error(
                 HTTPStatus.METHOD_NOT_ALLOWED,
