@@ -504,6 +504,9 @@ def test_a_deleted_item_is_never_restored_from_the_other_items_state(
     v1, v2 = item(ddb_local, flags_table, V1), item(ddb_local, flags_table, V2)
     assert (v1["search_ranking"], v1["schema_version"]) == ({"S": "classic"}, v2["schema_version"])
     assert v2[MIGRATED_FROM_ATTR] == {"S": V1} and audit(ddb_local, flags_table, v2) is None
+    # And the restore's version is in V2's shape: a revert to it is a revert like any other
+    restored = int(v2["schema_version"]["N"]) - 1
+    assert v2_store(ddb_local, flags_table, declarations).revert(restored, actor="b", reason="back").applied
 
 
 def test_after_finalising_a_safety_write_of_the_old_stack_lands_in_v2_and_nothing_forks(
