@@ -18,6 +18,7 @@ from flagctl.client import Outgoing
 from flagctl.console import TOKEN_HEADER, ConsoleProxy
 from flagctl.errors import FlagctlError
 from flagctl.http_server import HttpResponse, Request
+from flagctl.insights import logs_insights
 from flagctl.report import log_group_reads, logs_insights_reads
 from local.api import LocalApi
 from singleton_flags_infra.config import load_config
@@ -95,7 +96,8 @@ def test_through_flagctl_console_the_reads_come_from_logs_insights_and_mark_the_
             "Logs_20140328.GetQueryResults": [{"status": "Complete", "results": [row]}],
         }
     )
-    reads = logs_insights_reads("eu-west-1", ["/aws/lambda/read"], signed, upstream.logs, sleep=lambda _: None)
+    query = logs_insights("eu-west-1", ["/aws/lambda/read"], signed, upstream.logs, sleep=lambda _: None)
+    reads = logs_insights_reads(query, 1)
     proxy = ConsoleProxy(DEPLOYED, TOKEN, signer=signed, upstream=upstream, reads=reads)
     # When the Lifecycle view asks for 14 days
     status, body = ask(proxy, "days=14")

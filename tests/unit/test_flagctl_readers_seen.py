@@ -14,6 +14,7 @@ import pytest
 
 from flagctl.client import Answer, FlagsClient, Outgoing
 from flagctl.errors import BAD_INPUT, FlagctlError
+from flagctl.insights import logs_insights
 from flagctl.readers_seen import (
     DAY_SECONDS,
     insights_query,
@@ -174,21 +175,25 @@ class TestTheDeployedStage:
         # Given a query still running twice, then complete with no row (a stats over no record)
         transport = insights([], "Scheduled", "Running")
         slept: list[float] = []
-        source = logs_insights_source("eu-west-1", ["/aws/lambda/read"], lambda o: o, transport, sleep=slept.append)
+        source = logs_insights_source(
+            logs_insights("eu-west-1", ["/aws/lambda/read"], lambda o: o, transport, sleep=slept.append), 1
+        )
         seen = readers_seen(V1, 7, source)
         assert (seen.seen, seen.unknown, seen.blocks, seen.records, seen.last_seen) == (False, False, False, 0, None)
         assert len(slept) == 2
 
     def test_a_count_of_zero_is_not_seen_and_epoch_milliseconds_are_read_as_a_time(self) -> None:
-        zero = logs_insights_source("eu-west-1", ["g"], lambda o: o, insights(row(records="0", named="0")))
+        zero = logs_insights_source(
+            logs_insights("eu-west-1", ["g"], lambda o: o, insights(row(records="0", named="0"))), 1
+        )
         assert readers_seen(V1, 7, zero).seen is False
         millis = insights(row(records="1", named="1", last_seen="1764583200000"))
-        seen = readers_seen(V1, 7, logs_insights_source("eu-west-1", ["g"], lambda o: o, millis))
+        seen = readers_seen(V1, 7, logs_insights_source(logs_insights("eu-west-1", ["g"], lambda o: o, millis), 1))
         assert (seen.seen, seen.last_seen) == (True, 1764583200.0)
 
     def test_a_query_that_fails_raises_nothing_is_known(self) -> None:
         transport = Answers({START_QUERY: {"queryId": "q-1"}, GET_RESULTS: {"status": "Failed"}})
-        source = logs_insights_source("eu-west-1", ["g"], lambda o: o, transport)
+        source = logs_insights_source(logs_insights("eu-west-1", ["g"], lambda o: o, transport), 1)
         with pytest.raises(FlagctlError, match="ended 'Failed': nothing is known"):
             readers_seen(V1, 7, source)
 

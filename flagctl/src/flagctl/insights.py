@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from flagctl.client import Answer, Outgoing, Transport, http_transport
-from flagctl.errors import SERVER, FlagctlError
+from flagctl.client import (
+    Answer,
+    Outgoing,
+    Transport,
+    configured_region,
+    default_signer,
+    http_transport,
+    region_for,
+)
+from flagctl.errors import BAD_INPUT, SERVER, FlagctlError
 
 LOGS_TARGET_PREFIX = "Logs_20140328."
 LOGS_CONTENT_TYPE = "application/x-amz-json-1.1"
@@ -85,3 +93,17 @@ def first_row(results: Any) -> dict[str, str]:
         for cell in row
         if isinstance(cell, Mapping) and isinstance(cell.get("field"), str) and isinstance(cell.get("value"), str)
     }
+
+
+def deployed_query(url: str, log_groups: Sequence[str], transport: Transport = http_transport) -> Query | None:
+    """The Logs Insights queries of a deployed API at ``url`` over the readers' ``log_groups`` (at most
+    ``MAX_LOG_GROUPS``), signed for ``logs`` with the default credentials, in the API's region (the configured one
+    when the URL does not say); None without a log group."""
+    if not log_groups:
+        return None
+    if len(log_groups) > MAX_LOG_GROUPS:
+        raise FlagctlError(f"at most {MAX_LOG_GROUPS} --log-group", BAD_INPUT, "USAGE")
+    import botocore.session  # only for a deployed query: the configured region
+
+    region = region_for(url, configured_region(botocore.session.Session()))
+    return logs_insights(region, list(log_groups), default_signer(url, service="logs"), transport)

@@ -21,13 +21,14 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from flagctl.client import FlagsClient, Outgoing, Transport, default_signer, http_transport, is_loopback, region_for
-from flagctl.errors import BAD_INPUT, CONFLICT, SERVER, FlagctlError
-from flagctl.insights import MAX_LOG_GROUPS, first_row, logs_insights
+from flagctl.client import FlagsClient, Transport, http_transport, is_loopback
+from flagctl.errors import BAD_INPUT, CONFLICT, FlagctlError
+from flagctl.insights import Query, deployed_query, first_row
+from flagctl.wait import SERVED_PATH, runner_readers
 
 __all__ = [
     "DAY_SECONDS",
@@ -43,7 +44,6 @@ __all__ = [
     "unless_seen",
 ]
 
-SERVED_PATH = "/_served"
 DAY_SECONDS = 86400
 MAX_DAYS = 365
 ITEM = re.compile(r"^FLAGS#V[1-9][0-9]{0,8}$")
@@ -159,20 +159,10 @@ def runner_source(client: FlagsClient) -> SeenSource:
     the window's start."""
 
     def heard(item: str, since: float) -> Heard:
-        answer = client.request("GET", SERVED_PATH)
-        readers = answer.body.get("readers") if isinstance(answer.body, Mapping) else None
-        if answer.status != 200 or not isinstance(readers, list):
-            raise FlagctlError(
-                f"the runner's {SERVED_PATH} did not answer its readers (HTTP {answer.status}): is this the local "
-                "runner?",
-                SERVER,
-                "BAD_ANSWER",
-            )
         matching = [
             reader
-            for reader in readers
-            if isinstance(reader, Mapping)
-            and reader.get("item") in (item, None)
+            for reader in runner_readers(client)
+            if reader.get("item") in (item, None)
             and isinstance(reader.get("last_read_at"), (int, float))
             and reader["last_read_at"] >= since
         ]
@@ -193,21 +183,13 @@ def insights_query(item: str) -> str:
     )
 
 
-def logs_insights_source(
-    region: str,
-    log_groups: list[str],
-    signer: Callable[[Outgoing], Outgoing],
-    transport: Transport = http_transport,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-) -> SeenSource:
-    """The readers' ServedVersion records in CloudWatch Logs Insights, over ``log_groups`` in ``region``."""
-    query = logs_insights(region, log_groups, signer, transport, clock, sleep)
+def logs_insights_source(query: Query, groups: int, clock: Callable[[], float] = time.time) -> SeenSource:
+    """The readers' ServedVersion records in CloudWatch Logs Insights (``query``: over ``groups`` log groups)."""
 
     def heard(item: str, since: float) -> Heard:
         row = first_row(query(insights_query(item), since, clock()))
         records, named = _count(row.get("records")), _count(row.get("named"))
-        source = f"CloudWatch Logs Insights ({len(log_groups)} log group(s))"
+        source = f"CloudWatch Logs Insights ({groups} log group(s))"
         return Heard(records, max(records - named, 0), _timestamp(row.get("last_seen")), source)
 
     return heard
@@ -217,15 +199,11 @@ def source_for(
     client: FlagsClient, log_groups: Sequence[str], transport: Transport = http_transport
 ) -> SeenSource | None:
     """The source for ``client``'s target: the runner's readers for a loopback URL; else Logs Insights over
-    ``log_groups`` (signed for ``logs`` with the default credentials, in the API's region), or None without any."""
+    ``log_groups`` (``insights.deployed_query``), or None without any."""
     if is_loopback(client.base_url):
         return runner_source(client)
-    if not log_groups:
-        return None
-    if len(log_groups) > MAX_LOG_GROUPS:
-        raise FlagctlError(f"at most {MAX_LOG_GROUPS} --log-group", BAD_INPUT, "USAGE")
-    region = region_for(client.base_url, None)
-    return logs_insights_source(region, list(log_groups), default_signer(client.base_url, service="logs"), transport)
+    query = deployed_query(client.base_url, log_groups, transport)
+    return None if query is None else logs_insights_source(query, len(log_groups))
 
 
 def _count(value: Any) -> int:

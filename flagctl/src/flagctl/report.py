@@ -25,16 +25,12 @@ from typing import Any
 
 from flagctl.client import (
     FlagsClient,
-    Outgoing,
     Transport,
-    configured_region,
-    default_signer,
     http_transport,
     is_loopback,
-    region_for,
 )
-from flagctl.errors import BAD_INPUT, SERVER, FlagctlError
-from flagctl.insights import MAX_LOG_GROUPS, first_row, logs_insights
+from flagctl.errors import SERVER, FlagctlError
+from flagctl.insights import MAX_LOG_GROUPS, Query, deployed_query, first_row
 from flagctl.refs import DeclaredFlag
 from flagctl.text import safe, table
 
@@ -112,20 +108,12 @@ def insights_query(declared: list[DeclaredFlag]) -> str:
     return f"filter ispresent(ServedVersion) | stats {sums}"
 
 
-def logs_insights_reads(
-    region: str,
-    log_groups: list[str],
-    signer: Callable[[Outgoing], Outgoing],
-    transport: Transport = http_transport,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-) -> ReadsSource:
-    """The readers' reads from CloudWatch Logs Insights (``flagctl.insights``: StartQuery, GetQueryResults)."""
-    query = logs_insights(region, log_groups, signer, transport, clock, sleep)
+def logs_insights_reads(query: Query, groups: int, clock: Callable[[], float] = time.time) -> ReadsSource:
+    """The readers' reads from CloudWatch Logs Insights (``query``: over ``groups`` log groups)."""
 
     def reads(declared: list[DeclaredFlag], since: float) -> Reads:
         results = query(insights_query(declared), since, clock())
-        return Reads(query_counts(results), since, f"CloudWatch Logs Insights ({len(log_groups)} log group(s))")
+        return Reads(query_counts(results), since, f"CloudWatch Logs Insights ({groups} log group(s))")
 
     return reads
 
@@ -241,14 +229,7 @@ READS_NEED_LOG_GROUPS = (
 
 def log_group_reads(url: str, log_groups: Sequence[str], transport: Transport = http_transport) -> ReadsSource | None:
     """Where a report of the deployed API at ``url`` (``flagctl report``, the console's Lifecycle view) reads the
-    reads from: Logs Insights over ``log_groups`` (at most ``MAX_LOG_GROUPS``), signed for ``logs`` in the API's
-    region (the configured one when the URL does not say); None without a log group, or for the local runner (its
-    own ``GET /_reads``)."""
-    if not log_groups or is_loopback(url):
-        return None
-    if len(log_groups) > MAX_LOG_GROUPS:
-        raise FlagctlError(f"at most {MAX_LOG_GROUPS} --log-group", BAD_INPUT, "USAGE")
-    import botocore.session
-
-    region = region_for(url, configured_region(botocore.session.Session()))
-    return logs_insights_reads(region, list(log_groups), default_signer(url, service="logs"), transport)
+    reads from: Logs Insights over ``log_groups`` (``insights.deployed_query``); None without a log group, or for the
+    local runner (its own ``GET /_reads``)."""
+    query = None if is_loopback(url) else deployed_query(url, log_groups, transport)
+    return None if query is None else logs_insights_reads(query, len(log_groups))

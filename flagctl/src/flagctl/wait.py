@@ -55,24 +55,28 @@ class Sighting:
 Observe = Callable[[int, float], Sighting]  # (version, when the change was sent: epoch seconds) -> Sighting
 
 
+def runner_readers(client: FlagsClient) -> list[Mapping[str, Any]]:
+    """The local runner's readers (its runner-only ``GET /_served``): what each served at its last read, and when;
+    an answer that is not the runner's is an error, never an empty list."""
+    answer = client.request("GET", SERVED_PATH)
+    readers = answer.body.get("readers") if isinstance(answer.body, Mapping) else None
+    if answer.status != 200 or not isinstance(readers, list):
+        raise FlagctlError(
+            f"the runner's {SERVED_PATH} did not answer its readers (HTTP {answer.status}): is this the local runner?",
+            SERVER,
+            "BAD_ANSWER",
+        )
+    return [reader for reader in readers if isinstance(reader, Mapping)]
+
+
 def runner_observer(client: FlagsClient) -> Observe:
     """What the local runner's readers serve now (``GET /_served``)."""
 
     def observe(version: int, since: float) -> Sighting:
-        answer = client.request("GET", SERVED_PATH)
-        readers = answer.body.get("readers") if isinstance(answer.body, dict) else None
-        if answer.status != 200 or not isinstance(readers, list):
-            raise FlagctlError(
-                f"the runner's {SERVED_PATH} did not answer what its readers serve (HTTP {answer.status}): is this "
-                "the local runner?",
-                SERVER,
-                "BAD_ANSWER",
-            )
         versions = [
             reader["version"]
-            for reader in readers
-            if isinstance(reader, dict)
-            and isinstance(reader.get("version"), int)
+            for reader in runner_readers(client)
+            if isinstance(reader.get("version"), int)
             and isinstance(reader.get("last_read_at"), (int, float))
             and reader["last_read_at"] >= since
         ]
