@@ -454,8 +454,9 @@ class AuditCheck:
             return UnauditedWrite(sequence_number, version, NO_RECORD, {})
         written, item = record.get("item", {}).get("S", SINGLETON_SK), image.get(SORT_KEY, {}).get("S")
         state = record.get(STATE_ATTR, {}).get("M", {})
+        migrations: dict[str, dict[str, Any]] = {}  # the migration records this image is checked against
         if written != item:
-            mirrored = self._mirrored(item, written, state)
+            mirrored = self._mirrored(item, written, state, migrations)
             if mirrored is None:
                 return UnauditedWrite(sequence_number, version, DIFFERS, {"item": {"recorded": written, "item": item}})
             state = mirrored
@@ -464,18 +465,26 @@ class AuditCheck:
             for name in sorted({*state, *BOOKKEEPING_IN_STATE})
             if _plain(state.get(name)) != _plain(image.get(name))
         }
-        changed.update(self._pointers(image, item))
+        changed.update(self._pointers(image, item, migrations))
         return UnauditedWrite(sequence_number, version, DIFFERS, changed) if changed else None
 
-    def _pointers(self, image: Mapping[str, Any], item: str | None) -> dict[str, Any]:
+    def _migration(self, target: str, migrations: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """The record of the migration into ``target`` ({} when none), read once per image checked."""
+        if target not in migrations:
+            answer = self._get_item(TableName=self._table, Key=migration_key(target), ConsistentRead=True)
+            migrations[target] = answer.get("Item") or {}
+        return migrations[target]
+
+    def _pointers(
+        self, image: Mapping[str, Any], item: str | None, migrations: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
         """A migration's attributes on the image against the migration's record: the earlier item's pointer and
         mapping (what its readers follow), the later item's ``migrated_from`` while it expands (what its writers
         mirror by). A change of either outside the service is an unaudited write."""
         pointer = image.get(MIGRATED_TO_ATTR, {}).get("S")
         if item is None or (pointer is None and item == SINGLETON_SK):
             return {}
-        key = migration_key(pointer if pointer is not None else item)
-        migration = self._get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item") or {}
+        migration = self._migration(pointer if pointer is not None else item, migrations)
         if pointer is not None:
             recorded = (migration.get("target", {}).get("S"), migration.get("mapping", {}).get("S"))
             held = (pointer, image.get(MIGRATION_MAPPING_ATTR, {}).get("S"))
@@ -486,15 +495,17 @@ class AuditCheck:
             return {MIGRATED_FROM_ATTR: {"recorded": source, "item": _plain(image.get(MIGRATED_FROM_ATTR))}}
         return {}
 
-    def _mirrored(self, item: str | None, written: str, state: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _mirrored(
+        self, item: str | None, written: str, state: Mapping[str, Any], migrations: dict[str, dict[str, Any]]
+    ) -> dict[str, Any] | None:
         """What the earlier item of a migration holds when it mirrors the later one's recorded ``state`` (while the
         migration expands, and as a rollback leaves it), seen through the migration's mapping (its record: the
         mapping and the earlier declarations), whatever the record says now; None when no migration joins ``item``
         to ``written`` (then its own record should have named it)."""
         if item is None:
             return None
-        migration = self._get_item(TableName=self._table, Key=migration_key(written), ConsistentRead=True).get("Item")
-        if migration is None or migration.get("source", {}).get("S") != item:
+        migration = self._migration(written, migrations)
+        if migration.get("source", {}).get("S") != item:
             return None
         declarations = parse_declarations(json.loads(migration["source_declarations"]["S"]))
         seam = Seam.from_record(item, declarations, migration)

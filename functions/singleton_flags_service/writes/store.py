@@ -1439,7 +1439,8 @@ class FlagStore:
         )
 
     def _state_from(self, record: Mapping[str, Any] | None, version: int) -> dict[str, Any]:
-        """``_state_item`` from the record it reads (``version``'s own, or version 1's for version 0)."""
+        """The item's attributes right after ``version`` was written, from ``record`` (``version``'s own, or version
+        1's for version 0: the seeded state is version 1's with its old values put back)."""
         if record is None or STATE_ATTR not in record:
             what = "version 1's record, which holds it," if version == 0 else f"version {version}"
             raise VersionNotFound(
