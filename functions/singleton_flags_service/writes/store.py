@@ -1167,17 +1167,12 @@ class FlagStore:
         """The item updates of one attempt, the state its record holds, the diff it records and the declarations
         of that state's shape. While a migration expands, the later item is written and the earlier one mirrored
         from it; a writer configured for the earlier item carries its changes forward first."""
-        own = {"Update": self._update(current, sets, delta.owner_removes)}
         seam = current.seam
-        if seam is None:
-            return [own], new_raw, delta.diff, self._declarations
-        if not seam.for_source:  # a missing earlier item is put back as the mirror, with its pointer
-            return (
-                [own, self._in_table_item(seam.mirror(current.source_item, new_raw))],
-                new_raw,
-                delta.diff,
-                (self._declarations),
-            )
+        if seam is None or not seam.for_source:  # this writer's own item (and the mirror, while a migration expands)
+            updates = [{"Update": self._update(current, sets, delta.owner_removes)}]
+            if seam is not None:  # a missing earlier item is put back as the mirror, with its pointer
+                updates.append(self._in_table_item(seam.mirror(current.source_item, new_raw)))
+            return updates, new_raw, delta.diff, self._declarations
         target, shape = current.target_raw or {}, seam.target_declarations
         before = Snapshot.from_item(target, shape, fetched_at=self._clock())
         carried = seam.forward({name: change["new"] for name, change in delta.diff.items()})
