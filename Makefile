@@ -12,7 +12,7 @@ NODE_STAMP := node_modules/.package-lock.json
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install dist run lint test test-unit test-integration test-infra test-e2e synth preflight bench screenshots clean
+.PHONY: install dist run lint test test-unit test-integration test-infra test-e2e test-shuffled synth preflight bench screenshots clean
 
 $(RUN_STAMP): requirements.txt pyproject.toml client/pyproject.toml flagctl/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,20 +49,30 @@ lint: $(DEV_STAMP)
 	$(VENV)/bin/lint-imports --no-logo --cache-dir $(VENV)/.import_linter_cache
 	$(VENV)/bin/actionlint
 
+# Every target runs on all cores: one pytest-xdist worker per core (`make test WORKERS=0`: one process), each with
+# its own moto, DynamoDB Local, runner, browser and synthesized apps.
+WORKERS ?= auto
+PYTEST := $(PY) -m pytest --numprocesses $(WORKERS) --dist load
+# `make test-shuffled SEED=n`: every tier in a random order (pytest-random-order), to show no test leans on another.
+SEED ?= $(shell date +%s)
+
 test: install
-	$(PY) -m pytest
+	$(PYTEST)
 
 test-unit: $(DEV_STAMP)
-	$(PY) -m pytest tests/unit
+	$(PYTEST) tests/unit
 
 test-integration: install
-	$(PY) -m pytest tests/integration
+	$(PYTEST) tests/integration
 
 test-infra: install
-	$(PY) -m pytest tests/infra
+	$(PYTEST) tests/infra
 
 test-e2e: $(DEV_STAMP)
-	$(PY) -m pytest tests/e2e
+	$(PYTEST) tests/e2e
+
+test-shuffled: install
+	$(PYTEST) --random-order-bucket=global --random-order-seed=$(SEED)
 
 synth: install
 	npx cdk synth --quiet

@@ -5,9 +5,11 @@ Kept minimal on purpose: each tier adds what it needs in its own conftest.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,11 +63,49 @@ def lambda_context() -> LambdaContext:
 
 @functools.cache
 def _session() -> Any:
-    """One boto3 session for the run: moto resets boto3's default one on every start, and loading the
-    service model again costs ~0.3 s per test."""
+    """One boto3 session for the worker: loading a service's model again costs ~0.3 s per client."""
     import boto3
 
     return boto3.session.Session()
+
+
+class WorkerMoto:
+    """This worker's one moto, switched on for each test that asks for it and off after it, emptied each time.
+
+    Starting moto afresh for every test rebuilt boto3's default session, and with it every service model a
+    test's clients load; here the worker's session is kept, and only moto's data goes between tests. moto is
+    off between those tests: kept on, it would also answer (or refuse, for ``requests``) the calls of every
+    later test that the same worker happens to run, so a test's outcome would depend on its worker.
+    """
+
+    def __init__(self) -> None:
+        from moto import mock_aws
+
+        self._mock = mock_aws(config={"core": {"reset_boto3_session": False}})
+
+    @contextlib.contextmanager
+    def switched_on(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+        """moto on and empty, boto3's default session the worker's (a test may replace it: undone after)."""
+        import boto3
+
+        monkeypatch.setattr(boto3, "DEFAULT_SESSION", _session())
+        self._mock.start()  # also empties every backend left in use
+        try:
+            yield
+        finally:
+            self._mock.stop()  # empties them again: nothing outlives the test
+
+
+@pytest.fixture(scope="session")
+def worker_moto() -> WorkerMoto:
+    return WorkerMoto()
+
+
+@pytest.fixture
+def moto(worker_moto: WorkerMoto, aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every AWS service on moto for this test, starting empty (no table, schedule, alarm or queue)."""
+    with worker_moto.switched_on(monkeypatch):
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -79,16 +119,39 @@ def table_name() -> str:
 
 
 @pytest.fixture
-def ddb(aws_env: None) -> Iterator[Any]:
+def ddb(moto: None) -> Any:
     """A low-level DynamoDB client on moto, with the flags table created as the stack defines it."""
-    from moto import mock_aws
-
     from local.dynamodb_local import create_table
 
-    with mock_aws():
-        client = _session().client("dynamodb", region_name=REGION)
-        create_table(client, TABLE_NAME)
-        yield client
+    client = _session().client("dynamodb", region_name=REGION)
+    create_table(client, TABLE_NAME)
+    return client
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder of the project's built distributions for the whole run: each wheel is built once, by whichever
+    test process needs it first (pytest-xdist's workers share their run's temporary root)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "wheelhouse"
+
+
+# The order a run starts its tests in: the slowest tiers first, so that under parallel workers they overlap the
+# fast ones instead of trailing after them. Within a tier, the collected order.
+_TIERS_FIRST = ("install", "e2e", "integration", "infra", "unit")
+_TESTS = Path(__file__).parent
+
+
+def tier_of(item: pytest.Item) -> str:
+    if item.get_closest_marker("install") is not None:
+        return "install"
+    path = Path(str(item.path))
+    return next((tier for tier in _TIERS_FIRST if _TESTS / tier in path.parents), "unit")
+
+
+@pytest.hookimpl(tryfirst=True)  # before an order plugin's shuffle (pytest-random-order), never after it
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: _TIERS_FIRST.index(tier_of(item)))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -41,7 +41,7 @@ TABLE = "singleton-flags-install"
 
 
 def test_an_empty_venv_with_the_openfeature_extra_reads_the_flags_from_the_table_make_run_created(
-    tmp_path: Path, dynamodb_local_endpoint: str
+    tmp_path: Path, dynamodb_local_endpoint: str, wheelhouse: Path
 ) -> None:
     # Given the table `make run` created and seeded on DynamoDB Local
     runner = start_runner(
@@ -54,7 +54,7 @@ def test_an_empty_venv_with_the_openfeature_extra_reads_the_flags_from_the_table
     assert "created and seeded" in runner.output() and "local runner stopped" in runner.output()
     assert seeded.body["version"] == 0
     # And an empty virtual environment and the package installed into it with its [openfeature] extra
-    python = install_into_empty_venv(tmp_path, "singleton-flags[openfeature]")
+    python = install_into_empty_venv(tmp_path, "singleton-flags[openfeature]", wheelhouse=wheelhouse)
     venv = python.parents[1]
     # And an application: its declarations and the docs' client example as its function
     app = tmp_path / "app"

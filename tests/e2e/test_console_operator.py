@@ -273,7 +273,10 @@ def test_version_0_the_seeded_state_has_an_entry_and_the_console_reverts_to_it(f
 
 
 def test_the_history_filter_shows_only_the_versions_that_changed_that_flag(fresh_runner, console):
-    ranking = write(fresh_runner, {"search_ranking": "semantic"}, "console e2e: ranking")["version"]
+    # Given a version that changes search_ranking (whatever an earlier test of this runner left it at), then another
+    current = fresh_runner.get("/flags").body["flags"]["search_ranking"]
+    other = next(value for value in ("semantic", "hybrid", "classic") if value != current)
+    ranking = write(fresh_runner, {"search_ranking": other}, "console e2e: ranking")["version"]
     write(fresh_runner, {"api_rate_limit_per_minute": 1111}, "console e2e: rate")
     settled(fresh_runner)
     page = open_console(console, fresh_runner.url, "history")

@@ -28,9 +28,9 @@ print(json.dumps({"answers": answers, "pages": sorted(p.name for p in CONSOLE_DI
 """
 
 
-def test_the_installed_flagctl_answers_help_and_serves_its_console_pages(tmp_path: Path) -> None:
+def test_the_installed_flagctl_answers_help_and_serves_its_console_pages(tmp_path: Path, wheelhouse: Path) -> None:
     # Given an empty virtual environment with the CLI's wheel and the client's and service's wheels, by path
-    python = install_into_empty_venv(tmp_path, "singleton-flags-cli")
+    python = install_into_empty_venv(tmp_path, "singleton-flags-cli", wheelhouse=wheelhouse)
     venv = python.parents[1]
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
     # When its console script is asked for help, outside any checkout

@@ -49,9 +49,9 @@ print(json.dumps({
 """
 
 
-def test_the_installed_distribution_builds_the_whole_service(tmp_path: Path) -> None:
+def test_the_installed_distribution_builds_the_whole_service(tmp_path: Path, wheelhouse: Path) -> None:
     # Given an empty virtual environment with the package and its [cdk] extra, from a wheel-like install
-    python = install_into_empty_venv(tmp_path, "singleton-flags-service[cdk]")
+    python = install_into_empty_venv(tmp_path, "singleton-flags-service[cdk]", wheelhouse=wheelhouse)
     venv = python.parents[1]
     # And an application's CDK app, in a directory of its own, with its declarations and cdk.json's settings
     app = tmp_path / "app"

@@ -55,9 +55,9 @@ def forbidden_imports(modules: dict[str, str]) -> dict[str, list[str]]:
     return found
 
 
-def test_the_clients_wheel_holds_the_run_time_client_and_the_cdk_extras_helpers_only(tmp_path: Path) -> None:
+def test_the_clients_wheel_holds_the_run_time_client_and_the_cdk_extras_helpers_only(wheelhouse: Path) -> None:
     # Given the client's wheel, built as `make dist` builds it
-    wheel = build_wheel("singleton-flags", tmp_path / "dist")
+    wheel = build_wheel("singleton-flags", wheelhouse)
     # When its files are read
     with zipfile.ZipFile(wheel) as archive:
         files = {name: archive.read(name) for name in archive.namelist()}

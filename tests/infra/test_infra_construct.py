@@ -147,10 +147,10 @@ def test_bind_attaches_the_client_layer_for_the_functions_architecture(architect
 
 
 def test_the_client_layer_carries_the_wheels_files_powertools_and_the_applications_declarations(
-    tmp_path: Path,
+    tmp_path: Path, wheelhouse: Path
 ) -> None:
     # Given the package's wheel, built as `make dist` builds it
-    in_wheel = set(wheel_package_files(tmp_path / "wheel"))
+    in_wheel = set(wheel_package_files(wheelhouse))
     # And an application's own declarations (one flag only)
     declarations = parse_declarations(
         {"flags": [{"name": "checkout_enabled", "type": "bool", "initial": True, "fallback": False}]}

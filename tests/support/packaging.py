@@ -5,6 +5,7 @@ name from an index: the names are not registered on PyPI, and whoever registers 
 from __future__ import annotations
 
 import ast
+import fcntl
 import json
 import shutil
 import subprocess
@@ -63,12 +64,20 @@ def export_project(name: str, dest: Path) -> Path:
 
 def build_wheel(name: str, out: Path) -> Path:
     """The wheel `make dist` builds for the distribution ``name`` (from its project's files as a clean checkout
-    holds them), built into ``out`` beside its sdist."""
+    holds them), built into ``out`` beside its sdist, once: ``out`` may be shared by parallel test processes
+    (the ``wheelhouse`` fixture), so whoever comes first builds while the others wait on the folder's lock."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return _built_wheel(name, out)
+
+
+def _built_wheel(name: str, out: Path) -> Path:
     wheel_name = f"{name.replace('-', '_')}-*.whl"
     existing = sorted(out.glob(wheel_name))
     if existing:
         return existing[0]
-    source = export_project(name, out.parent / "sources")
+    source = export_project(name, out.parent / f"sources-{out.name}")
     built = subprocess.run(
         [sys.executable, "-m", "build", "--outdir", str(out), str(source)],
         capture_output=True,
@@ -86,17 +95,18 @@ def wheel_files(wheel: Path) -> set[str]:
         return {name for name in archive.namelist() if ".dist-info/" not in name}
 
 
-def wheel_package_files(tmp_path: Path) -> set[str]:
-    """The paths under ``singleton_flags/`` in the client's wheel."""
-    files = wheel_files(build_wheel("singleton-flags", tmp_path / "dist"))
+def wheel_package_files(wheelhouse: Path) -> set[str]:
+    """The paths under ``singleton_flags/`` in the client's wheel (built into ``wheelhouse`` unless it is there)."""
+    files = wheel_files(build_wheel("singleton-flags", wheelhouse))
     return {name for name in files if name.startswith("singleton_flags/")}
 
 
-def install_into_empty_venv(tmp_path: Path, *requirements: str) -> Path:
+def install_into_empty_venv(tmp_path: Path, *requirements: str, wheelhouse: Path) -> Path:
     """A new virtual environment holding the wheels of ``requirements`` (``singleton-flags[openfeature]``,
     ``singleton-flags-service[cdk]``, ...) and of the project's distributions they need, each installed by its
-    path; their other dependencies from pip's cache or PyPI. Fails unless pip installed every one of the
-    project's distributions from its wheel's path. Returns its python."""
+    path (built into ``wheelhouse`` unless it is there); their other dependencies from pip's cache or PyPI.
+    Fails unless pip installed every one of the project's distributions from its wheel's path. Returns its
+    python."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
@@ -104,8 +114,7 @@ def install_into_empty_venv(tmp_path: Path, *requirements: str) -> Path:
     for name in list(wanted):
         for dependency in NEEDS[name]:
             wanted.setdefault(dependency, dependency)
-    dist = tmp_path / "dist"
-    wheels = {name: build_wheel(name, dist) for name in wanted}
+    wheels = {name: build_wheel(name, wheelhouse) for name in wanted}
     arguments = [f"{wheels[name]}{requirement[len(name) :]}" for name, requirement in wanted.items()]
     report = tmp_path / "pip-report.json"
     subprocess.run(

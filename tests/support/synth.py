@@ -11,9 +11,12 @@ stage and a ``dev`` stage whose account already has API Gateway's logging role (
 from __future__ import annotations
 
 import copy
+import fcntl
 import json
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,12 +103,25 @@ def variant_declarations() -> Any:
     return parse_declarations(document)
 
 
+@contextmanager
+def build_lock() -> Iterator[None]:
+    """Held by one test process at a time while it synthesizes: a synth builds its layers and assets into the
+    checkout's ``.build/`` unless they are there, and two processes building the same one at once would remove
+    each other's half-built folder. Whoever waits finds them built."""
+    folder = REPO_ROOT / ".build"
+    folder.mkdir(exist_ok=True)
+    with (folder / ".tests.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 def synthesize(context: dict[str, Any], outdir: Path, declarations: Any = None) -> Synth:
     from singleton_flags_infra.application import build_app
     from singleton_flags_service.contract import load_service_declarations
 
-    app, stack = build_app(context, outdir=str(outdir), declarations=declarations)
-    assembly = app.synth()
+    with build_lock():
+        app, stack = build_app(context, outdir=str(outdir), declarations=declarations)
+        assembly = app.synth()
     artifact = assembly.get_stack_artifact(stack.artifact_id)
     report_file = outdir / "validation-report.json"
     return Synth(
@@ -131,8 +147,9 @@ def synthesize_two_stages(context: dict[str, Any], outdir: Path) -> dict[str, Sy
     app = App(context=context, outdir=str(outdir))
     first = parse_config(context[CONTEXT_KEY])
     second = dataclasses.replace(first, stage="dev", apigw_account_logging_role="existing")
-    stacks = {config.stage: add_stage(app, config) for config in (first, second)}
-    assembly = app.synth()
+    with build_lock():
+        stacks = {config.stage: add_stage(app, config) for config in (first, second)}
+        assembly = app.synth()
     return {
         stage: Synth(
             template=assembly.get_stack_artifact(stack.artifact_id).template,

@@ -62,11 +62,11 @@ def no_sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def unit_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+def unit_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Nothing redirects botocore away from moto, and Powertools' cache age is its default."""
     for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "POWERTOOLS_PARAMETERS_MAX_AGE"):
         monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))  # a test may write it: its own
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -35,14 +34,12 @@ NINE = datetime(2027, 3, 1, 9, 0, 0)  # a wall-clock time: its zone is given apa
 
 
 @pytest.fixture
-def scheduler(aws_env: None) -> Iterator[Any]:
+def scheduler(moto: None) -> Any:
     import boto3
-    from moto import mock_aws
 
-    with mock_aws():
-        client = boto3.client("scheduler", region_name="us-east-1")
-        client.create_schedule_group(Name=GROUP)
-        yield client
+    client = boto3.client("scheduler", region_name="us-east-1")
+    client.create_schedule_group(Name=GROUP)
+    return client
 
 
 def test_a_schedule_is_one_time_at_a_local_time_in_its_zone_and_deletes_itself(scheduler: Any) -> None:
