@@ -47,8 +47,11 @@ def test_flagctl_reads_changes_and_reverts_through_the_api(runner):
 
 
 def test_flagctl_exit_codes_tell_conflict_from_bad_input(runner):
-    version = json.loads(flagctl(runner, "--json", "get").stdout)["version"]
-    assert flagctl(runner, "set", "ai_search_enabled=true", "--reason", "bump").returncode == 0
+    current = json.loads(flagctl(runner, "--json", "get").stdout)
+    version, enabled = current["version"], current["flags"]["ai_search_enabled"]
+    # a change whatever an earlier test left the flag at, so that the version moves past the If-Match below
+    bump = "ai_search_enabled=" + ("false" if enabled else "true")
+    assert flagctl(runner, "set", bump, "--reason", "bump").returncode == 0
     stale = flagctl(runner, "set", "ai_search_enabled=false", "--reason", "stale", "--if-match", str(version))
     wrong_type = flagctl(runner, "set", "api_rate_limit_per_minute=lots", "--reason", "bad")
     unknown = flagctl(runner, "get", "no_such_flag")
