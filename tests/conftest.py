@@ -5,7 +5,6 @@ Kept minimal on purpose: each tier adds what it needs in its own conftest.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterator
@@ -69,43 +68,32 @@ def _session() -> Any:
     return boto3.session.Session()
 
 
-class WorkerMoto:
-    """This worker's one moto, switched on for each test that asks for it and off after it, emptied each time.
+@pytest.fixture(scope="session")
+def worker_moto() -> Any:
+    """This worker's one moto, switched on for each test that asks for it (``moto``) and off after it.
 
     Starting moto afresh for every test rebuilt boto3's default session, and with it every service model a
     test's clients load; here the worker's session is kept, and only moto's data goes between tests. moto is
     off between those tests: kept on, it would also answer (or refuse, for ``requests``) the calls of every
     later test that the same worker happens to run, so a test's outcome would depend on its worker.
     """
+    from moto import mock_aws
 
-    def __init__(self) -> None:
-        from moto import mock_aws
-
-        self._mock = mock_aws(config={"core": {"reset_boto3_session": False}})
-
-    @contextlib.contextmanager
-    def switched_on(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-        """moto on and empty, boto3's default session the worker's (a test may replace it: undone after)."""
-        import boto3
-
-        monkeypatch.setattr(boto3, "DEFAULT_SESSION", _session())
-        self._mock.start()  # also empties every backend left in use
-        try:
-            yield
-        finally:
-            self._mock.stop()  # empties them again: nothing outlives the test
-
-
-@pytest.fixture(scope="session")
-def worker_moto() -> WorkerMoto:
-    return WorkerMoto()
+    return mock_aws(config={"core": {"reset_boto3_session": False}})
 
 
 @pytest.fixture
-def moto(worker_moto: WorkerMoto, aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every AWS service on moto for this test, starting empty (no table, schedule, alarm or queue)."""
-    with worker_moto.switched_on(monkeypatch):
+def moto(worker_moto: Any, aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every AWS service on moto for this test, starting empty (no table, schedule, alarm or queue); boto3's
+    default session is the worker's (a test may replace it: undone after)."""
+    import boto3
+
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", _session())
+    worker_moto.start()  # also empties every backend left in use
+    try:
         yield
+    finally:
+        worker_moto.stop()  # empties them again: nothing outlives the test
 
 
 @pytest.fixture(scope="session")

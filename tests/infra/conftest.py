@@ -37,8 +37,9 @@ def cli_synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliSynth]:
     """`npx cdk synth --quiet` with the pinned CLI, started now and awaited by whoever asks for the result."""
     if shutil.which("npx") is None or not (REPO_ROOT / "node_modules" / ".bin" / "cdk").exists():
         pytest.fail("the pinned CDK CLI is not installed: run `make install` (npm ci)")
-    with build_lock():  # another test process's synth, if any, has built what the CLI's app reuses
-        outdir = tmp_path_factory.mktemp("cdk-cli-out")
+    with build_lock():
+        pass  # waited for: another test process's synth has built what the CLI's app reuses
+    outdir = tmp_path_factory.mktemp("cdk-cli-out")
     command = ["npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices", "--output", str(outdir)]
     unshare = shutil.which("unshare")
     if unshare and subprocess.run([unshare, "--net", "true"], capture_output=True, check=False).returncode == 0:

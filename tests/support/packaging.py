@@ -11,7 +11,8 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,13 +63,21 @@ def export_project(name: str, dest: Path) -> Path:
     return target
 
 
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Held by one test process at a time (pytest-xdist's workers): for building into ``folder``, which the
+    processes share, so that whoever waits finds the build done instead of racing it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".tests.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 def build_wheel(name: str, out: Path) -> Path:
     """The wheel `make dist` builds for the distribution ``name`` (from its project's files as a clean checkout
     holds them), built into ``out`` beside its sdist, once: ``out`` may be shared by parallel test processes
-    (the ``wheelhouse`` fixture), so whoever comes first builds while the others wait on the folder's lock."""
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    (the ``wheelhouse`` fixture)."""
+    with folder_lock(out):
         return _built_wheel(name, out)
 
 

@@ -11,18 +11,16 @@ stage and a ``dev`` stage whose account already has API Gateway's logging role (
 from __future__ import annotations
 
 import copy
-import fcntl
 import json
 import os
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.support import templates as tt
-from tests.support.packaging import ROOT as REPO_ROOT
+from tests.support.packaging import ROOT as REPO_ROOT, folder_lock
 
 JSII_QUIET = {
     # The jsii runtime reads these when aws_cdk is first imported (Node 20 is past jsii's support window).
@@ -103,16 +101,10 @@ def variant_declarations() -> Any:
     return parse_declarations(document)
 
 
-@contextmanager
-def build_lock() -> Iterator[None]:
-    """Held by one test process at a time while it synthesizes: a synth builds its layers and assets into the
-    checkout's ``.build/`` unless they are there, and two processes building the same one at once would remove
-    each other's half-built folder. Whoever waits finds them built."""
-    folder = REPO_ROOT / ".build"
-    folder.mkdir(exist_ok=True)
-    with (folder / ".tests.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        yield
+def build_lock() -> AbstractContextManager[None]:
+    """Held while a synth builds its layers and assets into the checkout's ``.build/`` (unless they are there):
+    two test processes building the same one at once would remove each other's half-built folder."""
+    return folder_lock(REPO_ROOT / ".build")
 
 
 def synthesize(context: dict[str, Any], outdir: Path, declarations: Any = None) -> Synth:
