@@ -17,6 +17,7 @@ from local.gateway import LambdaContext
 from singleton_flags.declarations import Declarations
 from singleton_flags_service.contract import load_service_declarations
 from tests.support.events import invocation_context, rest_event
+from tests.support.moto_tables import WORKER_TABLES
 
 TABLE_NAME = "singleton-flags-test"
 REGION = "us-east-1"
@@ -74,12 +75,35 @@ def worker_moto() -> Any:
 
     Starting moto afresh for every test rebuilt boto3's default session, and with it every service model a
     test's clients load; here the worker's session is kept, and only moto's data goes between tests. moto is
-    off between those tests: kept on, it would also answer (or refuse, for ``requests``) the calls of every
-    later test that the same worker happens to run, so a test's outcome would depend on its worker.
+    off between those tests: kept on, it would also answer the calls of every later test that the same worker
+    happens to run, so a test's outcome would depend on its worker.
+
+    Of moto's two routes only botocore's is switched: everything under test calls AWS through botocore, whose
+    ``before-send`` hook moto answers. The other route, the ``requests`` library's (moto registers a callback per
+    AWS URL pattern with ``responses`` at every start, most of the cost of a start), is left off: a call to AWS
+    through ``requests`` would reach the network, which the unit tier's socket guard refuses. The switching
+    keeps moto's own count of who started it, so a runner that starts its own moto inside a test shares it.
     """
     from moto import mock_aws
+    from moto.core.base_backend import BackendDict
+    from moto.core.models import botocore_stubber, reset_model_data
 
-    return mock_aws(config={"core": {"reset_boto3_session": False}})
+    mock = mock_aws(config={"core": {"reset_boto3_session": False}})
+
+    def switch_on(reset: bool = True) -> None:
+        botocore_stubber.enabled = True
+        if reset:
+            BackendDict.reset()
+
+    def switch_off(remove_data: bool) -> None:
+        botocore_stubber.enabled = False
+        if remove_data:
+            BackendDict.reset()
+            reset_model_data()
+
+    mock._enable_patching = switch_on  # what start() and stop() call when the outermost moto starts or stops
+    mock._disable_patching = switch_off
+    return mock
 
 
 @pytest.fixture
@@ -112,7 +136,7 @@ def ddb(moto: None) -> Any:
     from local.dynamodb_local import create_table
 
     client = _session().client("dynamodb", region_name=REGION)
-    create_table(client, TABLE_NAME)
+    WORKER_TABLES.create("flags table", REGION, TABLE_NAME, lambda: create_table(client, TABLE_NAME))
     return client
 
 

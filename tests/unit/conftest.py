@@ -6,6 +6,7 @@ opening one fail (and fails the test even when the code under test swallowed the
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import Callable, Iterator
@@ -22,7 +23,9 @@ from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags_service.observability import ReadCounter, logger
 from singleton_flags_service.writes.store import FlagStore
+from tests.conftest import REGION
 from tests.support.maintenance import DURATIONS, MaintenanceFunction, deploy_windows, fresh_module
+from tests.support.moto_tables import WORKER_TABLES
 from tests.support.unit import (
     CallCount,
     Clock,
@@ -168,10 +171,12 @@ def unseeded_api(
 
 @pytest.fixture
 def seeded_api(unseeded_api: WriteApi) -> WriteApi:
-    """Given the seeded singleton (version 0, the declared initial values)."""
-    FlagStore(unseeded_api.client, unseeded_api.table, unseeded_api.module.DECLARATIONS).seed(
-        actor="test", reason="seed"
-    )
+    """Given the seeded singleton (version 0, the declared initial values): the worker's first seed of these
+    declarations runs for real, later tests get a copy of the table it left."""
+    declarations = unseeded_api.module.DECLARATIONS
+    store = FlagStore(unseeded_api.client, unseeded_api.table, declarations)
+    key = ("seeded", json.dumps([declarations.as_documents(), declarations.trusted_session_roles], default=str))
+    WORKER_TABLES.fill(key, REGION, unseeded_api.table, lambda: store.seed(actor="test", reason="seed"))
     return unseeded_api
 
 

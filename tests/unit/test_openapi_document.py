@@ -7,6 +7,8 @@ The fuzz tier (tests/e2e/test_fuzz_api.py) then holds every real answer to this 
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 from typing import Any
 
 import pytest
@@ -29,9 +31,16 @@ def write_app() -> Any:
     return load_module("singleton_flags_service.handlers.write_api").app
 
 
+@functools.cache
+def _built(names: tuple[str, ...]) -> dict[str, Any]:
+    app = load_module("singleton_flags_service.handlers.write_api").app
+    return build_document(app, list(names), server_url="http://127.0.0.1:3000")
+
+
 @pytest.fixture
-def document(write_app: Any, declarations: Declarations) -> dict[str, Any]:
-    return build_document(write_app, list(declarations), server_url="http://127.0.0.1:3000")
+def document(aws_env: None, declarations: Declarations) -> dict[str, Any]:
+    """The document as the write function serves it: built once, each test given its own copy."""
+    return copy.deepcopy(_built(tuple(declarations)))
 
 
 def _operation(document: dict[str, Any], method: str, path: str) -> dict[str, Any]:
