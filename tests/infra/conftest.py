@@ -1,7 +1,7 @@
 """Synthesizes the CDK app in-process, once per session per configuration (a synth costs ~20 s).
 
-The `npx cdk synth` run with the pinned CLI starts in the background with the first synth and is awaited by
-its own test, so the two overlap.
+The `npx cdk synth` run with the pinned CLI is started by its own test alone, in the background while that test's
+process synthesizes in-process, so the two overlap; no other test process pays for a CLI run it never checks.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def cli_synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliSynth]:
 
 
 @pytest.fixture(scope="session")
-def synth(tmp_path_factory: pytest.TempPathFactory, cli_synth: CliSynth) -> Synth:
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return synthesize(cdk_json_context(), tmp_path_factory.mktemp("synth-cdk-json"))
 
 
