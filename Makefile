@@ -10,9 +10,9 @@ DEV_STAMP := $(VENV)/.installed-dev
 DIST_STAMP := $(VENV)/.installed-dist
 NODE_STAMP := node_modules/.package-lock.json
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
-# Compiled modules go to one folder in the venv, never beside the sources (nothing written in the tree, no
-# __pycache__ for an asset or a wheel to pick up); every Python process after the first reuses them.
-export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
+# Python keeps its compiled modules (__pycache__, ignored by git, by every asset and by the wheels' file lists), so
+# the many Python processes of a run compile the sources once, not each time; a caller's PYTHONDONTWRITEBYTECODE
+# is not passed on.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install dist run lint test test-unit test-integration test-infra test-e2e test-shuffled synth preflight bench screenshots clean
