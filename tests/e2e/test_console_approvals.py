@@ -13,9 +13,7 @@ from __future__ import annotations
 import io
 import json
 import re
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +22,6 @@ from playwright.sync_api import Browser, Page, expect
 
 from flagctl.cli import AUTH, CONFLICT, OK, main as flagctl_main
 from local.gateway import LOCAL_ACCOUNT
-from singleton_flags_service.contract import DECLARATIONS_FILE
 from tests.support.console import (
     PHONE_HEIGHT,
     PHONE_WIDTH,
@@ -34,7 +31,7 @@ from tests.support.console import (
     session,
     show_view,
 )
-from tests.support.runner import Runner, eventually, start_runner
+from tests.support.runner import Runner, declarations_command, eventually, protected_declarations, start_runner
 
 ACTOR_HEADER = "X-Local-Actor"
 ALICE = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/alice"
@@ -43,30 +40,16 @@ ON_CALL = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/on-call"
 PROTECTED = "maintenance_mode"
 
 
-# The local runner, its declarations read from the file its first argument names: the service's own, with
-# maintenance_mode protected (one approval, by anyone but the author; break-glass by ON_CALL alone).
-WITH_DECLARATIONS = (
-    "import sys; from pathlib import Path; from singleton_flags_service import contract; "
-    "contract.load_service_declarations.__defaults__ = (Path(sys.argv[1]),); "
-    "from local.runner import main; sys.exit(main())"
-)
-
-
-def protected_declarations(directory: Path) -> Path:
-    document = json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
-    for flag in document["flags"]:
-        if flag["name"] == PROTECTED:
-            flag["protection"] = {"approvals": 1, "break_glass": [ON_CALL]}
-    path = directory / "declarations.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
+# maintenance_mode protected: one approval, by anyone but the author; break-glass by ON_CALL alone.
+PROTECTION = {"approvals": 1, "break_glass": [ON_CALL]}
 
 
 @pytest.fixture(scope="module")
 def approvals_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
     directory = tmp_path_factory.mktemp("approvals")
-    command = (sys.executable, "-c", WITH_DECLARATIONS, str(protected_declarations(directory)))
-    runner = start_runner(directory / "runner.log", command=command)
+    runner = start_runner(
+        directory / "runner.log", command=declarations_command(protected_declarations(directory, PROTECTED, PROTECTION))
+    )
     try:
         declared = {d["name"]: d for d in runner.get("/flags/declarations").body["declarations"]}
         assert declared[PROTECTED]["protection"]["approvals"] == 1, declared[PROTECTED]

@@ -126,6 +126,33 @@ def run_module(
 
 
 RUNNER_COMMAND = (sys.executable, "-m", "local")
+# The runner, its declarations read from the file its first argument names instead of the service's own.
+WITH_DECLARATIONS = (
+    "import sys; from pathlib import Path; from singleton_flags_service import contract; "
+    "contract.load_service_declarations.__defaults__ = (Path(sys.argv[1]),); "
+    "from local.runner import main; sys.exit(main())"
+)
+
+
+def protected_declarations(directory: Path, flag: str, protection: Mapping[str, Any]) -> Path:
+    """The service's declarations with ``flag`` protected as ``protection`` says, in a file under ``directory``
+    for the runner (``declarations_command``)."""
+    from singleton_flags_service.contract import DECLARATIONS_FILE
+
+    document = json.loads(DECLARATIONS_FILE.read_text(encoding="utf-8"))
+    for declared in document["flags"]:
+        if declared["name"] == flag:
+            declared["protection"] = dict(protection)
+    path = directory / "declarations.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def declarations_command(declarations: Path) -> tuple[str, ...]:
+    """The command that starts the runner with the declarations file ``declarations``."""
+    return (sys.executable, "-c", WITH_DECLARATIONS, str(declarations))
+
+
 MAKE_RUN = ("make", "--no-print-directory", "run")  # what the README tells a user to type
 
 
@@ -155,16 +182,28 @@ def launch(
 
 def start_runner(log: Path, command: Sequence[str] = RUNNER_COMMAND, **overrides: str | None) -> Runner:
     """Start the runner on a free port and return once it answers; fail with its output otherwise."""
+    runner = launch_runner(log, command, **overrides)
+    if not serving(runner):
+        pytest.fail(f"the local runner exited with {runner.process.returncode}:\n{runner.output()}", pytrace=False)
+    return runner
+
+
+def launch_runner(log: Path, command: Sequence[str] = RUNNER_COMMAND, **overrides: str | None) -> Runner:
+    """The runner started on a free port, not yet waited for (``serving``)."""
     port = free_port()
     process = launch(log, runner_env(port, **overrides), command=command)
-    runner = Runner(process, f"http://127.0.0.1:{port}", log)
+    return Runner(process, f"http://127.0.0.1:{port}", log)
+
+
+def serving(runner: Runner) -> bool:
+    """True once the runner answers, False if it exited first; fails with its output if it does neither in time."""
     deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"the local runner exited with {process.returncode}:\n{runner.output()}", pytrace=False)
+        if runner.process.poll() is not None:
+            return False
         try:
             if runner.get("/openapi.json").status == 200:
-                return runner
+                return True
         except OSError:
             time.sleep(0.1)
     runner.stop()
