@@ -22,7 +22,7 @@ from local.gateway import LOCAL_ACCOUNT
 from singleton_flags.keys import SINGLETON_SK, singleton_key
 from singleton_flags_infra.config import load_config
 from tests.support.migration import GOOD, new_declarations
-from tests.support.runner import Runner, declarations_command, launch_runner, protected_declarations, serving
+from tests.support.runner import declarations_command, launch_runner, protected_declarations, serving
 from tests.support.transcript import Transcript, difference, dumps
 
 RECORDED = Path(__file__).parent / "transcripts" / "write_path.json"
@@ -52,23 +52,21 @@ class Stage:
         self.transcript.mask.literals[endpoint] = "<dynamodb>"
         self.starts = 0
 
-    def start(self, step: str) -> Runner | None:
+    def start(self, step: str) -> None:
         """The runner started (its seed included) as a step; one that exits instead is recorded with its status
-        and its last line."""
+        and its last line, and the stage has no runner."""
         self.starts += 1
         log = self.logs / f"{self.table}-{self.starts}.log"
         command = declarations_command(self.declarations)
         runner = launch_runner(log, command, AWS_ENDPOINT_URL_DYNAMODB=self.endpoint, TABLE_NAME=self.table)
-        started = self.transcript.act(step, lambda: serving(runner))
-        if not started:
-            said = runner.output().strip().splitlines()[-1:]
-            self.transcript.steps[-1]["runner"] = self.transcript.mask(
-                {"exit": runner.process.returncode, "said": said}
-            )
-            return None
-        self.transcript.steps[-1]["runner"] = "serving"
-        self.transcript.serve(runner)
-        return runner
+
+        def outcome(up: bool) -> dict[str, Any]:
+            if up:
+                return {"runner": "serving"}
+            return {"runner": {"exit": runner.process.returncode, "said": runner.output().strip().splitlines()[-1:]}}
+
+        if self.transcript.act(step, lambda: serving(runner), outcome):
+            self.transcript.serve(runner)
 
     def stop(self) -> None:
         if self.transcript.runner is not None:
@@ -280,7 +278,7 @@ def test_the_write_path_replays_its_recorded_transcript(stages: Any, declaration
     for name, story in stories.items():
         stage = stages(name.replace(" ", "-"))
         story(stage)
-        told[name] = stage.transcript.document()
+        told[name] = stage.transcript.steps
     replayed = dumps(told)
     if os.environ.get("RECORD_TRANSCRIPT") == "1":
         RECORDED.parent.mkdir(exist_ok=True)

@@ -133,8 +133,7 @@ class Transcript:
         """Send the next calls to ``runner`` (its URL masked as ``<runner>``)."""
         self.runner = runner
         if runner is not None:
-            self.mask.literals[runner.url] = "<runner>"
-            self.mask.literals[runner.url.removeprefix("http://")] = "<runner>"
+            self.mask.literals[runner.url.removeprefix("http://")] = "<runner>"  # its host and port, in any URL
 
     def _changes(self) -> dict[str, Any]:
         now = scan(self.client, self.table)
@@ -172,13 +171,14 @@ class Transcript:
         )
         return answer
 
-    def act(self, step: str, action: Callable[[], Any]) -> Any:
+    def act(
+        self, step: str, action: Callable[[], Any], outcome: Callable[[Any], Mapping[str, Any]] | None = None
+    ) -> Any:
+        """Run ``action`` as a step; ``outcome`` says what of its result the step records beside its items."""
         result = action()
-        self.steps.append(self.mask({"step": step, **self._changes()}))
+        said = outcome(result) if outcome is not None else {}
+        self.steps.append(self.mask({"step": step, **said, **self._changes()}))
         return result
-
-    def document(self) -> list[dict[str, Any]]:
-        return self.steps
 
 
 def dumps(transcript: Any) -> str:
