@@ -2,8 +2,9 @@
 DynamoDB Local, with the answer it got and every item of the table the step put or deleted.
 
 What changes from run to run is masked, the same value always by the same mask, so a transcript says which
-step's item names which other item: times (``<time>``), epoch seconds (``<epoch>``), UUIDs, hexadecimal digests
-and opaque tokens (``<uuid:1>``, ``<hex:2>``, ``<token:3>``, numbered in order of appearance). A recorded
+step's item names which other item: times (``<time>``), epoch seconds (``<epoch>``), UUIDs, scheduled changes' ids,
+hexadecimal digests and opaque tokens (``<uuid:1>``, ``<schedule:1>``, ``<hex:2>``, ``<token:3>``, numbered in order
+of appearance). A recorded
 transcript is compared as a whole, so a change to any answer or any stored byte of the write path shows as a diff.
 """
 
@@ -25,6 +26,8 @@ from tests.support.runner import Answer, Runner
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _COMPACT_TIME = re.compile(r"\d{8}T\d{6}Z")
+# A scheduled change's id: its time and random hexadecimal digits, which may all be decimal ones.
+_SCHEDULE_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}(?![0-9A-Za-z])")
 _HEX = re.compile(r"(?<![0-9A-Za-z])(?=[a-f]*[0-9])[0-9a-f]{8,}(?![0-9A-Za-z])")  # with a digit: not a word
 # How long a write kept retrying before its time budget ran out: the count depends on the machine's speed.
 _GAVE_UP = re.compile(r"gave up after \d+ attempts in [0-9.]+ s")
@@ -51,6 +54,7 @@ class Masker:
     def text(self, value: str) -> str:
         for literal, placeholder in self.literals.items():
             value = value.replace(literal, placeholder)
+        value = _SCHEDULE_ID.sub(lambda match: self._named("schedule", match.group(0)), value)
         if _TOKEN.match(value):
             return self._named("token", value)
         value = _UUID.sub(lambda match: self._named("uuid", match.group(0).lower()), value)
