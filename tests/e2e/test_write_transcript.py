@@ -2,9 +2,9 @@
 window's start and end, a scheduled change's delivery, a guard's revert and close, a restore, the migration's
 steps), each answer, and every item and audit record each one put or deleted, on DynamoDB Local.
 
-The transcript (``transcripts/write_path.json``) was recorded from the code as it stood; any change of an answer,
-a status, a stored attribute, a key or an audit record shows as a diff against it. A change that means to alter
-what is written records it again (``RECORD_TRANSCRIPT=1``) and the diff is reviewed with it.
+The transcript (``transcripts/write_path/``, one file per story) was recorded from the code as it stood; any
+change of an answer, a status, a stored attribute, a key or an audit record shows as a diff against it. A change
+that means to alter what is written records it again (``RECORD_TRANSCRIPT=1``) and the diff is reviewed with it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tests.support.migration import GOOD, new_declarations
 from tests.support.runner import declarations_command, launch_runner, protected_declarations, serving
 from tests.support.transcript import Transcript, difference, dumps
 
-RECORDED = Path(__file__).parent / "transcripts" / "write_path.json"
+RECORDED = Path(__file__).parent / "transcripts" / "write_path"  # one file per story
 ALICE = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/alice"
 BOB = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/bob"
 ON_CALL = f"arn:aws:iam::{LOCAL_ACCOUNT}:user/on-call"
@@ -265,24 +265,25 @@ def migration(stage: Stage, end: str, declarations: Any) -> None:
     stage.start(f"seed again after the {end}")
 
 
-def test_the_write_path_replays_its_recorded_transcript(stages: Any, declarations: Any) -> None:
-    # Given a stage on a fresh table for each story: live writes, a migration's two ends, a restore mid-migration
-    stories = {
-        "live": operator_writes,
-        "finalise": lambda stage: migration(stage, "finalise", declarations),
-        "rollback": lambda stage: migration(stage, "rollback", declarations),
-        "restore while expanding": lambda stage: restore_while_expanding(stage, declarations),
-    }
+STORIES: dict[str, Callable[[Stage, Any], None]] = {
+    "live": lambda stage, declarations: operator_writes(stage),
+    "finalise": lambda stage, declarations: migration(stage, "finalise", declarations),
+    "rollback": lambda stage, declarations: migration(stage, "rollback", declarations),
+    "restore while expanding": restore_while_expanding,
+}
+
+
+@pytest.mark.parametrize("story", STORIES)
+def test_the_write_path_replays_its_recorded_transcript(story: str, stages: Any, declarations: Any) -> None:
+    # Given a stage on a fresh table for the story: live writes, a migration's two ends, a restore mid-migration
+    stage = stages(story.replace(" ", "-"))
+    recorded_file = RECORDED / f"{story.replace(' ', '-')}.json"
     # When every writer takes its steps
-    told = {}
-    for name, story in stories.items():
-        stage = stages(name.replace(" ", "-"))
-        story(stage)
-        told[name] = stage.transcript.steps
-    replayed = dumps(told)
+    STORIES[story](stage, declarations)
+    replayed = dumps(stage.transcript.steps)
     if os.environ.get("RECORD_TRANSCRIPT") == "1":
-        RECORDED.parent.mkdir(exist_ok=True)
-        RECORDED.write_text(replayed, encoding="utf-8")
+        RECORDED.mkdir(exist_ok=True)
+        recorded_file.write_text(replayed, encoding="utf-8")
     # Then every answer and every item written is the recorded one
-    recorded = RECORDED.read_text(encoding="utf-8")
+    recorded = recorded_file.read_text(encoding="utf-8")
     assert replayed == recorded, difference(recorded, replayed)
