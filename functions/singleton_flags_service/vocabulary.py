@@ -1,7 +1,9 @@
 """Names the service's functions emit and the stack watches: kinds of version, and the write side's metrics, beside
 the readers' own names (``singleton_flags.vocabulary``), re-exported here so a function or the stack imports every
-name from one module. Pure: no imports beyond the readers' names.
+name from one module. Pure: no imports beyond the readers' names and the standard library.
 """
+
+from dataclasses import dataclass
 
 from singleton_flags.vocabulary import (
     ALL_FLAGS,
@@ -44,6 +46,7 @@ __all__ = [
     "GUARD_FAILURES",
     "GUARD_REVERTS",
     "GUARD_SKIPS",
+    "KINDS",
     "KIND_BREAK_GLASS",
     "KIND_CHANGE",
     "KIND_CHANGE_REQUEST",
@@ -60,6 +63,7 @@ __all__ = [
     "READS",
     "READ_REASONS",
     "REFUSALS",
+    "SAFETY_KINDS",
     "SCHEDULED_CHANGES_APPLIED",
     "SCHEDULED_CHANGE_FAILURES",
     "SCHEDULED_CHANGE_SKIPS",
@@ -69,6 +73,7 @@ __all__ = [
     "STALE",
     "STATIC",
     "UNAUDITED_WRITES",
+    "UNGATED_KINDS",
     "VERSION_KINDS",
     "WINDOW_ENDS",
     "WINDOW_FAILURES",
@@ -76,6 +81,7 @@ __all__ = [
     "WINDOW_STARTS",
     "WRITE_CONFLICTS",
     "WRITE_RETRIES",
+    "VersionKind",
 ]
 
 # Kinds of version (an audit record's ``kind``): every change of the flags is one of these.
@@ -92,19 +98,39 @@ KIND_BREAK_GLASS = "break_glass"  # a protected change applied alone by a princi
 KIND_MIGRATION = "migration"  # the flags written into a later item's shape (FLAGS#V1 -> FLAGS#V2), at L+1
 # Not a version: the seed's audit record of declarations that lowered a flag's protection (``PROTECTION#`` records)
 KIND_PROTECTION_LOWERED = "protection_lowered"
-VERSION_KINDS = (
-    KIND_CHANGE,
-    KIND_REVERT,
-    KIND_RESTORE,
-    KIND_SEED,
-    KIND_WINDOW_START,
-    KIND_WINDOW_END,
-    KIND_SCHEDULED,
-    KIND_GUARD_REVERT,
-    KIND_CHANGE_REQUEST,
-    KIND_BREAK_GLASS,
-    KIND_MIGRATION,
+
+
+@dataclass(frozen=True, slots=True)
+class VersionKind:
+    """What a kind of version is, said once: how people read it, whether it is an automatic safety write (never
+    blocked: not by a superseded item, not by a protected flag, not by an If-Match of an earlier item) and whether
+    a change of a protected flag by it needs a change request's approvals (gated)."""
+
+    name: str
+    label: str
+    safety: bool = False
+    gated: bool = True
+
+
+KINDS = (
+    VersionKind(KIND_CHANGE, "change"),
+    VersionKind(KIND_REVERT, "revert"),
+    VersionKind(KIND_RESTORE, "restore (the missing item written back from the trail)", safety=True, gated=False),
+    VersionKind(KIND_SEED, "seed (newly declared flags added)", gated=False),  # adds what is absent, changes nothing
+    VersionKind(KIND_WINDOW_START, "maintenance window start", safety=True, gated=False),
+    VersionKind(KIND_WINDOW_END, "maintenance window end", safety=True, gated=False),
+    VersionKind(KIND_SCHEDULED, "scheduled change applied"),
+    VersionKind(KIND_GUARD_REVERT, "reverted by a guard (an alarm fired during the bake)", safety=True, gated=False),
+    VersionKind(KIND_CHANGE_REQUEST, "change request applied (approved by others)", gated=False),
+    VersionKind(KIND_BREAK_GLASS, "break glass (a protected change applied alone, without approvals)", gated=False),
+    VersionKind(KIND_MIGRATION, "migration (the flags written into a later item's shape)"),
 )
+VERSION_KINDS = tuple(kind.name for kind in KINDS)
+# The automatic safety writes (a window's start or end, a guard's revert, a restore).
+SAFETY_KINDS = frozenset(kind.name for kind in KINDS if kind.safety)
+# The kinds that may change a protected flag without (more) approvals: an applied request, break-glass, the seed
+# and the safety writes.
+UNGATED_KINDS = frozenset(kind.name for kind in KINDS if not kind.gated)
 GUARD_ACTOR = "guard"
 
 # The service's EMF metrics (beside the readers'). Every metric carries the dimension `service`; Refusals adds `code`.

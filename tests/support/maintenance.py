@@ -24,6 +24,7 @@ from singleton_flags_service.contract import (
     deployment_document,
 )
 from singleton_flags_service.maintenance.windows import MaintenanceWindows
+from singleton_flags_service.stores import service_store
 from singleton_flags_service.writes.store import ChangeResult, FlagStore
 from tests.support.unit import Clock, emf_metrics
 
@@ -52,7 +53,7 @@ class MaintenanceFunction:
     def use_client(self, client: Any, **store_options: Any) -> None:
         """Rebuild the function's service on ``client`` (moto, or a wrapper of it) and the fake clock."""
         store_options.setdefault("sleep", lambda _: None)
-        store = FlagStore(
+        store = service_store(
             client,
             self.table_name,
             self.declarations,

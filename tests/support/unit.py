@@ -19,6 +19,7 @@ from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
 from singleton_flags_service.approvals.store import ChangeRequests
 from singleton_flags_service.observability import ReadCounter
+from singleton_flags_service.stores import service_store
 from singleton_flags_service.writes.store import FlagStore
 from tests.support.tables import table_state
 
@@ -210,14 +211,14 @@ class WriteApi:
 
     def use_store(self, monkeypatch: pytest.MonkeyPatch, client: Any, **options: Any) -> FlagStore:
         options.setdefault("sleep", lambda _: None)
-        store = FlagStore(client, self.table, self.module.DECLARATIONS, **options)
+        store = service_store(client, self.table, self.module.DECLARATIONS, **options)
         monkeypatch.setattr(self.module, "STORE", store)
         return store
 
 
 def install(module: ModuleType, client: Any, table: str, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = module.SETTINGS
-    store = FlagStore(
+    store = service_store(
         client,
         table,
         module.DECLARATIONS,

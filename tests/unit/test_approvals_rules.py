@@ -12,10 +12,10 @@ from singleton_flags.declarations import parse_declarations
 from singleton_flags.errors import DeclarationError
 from singleton_flags_service.approvals.principals import matches, normalise
 from singleton_flags_service.approvals.rules import (
-    UNGATED_KINDS,
     check_approver,
     check_break_glass,
     moved,
+    protection_policy,
     refuse_direct_write,
     requirement,
 )
@@ -31,6 +31,7 @@ from singleton_flags_service.vocabulary import (
     KIND_SEED,
     KIND_WINDOW_END,
     KIND_WINDOW_START,
+    UNGATED_KINDS,
 )
 from tests.support.approvals import (
     ACCOUNT,
@@ -115,6 +116,14 @@ def test_every_other_kind_of_version_touching_a_protected_flag_is_refused(kind: 
 def test_approved_and_automatic_safety_writes_are_never_blocked(kind: str):
     assert kind in UNGATED_KINDS
     refuse_direct_write(protected_declarations(), kind, ["kill_switch", "maintenance_mode"])
+
+
+def test_protection_as_a_store_policy_refuses_what_a_gated_kind_would_change_and_nothing_else():
+    refuse = protection_policy(protected_declarations())
+    with pytest.raises(ApprovalRequired):
+        refuse(KIND_CHANGE, None, {"kill_switch": {"old": False, "new": True}})
+    refuse(KIND_CHANGE, None, {"signup_enabled": {"old": True, "new": False}})  # not protected
+    refuse(KIND_BREAK_GLASS, None, {"kill_switch": {"old": False, "new": True}})  # not gated
 
 
 def test_moved_compares_types_too():

@@ -207,6 +207,30 @@ def test_every_attempt_runs_the_attempt_checks_on_the_state_it_read(declarations
     assert len(client.requests) == 2
 
 
+def test_every_policy_of_the_store_is_taken_on_every_attempt_with_the_writes_kind(declarations: Declarations) -> None:
+    # Given a store whose policy refuses once the flags reach version 3, and other writers who win every race
+    time = FakeTime()
+    client = Contended(declarations, time, call_time=0.01)
+    seen: list[tuple[str, int | None, Mapping[str, Any]]] = []
+
+    def policy(kind: str, snapshot: Snapshot, changed: Mapping[str, Mapping[str, Any]]) -> None:
+        seen.append((kind, snapshot.version, dict(changed)))
+        if (snapshot.version or 0) >= 3:
+            raise InvalidRequest("signup_enabled is frozen from version 3 on", rule="frozen")
+
+    store = store_on(client, call_seconds=1.0, policies=[policy])
+
+    # When a change is retried
+    with pytest.raises(InvalidRequest):
+        store.change({"signup_enabled": False}, actor="a", reason="r", time_budget=10.0)
+
+    # Then the policy was taken on each attempt's fresh state with the write's kind and what that attempt would
+    # change, and its refusal stopped the write before a third transaction
+    change = {"signup_enabled": {"old": True, "new": False}}
+    assert seen == [("change", 1, change), ("change", 2, change), ("change", 3, change)]
+    assert len(client.requests) == 2
+
+
 def test_before_write_runs_once_however_many_attempts(declarations: Declarations) -> None:
     # Given a check of what is not the flags item (a guard's alarms), and other writers who win 4 races
     time = FakeTime()

@@ -26,6 +26,7 @@ from singleton_flags_service.errors import InvalidRequest, PayloadTooLarge
 from singleton_flags_service.guards.items import validate_guard
 from singleton_flags_service.schedules.timing import parse_schedule_time
 from singleton_flags_service.vocabulary import KIND_CHANGE
+from singleton_flags_service.writes.audit import validate_version
 
 MAX_VERSION = 10**AUDIT_VERSION_DIGITS - 1  # the largest version an audit record's key can name
 MAX_REASON_LENGTH = 500  # characters of the trimmed reason (what the audit trail keeps)
@@ -150,13 +151,6 @@ def validate_reason(reason: Any) -> str:
     if len(trimmed) > MAX_REASON_LENGTH:
         raise InvalidRequest(f"'reason' must be at most {MAX_REASON_LENGTH} characters", rule="reason_length")
     return trimmed
-
-
-def validate_version(version: Any) -> int:
-    """A version to revert to: 0 (the seeded state) or any later version."""
-    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise InvalidRequest("'version' must be an integer >= 0 (0: the seeded state)", rule="version")
-    return version
 
 
 def known_fields(payload: Any, fields: Collection[str]) -> Mapping[str, Any]:

@@ -9,35 +9,13 @@ the automatic safety writes (their own kinds), may change a protected flag: ever
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from singleton_flags.declarations import Declarations
 from singleton_flags_service.approvals.principals import matches_any
 from singleton_flags_service.errors import ApprovalRequired, BreakGlassRefused, NotAnApprover
-from singleton_flags_service.vocabulary import (
-    KIND_BREAK_GLASS,
-    KIND_CHANGE_REQUEST,
-    KIND_GUARD_REVERT,
-    KIND_RESTORE,
-    KIND_SEED,
-    KIND_WINDOW_END,
-    KIND_WINDOW_START,
-)
-
-# Versions that may change a protected flag without (more) approvals: an approved request, break-glass, and the
-# automatic safety writes, which must never be blocked (a bad change or a maintenance window would stay stuck).
-UNGATED_KINDS = frozenset(
-    {
-        KIND_CHANGE_REQUEST,
-        KIND_BREAK_GLASS,
-        KIND_GUARD_REVERT,
-        KIND_WINDOW_START,
-        KIND_WINDOW_END,
-        KIND_RESTORE,
-        KIND_SEED,
-    }
-)
+from singleton_flags_service.vocabulary import UNGATED_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +57,16 @@ def refuse_direct_write(declarations: Declarations, kind: str, touched: Collecti
             flags=list(needed.flags),
             required_approvals=needed.approvals,
         )
+
+
+def protection_policy(declarations: Declarations) -> Callable[[str, object, Collection[str]], None]:
+    """Protection as a write policy (``singleton_flags_service.writes.store.WritePolicy``): every write of the
+    store refuses a version of a gated kind that would change a protected flag (``refuse_direct_write``)."""
+
+    def refuse(kind: str, snapshot: object, diff: Collection[str]) -> None:
+        refuse_direct_write(declarations, kind, diff)
+
+    return refuse
 
 
 def check_approver(needed: Requirement, principal: str, request_id: str) -> None:

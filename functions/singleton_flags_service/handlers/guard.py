@@ -22,12 +22,12 @@ from singleton_flags_service.guards.alarms import CloudWatchAlarms
 from singleton_flags_service.guards.guarding import GuardService
 from singleton_flags_service.guards.items import GuardBook
 from singleton_flags_service.observability import count_write_retry, logger, metrics, tracer
-from singleton_flags_service.writes.store import FlagStore
+from singleton_flags_service.stores import function_store
 
 CONFIG = WindowsConfiguration.from_env(os.environ)  # the environment and the deployment document, checked once
 SETTINGS = CONFIG.settings
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
-STORE = FlagStore.for_function(
+STORE = function_store(
     CLIENT,
     SETTINGS,
     load_service_declarations(),

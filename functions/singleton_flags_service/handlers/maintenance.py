@@ -32,12 +32,12 @@ from singleton_flags_service.schedules.apply import (
     is_scheduled_change,
 )
 from singleton_flags_service.schedules.changes import ScheduleItems
-from singleton_flags_service.writes.store import FlagStore
+from singleton_flags_service.stores import function_store
 
 CONFIG = WindowsConfiguration.from_env(os.environ)  # the environment and the deployment document, checked once
 SETTINGS = CONFIG.settings
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
-STORE = FlagStore.for_function(
+STORE = function_store(
     CLIENT,
     SETTINGS,
     load_service_declarations(),

@@ -23,7 +23,7 @@ from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags_service.approvals.protection import record_protection
 from singleton_flags_service.contract import Settings, load_service_declarations
 from singleton_flags_service.custom_resource import run, send_response
-from singleton_flags_service.writes.store import FlagStore
+from singleton_flags_service.stores import function_store
 from singleton_flags_service.writes.supersede import mark_replaced_table
 
 PHYSICAL_ID = "singleton-flags-seed"  # the same on every request: an Update never replaces the resource
@@ -31,7 +31,7 @@ PHYSICAL_ID = "singleton-flags-seed"  # the same on every request: an Update nev
 SETTINGS = Settings.from_env(os.environ)
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
 DECLARATIONS = load_service_declarations()
-STORE = FlagStore.for_function(CLIENT, SETTINGS, DECLARATIONS)
+STORE = function_store(CLIENT, SETTINGS, DECLARATIONS)
 SSM = boto3.client("ssm", config=WRITE_CLIENT_CONFIG)
 
 

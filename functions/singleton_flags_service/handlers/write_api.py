@@ -74,6 +74,7 @@ from singleton_flags_service.observability import ReadCounter, count_write_retry
 from singleton_flags_service.schedules.changes import ScheduledChanges, ScheduleItems
 from singleton_flags_service.schedules.one_time import OneTimeSchedules, scheduler_client
 from singleton_flags_service.schedules.routes import schedule_routes, schedules_query
+from singleton_flags_service.stores import function_store
 from singleton_flags_service.vocabulary import (
     CHANGES_APPLIED,
     DIMENSION_CODE,
@@ -83,13 +84,13 @@ from singleton_flags_service.vocabulary import (
 )
 from singleton_flags_service.writes.audit import decode_cursor
 from singleton_flags_service.writes.idempotency import REPLAYED_HEADER, Idempotency, parse_key
-from singleton_flags_service.writes.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult, FlagStore
+from singleton_flags_service.writes.store import DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, ChangeResult
 
 CONFIG = WriteConfiguration.from_env(os.environ)  # the environment and the deployment document, checked once
 SETTINGS = CONFIG.settings
 DECLARATIONS = load_service_declarations()
 CLIENT = dynamodb_client(WRITE_CLIENT_CONFIG)
-STORE = FlagStore.for_function(
+STORE = function_store(
     CLIENT,
     SETTINGS,
     DECLARATIONS,

@@ -1,1 +1,1 @@
-"""The write path: version-conditioned changes with their audit record, exactly once."""
+"""The write kernel: version-conditioned changes with their audit record, exactly once; features plug in."""

@@ -28,6 +28,14 @@ from singleton_flags.keys import (
 )
 from singleton_flags_service.errors import InvalidRequest
 
+
+def validate_version(version: Any) -> int:
+    """A version to revert to: 0 (the seeded state) or any later version."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise InvalidRequest("'version' must be an integer >= 0 (0: the seeded state)", rule="version")
+    return version
+
+
 TOKEN_ATTR = "token"  # noqa: S105 - an attribute's name (the transaction token), not a secret
 STATE_ATTR = "state"
 BOOKKEEPING_IN_STATE = (MAINTENANCE_OWNER_ATTR, MAINTENANCE_DEADLINE_ATTR)

@@ -87,8 +87,6 @@ from singleton_flags.keys import (
 )
 from singleton_flags.migration import ITEM_KEY, Mapping as MigrationMapping, MappingError, NotConvertible
 from singleton_flags.snapshot import Snapshot
-from singleton_flags_service.api.requests import validate_version
-from singleton_flags_service.approvals.rules import refuse_direct_write
 from singleton_flags_service.contract import Settings
 from singleton_flags_service.errors import (
     FlagsMigrated,
@@ -107,13 +105,11 @@ from singleton_flags_service.errors import (
 from singleton_flags_service.observability import logger, publish_committed
 from singleton_flags_service.vocabulary import (
     KIND_CHANGE,
-    KIND_GUARD_REVERT,
     KIND_MIGRATION,
     KIND_RESTORE,
     KIND_REVERT,
     KIND_SEED,
-    KIND_WINDOW_END,
-    KIND_WINDOW_START,
+    SAFETY_KINDS,
 )
 from singleton_flags_service.writes import transaction
 from singleton_flags_service.writes.audit import (
@@ -126,6 +122,7 @@ from singleton_flags_service.writes.audit import (
     decode_cursor,
     encode_cursor,
     record_version,
+    validate_version,
 )
 from singleton_flags_service.writes.idempotency import Idempotency
 from singleton_flags_service.writes.itemsize import READ_BLOCK_BYTES, item_size
@@ -149,6 +146,7 @@ __all__ = [
     "Ownership",
     "Plan",
     "Write",
+    "WritePolicy",
 ]
 
 # (version about to be written, its time) -> more TransactWriteItems entries committed with it
@@ -157,6 +155,9 @@ Companions = Callable[[int, float], list[dict[str, Any]]]
 # (a FlagsError): run on every attempt that would write, after the plan and before the transaction. A check that
 # calls AWS spends the request's time: the transaction is still never sent when its worst case no longer fits.
 AttemptCheck = Callable[[Snapshot, Mapping[str, Mapping[str, Any]]], None]
+# A feature's rule for every write of a store: (the write's kind, the state this attempt read, what it would change)
+# -> None, or raise a refusal; taken on every attempt that plans a change, before the no-op test.
+WritePolicy = Callable[[str, Snapshot, Mapping[str, Mapping[str, Any]]], None]
 
 # A safety net, not a rule: with a time budget the retries stop when it is spent, long before this many attempts
 # (each is a consistent read and a transaction, and the back-off between them grows to ``backoff_max``); it bounds
@@ -168,8 +169,6 @@ ATTEMPT_CALLS = 2  # the calls one attempt makes: the consistent read and the tr
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
 RESERVED_DEADLINE = {"N": "9999999999"}  # the widest maintenance_deadline a window start can store
-# Automatic safety writes: never refused on a superseded item (see the module's docstring).
-SAFETY_KINDS = frozenset({KIND_WINDOW_START, KIND_WINDOW_END, KIND_GUARD_REVERT, KIND_RESTORE})
 _MARKER_ATTRS = (SUPERSEDED_BY_ATTR, SUPERSEDED_AT_ATTR, SUPERSEDED_REASON_ATTR)
 
 
@@ -290,13 +289,15 @@ class FlagStore:
         token: Callable[[], str] = lambda: str(uuid.uuid4()),
         on_retry: Callable[[int], None] | None = None,
         on_commit: Callable[[int], None] | None = None,
+        policies: Sequence[WritePolicy] = (),
     ) -> None:
         """``reserve_owner`` is the longest configured window name: every write keeps room in the item for a
         window start's bookkeeping. ``call_seconds`` is the longest one DynamoDB call can take with the
         client's timeouts and retries: no call starts that could outlive a request's deadline. ``max_attempts`` is
         the safety net (``MAX_ATTEMPTS``), not the rule: the time budget decides when an unconditional write
         stops retrying. ``on_commit`` is told the item's version each time a transaction of this store wrote one
-        (a change, a revert, a restore, the seed; never a no-op or an Idempotency-Key replay)."""
+        (a change, a revert, a restore, the seed; never a no-op or an Idempotency-Key replay). ``policies`` are the
+        features' rules that every write of this store obeys (``WritePolicy``)."""
         self._client = client
         self._table = table_name
         self._declarations = declarations
@@ -314,6 +315,7 @@ class FlagStore:
         self._token = token
         self._on_retry = on_retry or (lambda attempt: None)
         self._on_commit = on_commit or (lambda version: None)
+        self._policies = tuple(policies)
 
     @classmethod
     def for_function(
@@ -325,6 +327,7 @@ class FlagStore:
         reserve_owner: str = "",
         on_retry: Callable[[int], None] | None = None,
         on_commit: Callable[[int], None] | None = publish_committed,
+        policies: Sequence[WritePolicy] = (),
     ) -> FlagStore:
         """The store a writing function builds at cold start: its table, sort key and retention from its settings,
         every call bounded by the write client's worst case (``client`` must use ``WRITE_CLIENT_CONFIG``); each
@@ -339,6 +342,7 @@ class FlagStore:
             call_seconds=worst_call_seconds(WRITE_CLIENT_CONFIG),
             on_retry=on_retry,
             on_commit=on_commit,
+            policies=policies,
         )
 
     @property
@@ -966,7 +970,8 @@ class FlagStore:
                     self._diff(current, plan.changes, write.seed_only_missing),
                     *self._ownership_delta(current, plan.ownership),
                 )
-                refuse_direct_write(self._declarations, write.kind, delta.diff)  # protected: only by approval
+                for policy in self._policies:  # the features' rules, on what this attempt would change
+                    policy(write.kind, current.snapshot, delta.diff)
             try:
                 if plan is None or (not delta.applied and not current.missing):  # a no-op: no version
                     if idempotency is not None:

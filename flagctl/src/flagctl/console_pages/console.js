@@ -27,6 +27,7 @@ const KINDS = {
   "guard-revert": "reverted by a guard (an alarm fired during the bake)",
   change_request_applied: "change request applied (approved by others)",
   break_glass: "break glass (a protected change applied alone, without approvals)",
+  migration: "migration (the flags written into a later item's shape)",
   seeded: "the seeded state (the values the table was created with)",
 };
 const DEFAULT_REASON = "DEFAULT"; // the declared fallbacks: never a stored state
