@@ -175,6 +175,8 @@ def use_local_scheduler(write_module: Any, scheduler: LocalScheduler) -> None:
     items = ScheduleItems(
         write_module.CLIENT, settings.table_name, retention_seconds=settings.audit_retention_days * 86400
     )
-    write_module.SCHEDULED = ScheduledChanges(items, OneTimeSchedules(scheduler, configuration.scheduled_changes))
+    write_module.SCHEDULED = ScheduledChanges(
+        items, OneTimeSchedules(scheduler, configuration.scheduled_changes), landing=write_module.landing
+    )
     close_target = configuration.guard_closes
     write_module.GUARDS.schedules = OneTimeSchedules(scheduler, close_target) if close_target is not None else None

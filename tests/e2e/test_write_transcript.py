@@ -230,16 +230,20 @@ def expand(stage: Stage, declarations: Any) -> None:
 
 
 def restore_while_expanding(stage: Stage, declarations: Any) -> None:
-    """The V1 item deleted while the migration expands, then restored (with and without a key)."""
+    """The V1 item deleted while the migration expands: the migration's steps, then a restore; deleted again, then
+    restored with a key, twice."""
     t = stage.transcript
     expand(stage, declarations)
     stage.delete_item("the V1 item is deleted while it expands")
-    t.call("a restore while it expands", "POST", "/flags/restore", {"reason": "back"}, actor=BOB)
-    t.call("a keyed restore while it expands", "POST", "/flags/restore", {"reason": "back"}, actor=BOB,
-           headers={"Idempotency-Key": "transcript-expand-restore"})  # fmt: skip
-    t.call("the migration's state", "GET", "/flags/migration")
     t.call("a finalise with the V1 item missing", "POST", "/flags/migration/finalise", {"reason": "x"}, actor=ALICE)
     t.call("a rollback with the V1 item missing", "POST", "/flags/migration/rollback", {"reason": "x"}, actor=ALICE)
+    t.call("the migration's state with the V1 item missing", "GET", "/flags/migration")
+    t.call("a restore while it expands", "POST", "/flags/restore", {"reason": "back"}, actor=BOB)
+    stage.delete_item("the V1 item is deleted again")
+    keyed = {"Idempotency-Key": "transcript-expand-restore"}
+    t.call("a keyed restore while it expands", "POST", "/flags/restore", {"reason": "back"}, actor=BOB, headers=keyed)
+    t.call("the same key again", "POST", "/flags/restore", {"reason": "back"}, actor=BOB, headers=keyed)
+    t.call("the migration's state", "GET", "/flags/migration")
 
 
 def migration(stage: Stage, end: str, declarations: Any) -> None:

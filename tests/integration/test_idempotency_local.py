@@ -135,7 +135,10 @@ def scheduled_changes(client: Any, table: str, scheduler: FakeScheduler) -> Sche
         max_event_age_seconds=3600,
     )
     return ScheduledChanges(
-        ScheduleItems(client, table, retention_seconds=86400), OneTimeSchedules(scheduler, target), clock=lambda: NOW
+        ScheduleItems(client, table, retention_seconds=86400),
+        OneTimeSchedules(scheduler, target),
+        landing=lambda changes, actor: None,  # where the flags land is not what these tests are about
+        clock=lambda: NOW,
     )
 
 

@@ -595,3 +595,61 @@ def test_the_v1_stack_refuses_what_v2_cannot_take_and_a_partial_revert(
     with pytest.raises(FlagsMigrated, match="finalise it or roll it back first") as again:
         migrate(ddb_local, flags_table, declarations)
     assert again.value.details == {"migrated_to": V2, "migrated_at": migrated_at}
+
+
+@pytest.mark.parametrize("writer", ["v1", "v2"])
+@pytest.mark.parametrize("keyed", [False, True], ids=["without-a-key", "with-a-key"])
+def test_a_restore_while_it_expands_puts_the_missing_v1_back_as_the_mirror_at_the_same_version(
+    ddb_local: Any, flags_table: str, declarations: Declarations, writer: str, keyed: bool
+) -> None:
+    # Given a migration that expands, and V1 deleted
+    live_values(ddb_local, flags_table, declarations)
+    version = migrate(ddb_local, flags_table, declarations)
+    ddb_local.delete_item(TableName=flags_table, Key=singleton_key(V1))
+    trail = len(read_trail(ddb_local, flags_table))
+    store = (v1_store if writer == "v1" else v2_store)(ddb_local, flags_table, declarations, call_seconds=0.5)
+    key = Idempotency.of("ops", "restore-v1", {"reason": "back"}) if keyed else None
+
+    # When a writer of either stack restores (with an Idempotency-Key, as the console and flagctl send one)
+    result = store.restore(actor="ops", reason="back", idempotency=key, time_budget=3.0)
+
+    # Then V1 is back as V2's mirror, pointing to it, at V2's version: no new version, no audit record
+    assert (result.restored, result.applied, result.snapshot.version) == (True, False, version)
+    v1, v2 = item(ddb_local, flags_table, V1), item(ddb_local, flags_table, V2)
+    assert (v1[MIGRATED_TO_ATTR], v1["schema_version"], v2["schema_version"]) == (
+        {"S": V2},
+        {"N": str(version)},
+        {"N": str(version)},
+    )
+    assert v1["search_ranking"] == v2["ranking_strategy"] and "ranking_strategy" not in v1
+    assert len(read_trail(ddb_local, flags_table)) == trail and audit(ddb_local, flags_table, v1) is None
+    # And V1's readers serve V2's values again
+    flags = Flags(table_name=flags_table, declarations=declarations, client=ddb_local, max_age=0)
+    assert flags.all_details()["search_ranking"].version == version
+    # And the same request again answers the same, and writes nothing more
+    if keyed:
+        again = store.restore(actor="ops", reason="back", idempotency=key, time_budget=3.0)
+        assert (again.replayed, again.restored, again.applied, dict(again.changed)) == (True, True, False, {})
+    again = store.restore(actor="ops", reason="back", time_budget=3.0)
+    assert (again.restored, again.applied) == (False, False)
+
+
+@pytest.mark.parametrize("step", ["finalise", "rollback"])
+def test_with_v1_missing_the_migration_neither_finalises_nor_rolls_back_and_says_to_restore_it(
+    ddb_local: Any, flags_table: str, declarations: Declarations, step: str
+) -> None:
+    # Given a migration that expands, and V1 deleted
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    ddb_local.delete_item(TableName=flags_table, Key=singleton_key(V1))
+    store = v1_store(ddb_local, flags_table, declarations)
+    end = store.finalise_migration if step == "finalise" else store.roll_back_migration
+
+    # When the migration is finalised or rolled back / Then it is refused, naming the missing item and the restore
+    with pytest.raises(MigrationRefused) as refused:
+        end(actor="ops", reason="now")
+    assert refused.value.details["refused"] == [{"cause": "missing", "item": V1}]
+    assert "POST /flags/restore" in refused.value.message
+    # And once V1 is restored, the step goes through
+    store.restore(actor="ops", reason="back")
+    assert end(actor="ops", reason="now").target == V2

@@ -5,14 +5,18 @@ POST /flags/migration/finalise supersedes V1; every bad body and every refusal c
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
+import boto3
 import pytest
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MIGRATED_TO_ATTR, SUPERSEDED_BY_ATTR, singleton_key
+from singleton_flags_service.schedules.apply import ScheduledChangeRunner
 from singleton_flags_service.schedules.changes import ScheduleItems
 from singleton_flags_service.schedules.timing import parse_schedule_time
+from tests.conftest import REGION, SCHEDULE_GROUP
 from tests.support.migration import GOOD, new_declarations
 from tests.support.unit import WriteApi, body_of
 
@@ -118,6 +122,17 @@ def test_get_migration_finds_it_from_the_later_item_too(api: WriteApi, declarati
     assert (view["item"], view["source"], view["target"], view["state"]) == (V2, V1, V2, "expanding")
 
 
+def test_get_migration_finds_it_while_the_configured_item_is_missing(api: WriteApi, declarations: Declarations) -> None:
+    # Given V1 migrated to V2, then V1 deleted while the migration expands
+    assert migrate(api, declarations)["statusCode"] == 201
+    api.client.delete_item(TableName=api.table, Key=singleton_key(V1))
+    # When GET /flags/migration is asked through the V1 stack
+    answer = api("GET", MIGRATION)
+    # Then it names the migration the newest version was written through, expanding
+    assert answer["statusCode"] == 200, body_of(answer)
+    assert (body_of(answer)["migration"]["target"], body_of(answer)["migration"]["state"]) == (V2, "expanding")
+
+
 @pytest.mark.parametrize(
     ("body", "rule", "field", "says"),
     [
@@ -190,6 +205,53 @@ def test_a_pending_scheduled_change_refuses_the_migration(api: WriteApi, declara
         ("scheduled_change_pending", schedule)
     ]
     assert item(api, V2) is None
+
+
+def test_while_it_expands_a_schedule_of_a_flag_the_migration_removed_is_refused_at_creation(
+    api: WriteApi, declarations: Declarations
+) -> None:
+    # Given V1 migrated to V2 (which no longer has ai_search_enabled), the stack still deployed for V1
+    boto3.client("scheduler", region_name=REGION).create_schedule_group(Name=SCHEDULE_GROUP)
+    assert migrate(api, declarations)["statusCode"] == 201
+    before = table_items(api)
+    # When a change of the removed flag is scheduled through it
+    at = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime(time.time() + 30 * 86400))
+    answer = api("POST", "/flags/schedules", body={"flags": {"ai_search_enabled": True}, "reason": "r", "at": at})
+    # Then it is refused as the write itself would be, naming V2, and nothing is stored
+    error = error_of(answer)
+    assert (error["status"], error["code"], error["migrated_to"]) == (409, "FLAGS_MIGRATED", V2)
+    assert "ai_search_enabled" in error["message"] and table_items(api) == before
+
+
+LOWER_LIMIT = {"name": "api_rate_limit_per_minute", "type": "float", "initial": 600.0, "fallback": 60.0, "max": 1000.0}
+
+
+@pytest.mark.parametrize(
+    ("flags", "cause"),
+    [
+        ({"ai_search_enabled": True}, "removed by the migration"),
+        ({"api_rate_limit_per_minute": 5000}, "which refuses it"),  # V2 declares at most 1000
+    ],
+    ids=["removed-flag", "value-the-later-item-refuses"],
+)
+def test_a_scheduled_delivery_that_cannot_land_ends_failed_with_its_cause(
+    api: WriteApi, declarations: Declarations, flags: dict[str, Any], cause: str
+) -> None:
+    # Given V1 migrated to V2, and a change scheduled through the V1 stack while the migration committed
+    v2 = new_declarations(declarations, api_rate_limit_per_minute=LOWER_LIMIT)
+    assert migrate(api, declarations, declarations=v2.document())["statusCode"] == 201
+    schedule = "20990101T000000Z-3f9a1c2b"
+    items = ScheduleItems(api.client, api.table, retention_seconds=86400)
+    when = parse_schedule_time("2099-01-01T00:00:00Z", None)
+    items.put_pending(schedule, flags, "later", when, None, "alice", 0.0)
+    # When it is delivered
+    runner = ScheduledChangeRunner(api.module.STORE, items, api.module.DECLARATIONS)
+    outcome = runner.handle({"scheduled_change": schedule})
+    # Then it ends failed, saying why, and a second delivery does nothing
+    found = items.get(schedule)
+    assert (outcome.status, found.status if found else None) == ("failed", "failed"), outcome
+    assert cause in outcome.detail
+    assert runner.handle({"scheduled_change": schedule}).status == "not_pending"
 
 
 def test_a_second_migration_is_refused_naming_the_first(api: WriteApi, declarations: Declarations) -> None:

@@ -90,7 +90,9 @@ def replaced(api: WriteApi, clock: Clock, monkeypatch: pytest.MonkeyPatch, lambd
     cloudwatch.set_alarm_state(AlarmName=ALARM_NAME, StateValue=OK, StateReason="test")
     items = ScheduleItems(api.client, api.table, retention_seconds=365 * 86400)
     monkeypatch.setattr(
-        api.module, "SCHEDULED", ScheduledChanges(items, OneTimeSchedules(scheduler, CHANGES), clock=clock)
+        api.module,
+        "SCHEDULED",
+        ScheduledChanges(items, OneTimeSchedules(scheduler, CHANGES), landing=api.module.landing, clock=clock),
     )
     writes = api.module.GUARDS
     monkeypatch.setattr(writes, "alarms", CloudWatchAlarms(lambda: cloudwatch))

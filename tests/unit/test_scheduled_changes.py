@@ -64,7 +64,11 @@ def scheduling(seeded_api: WriteApi, monkeypatch: pytest.MonkeyPatch, lambda_con
     scheduler.create_schedule_group(Name=SCHEDULE_GROUP)
     items = ScheduleItems(seeded_api.client, seeded_api.table, retention_seconds=RETENTION)
     schedules = OneTimeSchedules(scheduler, seeded_api.module.CONFIG.scheduled_changes)  # read at its cold start
-    monkeypatch.setattr(seeded_api.module, "SCHEDULED", ScheduledChanges(items, schedules, clock=clock))
+    monkeypatch.setattr(
+        seeded_api.module,
+        "SCHEDULED",
+        ScheduledChanges(items, schedules, landing=seeded_api.module.landing, clock=clock),
+    )
     store = FlagStore(seeded_api.client, seeded_api.table, seeded_api.module.DECLARATIONS, clock=clock)
     runner = ScheduledChangeRunner(store, items, seeded_api.module.DECLARATIONS, clock=clock)
     return Scheduling(seeded_api, scheduler, runner, clock, lambda_context)

@@ -36,7 +36,7 @@ from singleton_flags_service.migration_checks import pending_work
 from singleton_flags_service.observability import logger
 from singleton_flags_service.schedules.changes import ScheduleItems
 from singleton_flags_service.writes import transaction
-from singleton_flags_service.writes.audit import STATE_ATTR
+from singleton_flags_service.writes.audit import STATE_ATTR, audit_query
 from singleton_flags_service.writes.seam import Seam
 from singleton_flags_service.writes.store import FlagStore
 
@@ -46,10 +46,16 @@ _TEXTS = ("at", "actor", "reason", "ended_at", "ended_by", "end_reason")
 
 def find_migration(client: Any, table: str, configured: str) -> dict[str, Any] | None:
     """The record of the migration ``configured`` (this service's flags item) takes part in, expanding or
-    finalised: the one its pointer names, else the one into it; None when there is none."""
-    item = _get(client, table, singleton_key(configured)) or {}
-    pointer = item.get(MIGRATED_TO_ATTR)
-    target = pointer.get("S") if isinstance(pointer, dict) else None
+    finalised: the one its pointer names (the newest audit record's item when ``configured`` is missing: the item
+    its versions were written to), else the one into it; None when there is none."""
+    item = _get(client, table, singleton_key(configured))
+    if item is None:
+        newest = transaction.call(client, "query", **audit_query(table, Limit=1, ConsistentRead=True)).get("Items")
+        written = (newest or [{}])[0].get("item", {}).get("S")
+        target = written if isinstance(written, str) and written != configured else None
+    else:
+        pointer = item.get(MIGRATED_TO_ATTR)
+        target = pointer.get("S") if isinstance(pointer, dict) else None
     for key in ([migration_key(target)] if isinstance(target, str) else []) + [migration_key(configured)]:
         record = _get(client, table, key)
         if record is not None:

@@ -15,6 +15,7 @@ gc.disable()  # init builds 100k+ long-lived objects, little garbage: no collect
 
 import binascii
 import os
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -78,6 +79,7 @@ from singleton_flags_service.stores import function_store
 from singleton_flags_service.vocabulary import (
     CHANGES_APPLIED,
     DIMENSION_CODE,
+    KIND_SCHEDULED,
     REFUSALS,
     STATIC,
     WRITE_CONFLICTS,
@@ -101,9 +103,17 @@ STORE = function_store(
 _NO_STORE = {"Cache-Control": "no-store"}
 
 SCHEDULER = scheduler_client()  # one client for the scheduled changes' and the guards' one-time schedules
+
+
+def landing(changes: Mapping[str, Any], actor: str) -> None:
+    """A scheduled change's flags checked against where its write will land (on the store the module holds)."""
+    STORE.check_landing(changes, kind=KIND_SCHEDULED, actor=actor)
+
+
 SCHEDULED = ScheduledChanges(
     ScheduleItems(CLIENT, SETTINGS.table_name, retention_seconds=SETTINGS.audit_retention_days * 86400),
     OneTimeSchedules(SCHEDULER, CONFIG.scheduled_changes),
+    landing=landing,
 )
 # Time kept back from the Lambda context's remaining time, to answer before the function times out.
 DEADLINE_MARGIN_SECONDS = 1.0

@@ -13,7 +13,8 @@ Outcomes (``status``), each a structured log line and, where it counts, a metric
   flag it is bound to no longer holds its base value; recorded on the item, no version -> ``ScheduledChangeSkips``;
 - ``not_pending``: already applied, skipped, failed or cancelled (a second delivery, a cancelled change):
   nothing written;
-- ``failed``: a flag no longer declared, a value no longer valid, the item too large; recorded on the item;
+- ``failed``: a flag no longer declared, a value no longer valid, any refusal of the write (a flag the migration
+  removed, a value the later item refuses, the item superseded or too large, a protected flag); recorded on the item;
   ``rejected``: not a scheduled change's payload; ``unknown``: no such item -> ``ScheduledChangeFailures``
   (alarmed). These return without raising: no retry would change them.
 
@@ -31,19 +32,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from http import HTTPStatus
 from typing import Any
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.snapshot import Snapshot
 from singleton_flags_service.approvals.rules import moved
 from singleton_flags_service.errors import (
-    ApprovalRequired,
     FlagsError,
-    FlagsSuperseded,
     InvalidRequest,
     InvalidValue,
-    ItemTooLarge,
     UnknownFlag,
+    WriteConflict,
 )
 from singleton_flags_service.observability import logger
 from singleton_flags_service.schedules.changes import (
@@ -99,6 +99,13 @@ class Outcome:
         return {key: value for key, value in asdict(self).items() if value is not None}
 
 
+def refused(error: FlagsError) -> bool:
+    """The write refused the change for what it is or where it would land (a 4xx: a flag the migration removed, a
+    value the item refuses, a superseded item, a protected flag, the item's size); not an outage or contention (a
+    5xx, a conflict beyond the retries), which a later delivery may get past."""
+    return error.status < HTTPStatus.INTERNAL_SERVER_ERROR and not isinstance(error, WriteConflict)
+
+
 class ScheduledChangeRunner:
     def __init__(
         self,
@@ -132,9 +139,9 @@ class ScheduledChangeRunner:
             return self._fail(found, f"no longer valid: {exc.message}")
         try:
             return self._apply(found, changes, time_budget)
-        except (ItemTooLarge, FlagsSuperseded, ApprovalRequired) as exc:  # no retry changes these: failed, said why
-            return self._fail(found, exc.message)
         except FlagsError as exc:
+            if refused(exc):  # no retry changes a refusal: failed, said why
+                return self._fail(found, exc.message)
             logger.error(
                 "scheduled change not applied; Lambda will retry the invocation", schedule=found.id, error=exc.message
             )

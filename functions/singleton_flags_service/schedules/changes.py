@@ -393,11 +393,16 @@ class ScheduledChanges:
         items: ScheduleItems,
         schedules: OneTimeSchedules,
         *,
+        landing: Callable[[Mapping[str, Any], str], None],
         clock: Callable[[], float] = time.time,
         make_id: Callable[[float], str] = new_id,
     ) -> None:
+        """``landing`` refuses, for its creator, changes whose write could not land as the flags stand now (the
+        store's ``check_landing``): a scheduled change is checked against the shape its write will land in when it
+        is created, and again by that write when it is delivered."""
         self._items = items
         self._schedules = schedules
+        self._landing = landing
         self._clock = clock
         self._make_id = make_id
 
@@ -418,6 +423,7 @@ class ScheduledChanges:
                 return replayed, True
         now = self._clock()
         check_lead(when, now)
+        self._landing(changes, actor)
         schedule_id = self._make_id(now)
         try:
             item = self._items.put_pending(schedule_id, changes, reason, when, if_version, actor, now, idempotency)

@@ -225,6 +225,21 @@ class Seam:
         ]
         return {"Update": conditioned_update(self.source, sets, removes, source_item, pointer=MIGRATED_TO_ATTR)}
 
+    def still_live(self, target_raw: Mapping[str, Any]) -> dict[str, Any]:
+        """A ``ConditionCheck`` (table filled in by the caller) that the later item is still as read: at its version,
+        still naming the earlier item while the migration expands, not superseded."""
+        names = {"#v": VERSION_ATTR, "#s": SUPERSEDED_BY_ATTR}
+        condition = "#v = :v AND attribute_not_exists(#s)"
+        if self.mirrored:
+            names["#p"] = MIGRATED_FROM_ATTR
+            condition = "#v = :v AND attribute_exists(#p) AND attribute_not_exists(#s)"
+        return {
+            "Key": singleton_key(self.target),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {":v": target_raw[VERSION_ATTR]},
+        }
+
     def pointer_update(self, source_item: Mapping[str, Any], target_raw: Mapping[str, Any]) -> dict[str, Any]:
         """The migration's ``Update`` of the earlier item: the mirror of the later item's first state, and the
         pointer (what readers follow), conditioned on the earlier item being as read and pointing nowhere yet."""

@@ -267,6 +267,11 @@ class _Current:
     def version(self) -> int:
         return self.snapshot.version or 0
 
+    @property
+    def mirror_missing(self) -> bool:
+        """A migration expands and its earlier item (the mirror of the later one) is missing."""
+        return self.seam is not None and self.seam.mirrored and self.source_item is None
+
 
 class FlagStore:
     def __init__(
@@ -457,6 +462,16 @@ class FlagStore:
             check["ExpressionAttributeNames"] = {"#version": VERSION_ATTR}
             check["ExpressionAttributeValues"] = {":version": {"N": str(version)}}
         return check
+
+    def check_landing(self, changes: Mapping[str, Any], *, kind: str, actor: str) -> None:
+        """Refuse now, with the refusal the write itself would meet, ``changes`` (valid for this store's
+        declarations) that a write of ``kind`` could not land as the flags stand: the item superseded, or, while a
+        migration expands, a flag it removed or a value the later item refuses. For work that names flags and
+        writes them later (a scheduled change): checked when it is created; its write checks again when it runs."""
+        current = self._read_current()
+        self._check_placement(current, Write(actor=actor, reason="", kind=kind))
+        if current.seam is not None and current.seam.for_source:
+            current.seam.forward(changes)
 
     def _tell_undeclared(self, raw: Mapping[str, Any]) -> None:
         """The seed's word on each attribute of the item no declaration names: found, and left as it is."""
@@ -870,8 +885,15 @@ class FlagStore:
                 )
             source = current.source_item
             target = current.target_raw if seam.for_source else current.raw
-            if source is None or target is None:
-                raise StoreFault(f"the migration {seam.source} -> {seam.target} lacks one of its items")
+            if source is None or target is None or current.missing:  # never ended with an item to restore first
+                lost = seam.source if source is None else seam.target
+                through = "either item" if lost == seam.source else seam.target
+                raise MigrationRefused(
+                    f"the flags item {lost} of the migration {seam.source} -> {seam.target} is missing: nothing to "
+                    f"{_STEP[outcome]} until it is back (POST /flags/restore through a writer configured for "
+                    f"{through} puts it back)",
+                    refused=[{"cause": "missing", "item": lost}],
+                )
             now = iso_time(self._clock())
             if outcome == FINALISED:
                 why = f"migration to {seam.target} finalised: {reason}"
@@ -935,16 +957,8 @@ class FlagStore:
             current = self._read_current(seeding=write.kind == KIND_SEED)
             if write.kind == KIND_SEED and attempt == 1 and not current.missing:
                 self._tell_undeclared(current.raw)
-            self._check_superseded(current, write)
+            self._check_placement(current, write)
             seam = current.seam
-            if seam is not None and not seam.mirrored and write.kind not in SAFETY_KINDS:
-                raise FlagsSuperseded(
-                    f"the flags item {seam.source} is superseded by {seam.target} (the migration was finalised): its "
-                    "readers serve their declared fallbacks and nothing is written here; change the flags where it "
-                    "points",
-                    superseded_by=seam.target,
-                    superseded_at=None,
-                )
             if seam is not None and seam.for_source:
                 if expected is not None and write.kind not in SAFETY_KINDS:  # a caller's If-Match on the old item
                     raise seam.refused(
@@ -974,6 +988,8 @@ class FlagStore:
                     policy(write.kind, current.snapshot, delta.diff)
             try:
                 if plan is None or (not delta.applied and not current.missing):  # a no-op: no version
+                    if plan is not None and current.mirror_missing:  # accepted: the mirror is put back
+                        return self._put_mirror_back(current, write, attempt, budget)
                     if idempotency is not None:
                         self._remember_no_op(current, idempotency, budget)
                     return self._result(self._snapshot(current.raw), applied=False, attempts=attempt)
@@ -1024,6 +1040,20 @@ class FlagStore:
         if room is None:
             return pause
         return None if room < 0 else min(pause, room)
+
+    def _check_placement(self, current: _Current, write: Write) -> None:
+        """Refuse an operator's write that has nowhere to land: its item superseded (by a marker, or by the
+        finalised migration it points through); let a safety write through."""
+        self._check_superseded(current, write)
+        seam = current.seam
+        if seam is not None and not seam.mirrored and write.kind not in SAFETY_KINDS:
+            raise FlagsSuperseded(
+                f"the flags item {seam.source} is superseded by {seam.target} (the migration was finalised): its "
+                "readers serve their declared fallbacks and nothing is written here; change the flags where it "
+                "points",
+                superseded_by=seam.target,
+                superseded_at=None,
+            )
 
     def _check_superseded(self, current: _Current, write: Write) -> None:
         """Refuse an operator's write to a superseded item, naming its successor; let a safety write through."""
@@ -1294,6 +1324,40 @@ class FlagStore:
                 "a retry with the same Idempotency-Key is safe"
             ) from lost
 
+    def _put_mirror_back(
+        self, current: _Current, write: Write, attempt: int, budget: transaction.Budget
+    ) -> ChangeResult:
+        """An accepted write that changes nothing while a migration expands and its earlier item is missing: that
+        item is put back as the later item's mirror, at the later item's version (a mirror is not a version of its
+        own: no audit record), in one transaction conditioned on the later item being as read; with an
+        Idempotency-Key, its answer is remembered in the same transaction. A cancelled one is a conflict (re-read
+        and decided again); a lost answer is a 503, and a retry is safe (it finds the mirror back, or puts it)."""
+        seam = current.seam
+        live = current.target_raw if current.target_raw is not None else current.raw
+        if seam is None:
+            raise StoreFault("a mirror is put back only while a migration expands")
+        items = [
+            {"ConditionCheck": self._in_table(seam.still_live(live))},
+            self._in_table_item(seam.mirror(None, live)),
+        ]
+        if write.idempotency is not None:
+            answer = {"version": current.version, "applied": False, "restored": True, "mirrored": True}
+            items.append({"Put": write.idempotency.put(self._table, self._clock(), answer)})
+        try:
+            transaction.send(self._client, {"TransactItems": items, "ClientRequestToken": self._token()}, budget)
+        except transaction.Lost as lost:
+            raise StoreUnavailable(
+                f"{seam.source} was being put back as {seam.target}'s mirror, but DynamoDB's answer was lost "
+                f"({lost.cause}); a retry is safe"
+            ) from lost
+        logger.warning(
+            f"{seam.source} was missing while the migration expands: put back as {seam.target}'s mirror",
+            version=current.version,
+            kind=write.kind,
+            actor=write.actor,
+        )
+        return self._result(current.snapshot, applied=False, attempts=attempt, restored=True)
+
     def _record(
         self,
         version: int,
@@ -1354,7 +1418,7 @@ class FlagStore:
             raw = self._state_from(record, version)
         except VersionNotFound:  # no record of it yet (a no-op at version 0) or none kept: today's state
             return self._result(self.current(), **outcome)
-        if (applied or restored) and record is not None:
+        if (applied or restored) and record is not None and not answer.get("mirrored"):  # a mirror: no version
             outcome["changed"] = audit_record(record)["changes"]
         written = (record or {}).get("item", {}).get("S", SINGLETON_SK)
         if written != self._sort_key:  # a version in a later item's shape: seen as this writer's readers see it
