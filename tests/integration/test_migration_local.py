@@ -26,6 +26,7 @@ from singleton_flags.declarations import Declarations, parse_declarations
 from singleton_flags.keys import MIGRATED_FROM_ATTR, MIGRATED_TO_ATTR, SUPERSEDED_BY_ATTR, singleton_key
 from singleton_flags.migration import parse_mapping
 from singleton_flags.vocabulary import DEFAULT
+from singleton_flags_service.approvals.store import ChangeRequests
 from singleton_flags_service.errors import FlagsMigrated, FlagsSuperseded, MigrationRefused
 from singleton_flags_service.events import AuditCheck
 from singleton_flags_service.guards.alarms import ALARM, OK
@@ -653,3 +654,36 @@ def test_with_v1_missing_the_migration_neither_finalises_nor_rolls_back_and_says
     # And once V1 is restored, the step goes through
     store.restore(actor="ops", reason="back")
     assert end(actor="ops", reason="now").target == V2
+
+
+ON_CALL = "arn:aws:iam::123456789012:user/on-call"
+
+
+@pytest.mark.parametrize(("end", "stack"), [("finalise", V1), ("rollback", V2)])
+@pytest.mark.parametrize("break_glass", [False, True], ids=["change-request", "break-glass"])
+def test_after_the_migration_ends_requests_through_the_superseded_items_stack_are_refused_naming_the_live_one(
+    ddb_local: Any, flags_table: str, declarations: Declarations, end: str, stack: str, break_glass: bool
+) -> None:
+    # Given maintenance_mode protected (break-glass by the on-call), migrated to V2, then finalised or rolled back
+    document = declarations.document()
+    for flag in document["flags"]:
+        if flag["name"] == "maintenance_mode":
+            flag["protection"] = {"approvals": 1, "break_glass": [ON_CALL]}
+    protected = parse_declarations(document)
+    live_values(ddb_local, flags_table, protected)
+    migrate(ddb_local, flags_table, protected)
+    ended = v1_store(ddb_local, flags_table, protected)
+    (ended.finalise_migration if end == "finalise" else ended.roll_back_migration)(actor="ops", reason=end)
+    store = (v1_store if stack == V1 else v2_store)(ddb_local, flags_table, protected)
+    live = V2 if stack == V1 else V1
+    trail = len(read_trail(ddb_local, flags_table))
+
+    # When a change request (or break-glass) for maintenance_mode comes through the stack of the superseded item
+    requests = ChangeRequests(ddb_local, flags_table, store)
+    with pytest.raises(FlagsSuperseded) as refused:
+        requests.create(ON_CALL, reason="drill", flags={"maintenance_mode": True}, break_glass=break_glass)
+
+    # Then it is refused as its write would be, naming the live item, and nothing is written
+    assert refused.value.details["superseded_by"] == live
+    assert len(read_trail(ddb_local, flags_table)) == trail
+    assert requests.page(limit=10)[0] == []

@@ -88,7 +88,7 @@ CREATE_SCHEDULE = Route(
     SCHEDULES,
     WRITE_FUNCTION,
     "Schedule a change of the flags at a set time (applied once, as a version of kind scheduled)",
-    (400, 413, 415, 422, 500, 503),
+    (400, 409, 413, 415, 422, 500, 503),
     201,
 )
 LIST_SCHEDULES = Route("GET", SCHEDULES, WRITE_FUNCTION, "Scheduled changes, newest first, paginated", (400, 500, 503))

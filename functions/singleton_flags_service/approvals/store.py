@@ -246,6 +246,9 @@ class ChangeRequests:
             patch = {name: value for name, value in target.items() if moved({name: value}, snapshot.values)}
         else:
             patch = dict(flags or {})
+        # judged where its version would land: not on a superseded item's fallbacks, not with a flag a migration
+        # removed (the refusal its write would meet)
+        self._flags.check_landing(patch, kind=VERSION_BREAK_GLASS if break_glass else KIND_CHANGE_REQUEST, actor=author)
         if not moved(patch, snapshot.values):
             raise InvalidRequest("the flags already hold these values: there is nothing to approve", rule="no_change")
         declarations = self.declarations
