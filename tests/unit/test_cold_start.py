@@ -7,6 +7,7 @@ with the collector on, that triggers young collections and a full one over the w
 from __future__ import annotations
 
 import gc
+import importlib.util
 import sys
 from collections.abc import Iterator
 from types import ModuleType
@@ -38,6 +39,13 @@ def cold_start(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[int], Any
 
     def load(name: str) -> ModuleType:
         replaced.setdefault(name, sys.modules.pop(name, None))
+        # Compiled (and its bytecode cached) before the count starts: what is measured is the module's own lines,
+        # from its first (gc.disable()) on, not the compiler's allocations before it, whatever the environment's
+        # PYTHONDONTWRITEBYTECODE.
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.loader is not None
+        monkeypatch.setattr(sys, "dont_write_bytecode", False)
+        spec.loader.get_code(name)  # type: ignore[attr-defined]  # a SourceFileLoader's
         # Start from empty generation counts, as a fresh process does: otherwise the garbage earlier tests left
         # can trigger a collection in importlib's module lookup, before the module's first line (gc.disable()) runs.
         gc.collect()

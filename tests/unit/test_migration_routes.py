@@ -207,6 +207,19 @@ def test_a_pending_scheduled_change_refuses_the_migration(api: WriteApi, declara
     assert item(api, V2) is None
 
 
+def test_a_write_through_v1_while_it_expands_never_labels_the_removed_flags_fallback_static(
+    api: WriteApi, declarations: Declarations
+) -> None:
+    # Given V1 migrated to V2, which no longer holds ai_search_enabled
+    assert migrate(api, declarations)["statusCode"] == 201
+    # When a flag is changed through the stack still deployed for V1
+    answer = api("PATCH", "/flags", body={"flags": {"signup_enabled": False}, "reason": "r"})
+    # Then the answer names the removed flag as served from its fallback, as a V1 reader reads it
+    body = body_of(answer)
+    assert (answer["statusCode"], body["reason"], body["fallen_back"]) == (200, "STATIC", ["ai_search_enabled"])
+    assert body["flags"]["ai_search_enabled"] == declarations["ai_search_enabled"].fallback
+
+
 def test_while_it_expands_a_schedule_of_a_flag_the_migration_removed_is_refused_at_creation(
     api: WriteApi, declarations: Declarations
 ) -> None:

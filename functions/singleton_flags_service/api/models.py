@@ -240,6 +240,11 @@ def build_models(declarations: Declarations, guard_prefix: str = "") -> dict[str
         restored: bool | None = Field(
             None, description="True when the flags item was missing and this write restored it first."
         )
+        fallen_back: list[str] | None = Field(
+            None,
+            description="Flags served as their declared fallback (reason DEFAULT each) although the item was read: "
+            "absent from it, unusable, or removed by a migration.",
+        )
         guard: GuardState | None = Field(None, description="The guard this write created (a guarded change).")
 
     class AuditRecord(BaseModel):

@@ -215,14 +215,17 @@ def _state_response(result: ChangeResult, guard: dict[str, Any] | None = None) -
         READER.prime(snapshot)
     if result.wrote and not result.replayed:
         metrics.add_metric(name=CHANGES_APPLIED, unit=MetricUnit.Count, value=1)
-    body = {
+    served = snapshot.state(STATIC, snapshot.fetched_at)  # labelled as a reader of the item would be served it
+    body: dict[str, Any] = {
         "flags": dict(result.values),
         "version": snapshot.version,
-        "reason": STATIC,
+        "reason": served.reason,  # DEFAULT: a superseded item, whose readers serve their fallbacks
         "fetched_at": iso_time(snapshot.fetched_at),
         "applied": result.wrote,  # a version was written: the change, or the restore of a missing item
         "changed": dict(result.changed),
     }
+    if served.fallen_back:  # served as their fallbacks though the item was read (e.g. removed by a migration)
+        body["fallen_back"] = sorted(served.fallen_back)
     if result.restored:
         body["restored"] = True
     if guard is not None:
