@@ -44,7 +44,7 @@ from local.dynamodb_local import create_table
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import PARTITION_KEY, SINGLETON_PK, SINGLETON_SK
 from singleton_flags_service.errors import FlagsError
-from singleton_flags_service.stores import service_store
+from singleton_flags_service.stores import seed_stage, service_store
 
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
 # A dead endpoint must fail the start within seconds, not after botocore's default 60 s and retries.
@@ -157,7 +157,7 @@ def prepare_table(table_name: str, sort_key: str, declarations: Declarations, la
     store = service_store(client, table_name, declarations, sort_key=sort_key)
     with _translated(label, "the seed"):
         try:
-            store.seed(actor="local-runner", reason="local runner start: declared flags seeded")
+            seed_stage(store, actor="local-runner", reason="local runner start: declared flags seeded")
         except FlagsError as exc:  # botocore's own failure, for one clear line
             if isinstance(exc.__cause__, (ClientError, BotoCoreError)):
                 raise exc.__cause__ from exc

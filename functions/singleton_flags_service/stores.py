@@ -3,17 +3,24 @@ no feature, with the service's policies plugged in. A function, the local runner
 here, so no writer of the flags can leave a policy out.
 
 The policies, each re-taken on every attempt on the state it read: protection (a gated kind of version never
-changes a protected flag: ``singleton_flags_service.approvals.rules``).
+changes a protected flag: ``singleton_flags_service.approvals.rules``). A stage is seeded here too
+(``seed_stage``), so the local runner seeds exactly as a deploy's seed does.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from singleton_flags.declarations import Declarations
+from singleton_flags_service.approvals.protection import record_protection
 from singleton_flags_service.approvals.rules import protection_policy
 from singleton_flags_service.contract import Settings
-from singleton_flags_service.writes.store import FlagStore, WritePolicy
+from singleton_flags_service.writes.store import ChangeResult, FlagStore, WritePolicy
+
+# (actor, reason, the flags' version) -> flag -> {"old", "new"} for each protection the deploy lowered
+RecordProtection = Callable[..., dict[str, dict[str, Any]]]
 
 
 def service_policies(declarations: Declarations) -> tuple[WritePolicy, ...]:
@@ -31,3 +38,32 @@ def service_store(client: Any, table_name: str, declarations: Declarations, **op
     """A store of the service outside a function (the local runner's seed, scripts), with the service's
     policies; ``options`` as for ``FlagStore``."""
     return FlagStore(client, table_name, declarations, policies=service_policies(declarations), **options)
+
+
+def seed_stage(
+    store: FlagStore,
+    *,
+    actor: str,
+    reason: str,
+    time_budget: float | None = None,
+    protection: RecordProtection | None = None,
+) -> tuple[ChangeResult, dict[str, dict[str, Any]]]:
+    """What seeding a stage does, the same for a deploy's seed and the local runner's start: the store's seed, then
+    the declarations' protection recorded, a lowering as its own audit kind at the version the seed left
+    (``approvals.protection``). ``protection`` replaces that recording (the seed function's tests)."""
+    result = store.seed(actor=actor, reason=reason, time_budget=time_budget)
+    if protection is None:
+
+        def protection(*, actor: str, reason: str, version: int | None) -> dict[str, dict[str, Any]]:
+            return record_protection(
+                store.client,
+                store.table_name,
+                store.declarations,
+                actor=actor,
+                reason=reason,
+                now=time.time(),
+                retention_seconds=store.audit_retention_seconds,
+                version=version,
+            )
+
+    return result, protection(actor=actor, reason=reason, version=result.snapshot.version)

@@ -2,7 +2,7 @@
 group, which no deploy replaces) that runs the reconcile function. The function re-creates, in the current groups,
 the one-time schedule of a pending scheduled change or a baking guard that went missing (its group replaced by a
 rename or move of its construct), and records once each whose time passed unapplied (``SchedulesOverdue``,
-alarmed in infra/monitoring.py). Rules: ``singleton_flags_service.schedules.reconcile``.
+alarmed in infra/monitoring.py). Rules: ``singleton_flags_service.reconcile``.
 
 The function is given, in its environment, both one-time targets exactly as the write function has them (the
 contract's ``SCHEDULED_CHANGE_TARGET`` and ``GUARD_CLOSE_TARGET``), and in its role, beside the table's rights

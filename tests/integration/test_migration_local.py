@@ -687,3 +687,32 @@ def test_after_the_migration_ends_requests_through_the_superseded_items_stack_ar
     assert refused.value.details["superseded_by"] == live
     assert len(read_trail(ddb_local, flags_table)) == trail
     assert requests.page(limit=10)[0] == []
+
+
+@pytest.mark.parametrize(("end", "stack"), [("finalise", V1), ("rollback", V2)])
+def test_the_seed_of_the_stack_of_the_superseded_item_writes_nothing_and_never_fails_the_deploy(
+    ddb_local: Any, flags_table: str, declarations: Declarations, end: str, stack: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a migration finalised (V1 superseded) or rolled back (V2 superseded)
+    live_values(ddb_local, flags_table, declarations)
+    migrate(ddb_local, flags_table, declarations)
+    ended = v1_store(ddb_local, flags_table, declarations)
+    (ended.finalise_migration if end == "finalise" else ended.roll_back_migration)(actor="ops", reason=end)
+    before = (
+        item(ddb_local, flags_table, V1),
+        item(ddb_local, flags_table, V2),
+        len(read_trail(ddb_local, flags_table)),
+    )
+    # When the stack still deployed for the superseded item seeds (a deploy, or CloudFormation's rollback of one)
+    store = (v1_store if stack == V1 else v2_store)(ddb_local, flags_table, declarations)
+    result = store.seed(actor="cloudformation:s", reason="deploy")
+    # Then it writes nothing, says where the flags live, and does not fail
+    assert not result.applied
+    after = (
+        item(ddb_local, flags_table, V1),
+        item(ddb_local, flags_table, V2),
+        len(read_trail(ddb_local, flags_table)),
+    )
+    assert after == before
+    live = V2 if stack == V1 else V1
+    assert any(f"superseded by {live}: its seed writes nothing" in message for message in caplog.messages)

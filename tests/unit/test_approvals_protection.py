@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from local.backend import prepare_table
 from singleton_flags.codec import decode_plain
 from singleton_flags.declarations import parse_declarations
 from singleton_flags.keys import PROTECTION_PK
@@ -73,3 +74,13 @@ def test_raising_protection_or_deploying_it_again_records_nothing(ddb: Any, tabl
 def test_a_protected_flag_no_longer_declared_is_a_lowering():
     before = {"kill_switch": {"approvals": 2, "approvers": [], "break_glass": [ON_CALL]}}
     assert lowered(before, {}) == {"kill_switch": {"old": before["kill_switch"], "new": None}}
+
+
+def test_the_local_runner_records_a_lowered_protection_between_its_starts_as_the_deployed_seed_does(ddb: Any):
+    # Given the runner started on a table with kill_switch needing 2 approvals
+    assert prepare_table("runner-table", "FLAGS#V1", parse_declarations(DOCUMENT), "moto") is True
+    # When it starts again with declarations that lower it to 1
+    prepare_table("runner-table", "FLAGS#V1", parse_declarations(changed(lambda p: p.update(approvals=1))), "moto")
+    # Then the lowering is recorded as its own kind, as a deploy's seed records it
+    (record,) = records(ddb, "runner-table")
+    assert (record["kind"], record["changes"]["kill_switch"]["new"]["approvals"]) == ("protection_lowered", 1)

@@ -14,12 +14,12 @@ from singleton_flags_service.approvals.principals import matches, normalise
 from singleton_flags_service.approvals.rules import (
     check_approver,
     check_break_glass,
-    moved,
     protection_policy,
     refuse_direct_write,
     requirement,
 )
 from singleton_flags_service.errors import ApprovalRequired, BreakGlassRefused, NotAnApprover
+from singleton_flags_service.values import moved
 from singleton_flags_service.vocabulary import (
     KIND_BREAK_GLASS,
     KIND_CHANGE,

@@ -13,6 +13,9 @@ import pytest
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MIGRATED_TO_ATTR, SUPERSEDED_BY_ATTR, singleton_key
+from singleton_flags_service import work
+from singleton_flags_service.guards.items import GuardSpec
+from singleton_flags_service.guards.writes import NewGuard
 from singleton_flags_service.schedules.apply import ScheduledChangeRunner
 from singleton_flags_service.schedules.changes import ScheduleItems
 from singleton_flags_service.schedules.timing import parse_schedule_time
@@ -265,6 +268,40 @@ def test_a_scheduled_delivery_that_cannot_land_ends_failed_with_its_cause(
     assert (outcome.status, found.status if found else None) == ("failed", "failed"), outcome
     assert cause in outcome.detail
     assert runner.handle({"scheduled_change": schedule}).status == "not_pending"
+
+
+def test_work_created_while_the_migrations_transaction_is_in_flight_never_escapes_it(
+    api: WriteApi, declarations: Declarations, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from singleton_flags_service.api import migration_routes
+
+    # Given a scheduled change created right after the migration looked for pending work, before it commits
+    schedule = "20990101T000000Z-3f9a1c2b"
+    items = ScheduleItems(api.client, api.table, retention_seconds=86400)
+    look = migration_routes.pending_work
+
+    def looked_then_created(schedules: Any, guards: Any) -> list[dict[str, Any]]:
+        found = look(schedules, guards)
+        if items.get(schedule) is None:
+            when = parse_schedule_time("2099-01-01T00:00:00Z", None)
+            items.put_pending(schedule, {"signup_enabled": False}, "in flight", when, None, "bob", 0.0)
+        return found
+
+    monkeypatch.setattr(migration_routes, "pending_work", looked_then_created)
+    # When the migration is sent
+    error = error_of(migrate(api, declarations))
+    # Then its transaction does not commit past the new work: read again, it is refused naming it
+    assert (error["status"], error["code"]) == (409, "MIGRATION_REFUSED"), error
+    assert [(cause["cause"], cause["schedule"]) for cause in error["refused"]] == [
+        ("scheduled_change_pending", schedule)
+    ]
+    assert item(api, V2) is None
+
+
+def test_each_kind_of_pending_work_counts_itself_created() -> None:
+    guard = NewGuard(GuardSpec(("an-alarm",), 30), "t", "alice", 0.0, 86400, None)  # type: ignore[arg-type]
+    assert work.created("t") in guard.companions(3, 0.0)
+    assert work.none_created_since("t", 2)["ConditionCheck"]["ExpressionAttributeValues"] == {":count": {"N": "2"}}
 
 
 def test_a_second_migration_is_refused_naming_the_first(api: WriteApi, declarations: Declarations) -> None:

@@ -15,9 +15,9 @@ from local.functions import load_module
 from singleton_flags.keys import guard_key, schedule_key
 from singleton_flags_service.guards.alarms import OK, CloudWatchAlarms
 from singleton_flags_service.guards.items import GuardBook
+from singleton_flags_service.reconcile import OVERDUE_GRACE_SECONDS, ReconcileFailed, Reconciler, Report
 from singleton_flags_service.schedules.changes import OVERDUE_ATTR, ScheduledChanges, ScheduleItems
 from singleton_flags_service.schedules.one_time import OneTimeSchedules, OneTimeTarget
-from singleton_flags_service.schedules.reconcile import OVERDUE_GRACE_SECONDS, ReconcileFailed, Reconciler, Report
 from tests.conftest import GUARD_ALARM_PREFIX, REGION
 from tests.support.unit import Clock, FailingClient, WriteApi, body_of, emf_metrics
 

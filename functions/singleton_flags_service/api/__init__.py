@@ -1,1 +1,1 @@
-"""The HTTP layer: the route table, request rules, answers, OFREP and the OpenAPI document."""
+"""The HTTP layer: the route table and every route, request rules, answers, OFREP and the OpenAPI document."""

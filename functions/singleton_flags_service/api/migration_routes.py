@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from singleton_flags.codec import decode
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import MIGRATED_TO_ATTR, audit_key, migration_key, singleton_key
+from singleton_flags_service import work
 from singleton_flags_service.api.http import json_response
 from singleton_flags_service.api.requests import migration_inputs
 from singleton_flags_service.api.routes import (
@@ -122,6 +123,11 @@ def migration_routes(
         items = ScheduleItems(client, table, retention_seconds=retention_seconds)
         return lambda: pending_work(items, GuardBook(client, table))
 
+    def holds(flags: FlagStore) -> Callable[[], list[dict[str, Any]]]:
+        """No pending work created between the migration's look for it and its commit (``work``)."""
+        client, table = flags.client, flags.table_name
+        return lambda: [work.none_created_since(table, work.created_so_far(client, table))]
+
     # No return annotations on purpose (as the write function's routes: the bodies are json_response's).
     @views(GET_MIGRATION, answer=models["MigrationAnswer"], described="The migration")
     def get_migration():  # type: ignore[no-untyped-def]
@@ -134,7 +140,13 @@ def migration_routes(
         new, mapping = migration_inputs({"declarations": request.declarations, "mapping": request.mapping})
         flags, caller = store(function), actor()
         result = flags.migrate(
-            new, mapping, actor=caller, reason=request.reason, time_budget=time_budget(), pending=pending(flags)
+            new,
+            mapping,
+            actor=caller,
+            reason=request.reason,
+            time_budget=time_budget(),
+            pending=pending(flags),
+            holds=holds(flags),
         )
         try:  # what was written, read back: the later item's first state (its audit record) and the record
             written = _get(flags.client, flags.table_name, audit_key(result.version)) or {}

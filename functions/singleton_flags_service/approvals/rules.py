@@ -9,7 +9,7 @@ the automatic safety writes (their own kinds), may change a protected flag: ever
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from singleton_flags.declarations import Declarations
@@ -92,12 +92,3 @@ def check_break_glass(needed: Requirement, principal: str) -> None:
                 principal=principal,
                 flag=flag,
             )
-
-
-def moved(base: Mapping[str, object], current: Mapping[str, object]) -> list[str]:
-    """The flags whose current value is not their base value (type included: 1 is not 1.0 nor True)."""
-    return sorted(
-        name
-        for name, value in base.items()
-        if name not in current or current[name] != value or type(current[name]) is not type(value)
-    )

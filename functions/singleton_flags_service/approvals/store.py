@@ -41,6 +41,7 @@ from singleton_flags.codec import encode_plain, iso_time
 from singleton_flags.declarations import Declarations
 from singleton_flags.keys import CHANGE_REQUEST_PK, CHANGE_REQUEST_SK_PREFIX, PARTITION_KEY, SORT_KEY
 from singleton_flags.snapshot import Snapshot
+from singleton_flags_service import work
 from singleton_flags_service.approvals.models import (
     APPLIED,
     APPLIED_VERSION_ATTR,
@@ -63,7 +64,7 @@ from singleton_flags_service.approvals.models import (
     ChangeRequest,
 )
 from singleton_flags_service.approvals.principals import same
-from singleton_flags_service.approvals.rules import check_approver, check_break_glass, moved, requirement
+from singleton_flags_service.approvals.rules import check_approver, check_break_glass, requirement
 from singleton_flags_service.contract import Settings
 from singleton_flags_service.errors import (
     AlreadyApproved,
@@ -84,6 +85,7 @@ from singleton_flags_service.observability import logger
 from singleton_flags_service.schedules.changes import ScheduledChange, ScheduleItems, create_schedule, new_id
 from singleton_flags_service.schedules.one_time import OneTimeSchedules
 from singleton_flags_service.schedules.timing import MIN_LEAD, ScheduleTime, check_lead
+from singleton_flags_service.values import moved
 from singleton_flags_service.vocabulary import KIND_BREAK_GLASS as VERSION_BREAK_GLASS, KIND_CHANGE_REQUEST
 from singleton_flags_service.writes import transaction
 from singleton_flags_service.writes.idempotency import Idempotency
@@ -504,6 +506,7 @@ class ChangeRequests:
         items: list[dict[str, Any]] = [
             {"Update": update},
             {"Put": put},
+            work.created(self._table),  # pending work: counted for the migration (work.py)
             {"ConditionCheck": self._flags.still_at(snapshot.version)},
         ]
         if idempotency is not None:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from aws_lambda_powertools.metrics import MetricUnit
 
 from singleton_flags.codec import iso_time
+from singleton_flags_service import work
 from singleton_flags_service.contract import Settings
 from singleton_flags_service.errors import GuardAlarmActive, GuardAlarmNotFound, SchedulerFault, SchedulerUnavailable
 from singleton_flags_service.guards.alarms import ALARM, AlarmStates, CloudWatchAlarms
@@ -61,7 +62,7 @@ def close_due(guard: Guard) -> float:
 
 def create_close(schedules: CloseSchedules, guard: Guard) -> str:
     """The guard's close schedule, created (or found: its name is its ClientToken), from its item alone: the write
-    function and the reconciler (``singleton_flags_service.schedules.reconcile``) send the same request."""
+    function and the reconciler (``singleton_flags_service.reconcile``) send the same request."""
     return schedules.create(
         close_schedule_name(guard.version),
         close_time(guard.bake_ends_at),
@@ -128,7 +129,8 @@ class NewGuard:
                     actor=self.actor,
                     created_at=self.created_at,
                     retention_seconds=self.retention_seconds,
-                )
+                ),
+                work.created(self.table),  # a baking guard is pending work: counted for the migration (work.py)
             ]
 
         return items

@@ -2,7 +2,7 @@
 change or a baking guard that is missing from its current group, and reports (once each) those whose time passed
 unapplied as ``SchedulesOverdue`` (alarmed).
 
-Thin: the rules live in ``singleton_flags_service.schedules.reconcile``. Every run publishes both counts (zeros
+Thin: the rules live in ``singleton_flags_service.reconcile``. Every run publishes both counts (zeros
 included). A Scheduler or DynamoDB failure raises (the function's Errors alarm); the next run starts again.
 """
 
@@ -15,9 +15,9 @@ from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags_service.contract import ReconcileConfiguration
 from singleton_flags_service.guards.items import GuardBook
 from singleton_flags_service.observability import logger, metrics
+from singleton_flags_service.reconcile import Reconciler, Report
 from singleton_flags_service.schedules.changes import ScheduleItems
 from singleton_flags_service.schedules.one_time import OneTimeSchedules, scheduler_client
-from singleton_flags_service.schedules.reconcile import Reconciler, Report
 from singleton_flags_service.vocabulary import SCHEDULES_OVERDUE, SCHEDULES_RECREATED
 
 CONFIG = ReconcileConfiguration.from_env(os.environ)  # the environment, checked once

@@ -20,10 +20,9 @@ from typing import Any
 import boto3
 
 from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
-from singleton_flags_service.approvals.protection import record_protection
 from singleton_flags_service.contract import Settings, load_service_declarations
 from singleton_flags_service.custom_resource import run, send_response
-from singleton_flags_service.stores import function_store
+from singleton_flags_service.stores import RecordProtection, function_store, seed_stage
 from singleton_flags_service.writes.supersede import mark_replaced_table
 
 PHYSICAL_ID = "singleton-flags-seed"  # the same on every request: an Update never replaces the resource
@@ -35,20 +34,8 @@ STORE = function_store(CLIENT, SETTINGS, DECLARATIONS)
 SSM = boto3.client("ssm", config=WRITE_CLIENT_CONFIG)
 
 
-def _record_protection(*, actor: str, reason: str, version: int | None = None) -> dict[str, Any]:
-    return record_protection(
-        CLIENT,
-        SETTINGS.table_name,
-        DECLARATIONS,
-        actor=actor,
-        reason=reason,
-        now=time.time(),
-        retention_seconds=SETTINGS.audit_retention_days * 86400,
-        version=version,
-    )
-
-
-PROTECTION = _record_protection  # the deployed protection, recorded after each seed (tests replace it)
+# The deployed protection is recorded after each seed (``seed_stage``); tests replace the recording
+PROTECTION: RecordProtection | None = None
 
 
 def _stack_name(stack_id: str) -> str:
@@ -69,17 +56,11 @@ def seed(event: Mapping[str, Any], time_budget: float | None = None) -> tuple[st
     properties = event.get("ResourceProperties", {})
     fingerprint = properties.get("DeclarationsFingerprint", "?")
     stack = _stack_name(event["StackId"])
-    result = STORE.seed(
-        actor=f"cloudformation:{stack}",
-        reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}",
-        time_budget=time_budget,
+    deployed = f"deploy ({request_type.lower()}): flag declarations {fingerprint}"
+    result, lowered = seed_stage(  # a lowered protection is recorded as its own kind (in the history), never silently
+        STORE, actor=f"cloudformation:{stack}", reason=deployed, time_budget=time_budget, protection=PROTECTION
     )
     data = {"Version": str(result.snapshot.version), "Applied": str(result.applied).lower()}
-    lowered = PROTECTION(  # a lowered protection is recorded as its own kind (in the history), never silently
-        actor=f"cloudformation:{stack}",
-        reason=f"deploy ({request_type.lower()}): flag declarations {fingerprint}",
-        version=result.snapshot.version,
-    )
     if lowered:
         data["ProtectionLowered"] = ",".join(sorted(lowered))
     own_arn, parameter = properties.get("TableArn"), properties.get("TableArnParameter")

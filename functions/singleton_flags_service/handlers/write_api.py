@@ -33,7 +33,9 @@ from singleton_flags.aws import WRITE_CLIENT_CONFIG, dynamodb_client
 from singleton_flags.codec import iso_time
 from singleton_flags.provider import SingletonProvider
 from singleton_flags.reader import FlagReader
+from singleton_flags_service.api.approval_routes import PAGE_QUERY, approval_routes
 from singleton_flags_service.api.console_routes import console_routes
+from singleton_flags_service.api.guard_routes import guard_routes, guards_query
 from singleton_flags_service.api.http import (
     Versions,
     acceptable_versions,
@@ -63,18 +65,16 @@ from singleton_flags_service.api.routes import (
     REVERT_FLAGS,
     Views,
 )
+from singleton_flags_service.api.schedule_routes import schedule_routes, schedules_query
 from singleton_flags_service.approvals.protection import history_page
-from singleton_flags_service.approvals.routes import PAGE_QUERY, approval_routes
 from singleton_flags_service.approvals.store import ChangeRequests
 from singleton_flags_service.contract import WRITE_FUNCTION, WriteConfiguration, load_service_declarations
 from singleton_flags_service.errors import FlagsError, InvalidRequest, StoreFault, UnsupportedMediaType, WriteConflict
-from singleton_flags_service.guards.routes import guard_routes, guards_query
 from singleton_flags_service.guards.writes import GuardedWrites, guarded_request, store_options
 from singleton_flags_service.maintenance.windows import window_schedules
 from singleton_flags_service.observability import ReadCounter, count_write_retry, emit_count, logger, metrics, tracer
 from singleton_flags_service.schedules.changes import ScheduledChanges, ScheduleItems
 from singleton_flags_service.schedules.one_time import OneTimeSchedules, scheduler_client
-from singleton_flags_service.schedules.routes import schedule_routes, schedules_query
 from singleton_flags_service.stores import function_store
 from singleton_flags_service.vocabulary import (
     CHANGES_APPLIED,

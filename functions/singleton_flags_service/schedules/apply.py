@@ -37,7 +37,6 @@ from typing import Any
 
 from singleton_flags.declarations import Declarations
 from singleton_flags.snapshot import Snapshot
-from singleton_flags_service.approvals.rules import moved
 from singleton_flags_service.errors import (
     FlagsError,
     InvalidRequest,
@@ -58,6 +57,7 @@ from singleton_flags_service.schedules.changes import (
     ScheduleItems,
     actor_of,
 )
+from singleton_flags_service.values import moved
 from singleton_flags_service.vocabulary import (
     KIND_CHANGE_REQUEST,
     KIND_SCHEDULED,

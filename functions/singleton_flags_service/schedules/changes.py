@@ -48,6 +48,7 @@ from typing import Any
 
 from singleton_flags.codec import decode_plain, encode_plain, iso_time
 from singleton_flags.keys import PARTITION_KEY, SCHEDULE_PK, SCHEDULE_SK_PREFIX, SORT_KEY, TTL_ATTR, schedule_key
+from singleton_flags_service import work
 from singleton_flags_service.errors import (
     InvalidRequest,
     ScheduleNotFound,
@@ -98,7 +99,7 @@ def due_at(change: ScheduledChange) -> float:
 
 def create_schedule(schedules: OneTimeSchedules, change: ScheduledChange) -> str:
     """The change's one-time schedule, created (or found: the same name is the same ClientToken), from its item
-    alone: the write API and the reconciler (``singleton_flags_service.schedules.reconcile``) send the same
+    alone: the write API and the reconciler (``singleton_flags_service.reconcile``) send the same
     request."""
     return schedules.create(
         schedule_name(change.id),
@@ -186,14 +187,13 @@ class ScheduleItems:
         now: float,
         idempotency: Idempotency | None = None,
     ) -> dict[str, Any]:
-        """Write the pending item (with its key's item, in one transaction, when the request has one);
-        ``transaction.Conflict`` when the id, or the key, is taken."""
+        """Write the pending item, counted as pending work (``work``), with its key's item when the request has
+        one, in one transaction; ``transaction.Conflict`` when the id, or the key, is taken."""
         put = self.pending_put(schedule_id, changes, reason, when, if_version, actor, now)
-        if idempotency is None:
-            transaction.call(self._client, "put_item", conditional=True, **put)
-            return dict(put["Item"])
-        key = idempotency.put(self._table, now, {"schedule": schedule_id})
-        self._send([{"Put": put}, {"Put": key}], "the scheduled change")
+        entries = [{"Put": put}, work.created(self._table)]  # pending work: counted for the migration (work.py)
+        if idempotency is not None:
+            entries.append({"Put": idempotency.put(self._table, now, {"schedule": schedule_id})})
+        self._send(entries, "the scheduled change")
         return dict(put["Item"])
 
     def pending_put(

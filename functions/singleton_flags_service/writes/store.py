@@ -39,7 +39,8 @@ twice); then the audit record of the version it tried to write says whether it c
 stores the token). What still cannot be known is ``OutcomeUnknown``, never a plain outage.
 
 A superseded item (``keys.SUPERSEDED_BY_ATTR``: its table was replaced) refuses every operator write
-(``FlagsSuperseded``, naming the successor), the seed's and a scheduled change's included; the automatic safety
+(``FlagsSuperseded``, naming the successor), a scheduled change's included; its stack's seed writes nothing and
+says where the flags live (refusing it would fail the deploy and CloudFormation's rollback of it); the automatic safety
 writes (a window's start or end, a guard's revert, a restore) are never blocked and go on as on any item, with a
 warning: readers of a superseded item serve the declared fallbacks whatever it holds, so what they write is seen
 by no reader, and refusing them would only turn a window's end or a guard's revert into retries and alarms. Every
@@ -663,6 +664,7 @@ class FlagStore:
         reason: str,
         time_budget: float | None = None,
         pending: Callable[[], list[dict[str, Any]]] = list,
+        holds: Callable[[], list[dict[str, Any]]] = list,
     ) -> MigrationResult:
         """Migrate the flags of this store's item into ``mapping.target``'s shape (``new``): in one transaction,
         the later item at version L+1 (L: this item's version) with ``migrated_from``, this item mirrored from it
@@ -672,10 +674,14 @@ class FlagStore:
 
         Refused before anything is written (``MigrationRefused``, each cause listed): a value that does not
         convert or that the new declarations refuse, a stored value that is unusable, a protected flag the mapping
-        renames, converts or removes, and whatever ``pending`` names (scheduled changes, guards)."""
+        renames, converts or removes, and whatever ``pending`` names (scheduled changes, guards). ``holds``, called
+        on every attempt before ``pending``, gives the transaction entries (``ConditionCheck``) that keep what
+        ``pending`` found true until the commit: anything that would have changed it since makes the attempt a
+        conflict, read again."""
         self._check_mapping(new, mapping)
 
         def attempt() -> tuple[list[dict[str, Any]], str, int | None, Seam]:
+            held = holds()  # before pending() looks
             item = self._get(singleton_key(self._sort_key))
             seam, target_raw, diff = self._migration_plan(item, new, mapping, actor, pending)
             version = seam.migrated_at
@@ -701,6 +707,7 @@ class FlagStore:
                 {"Update": self._in_table(seam.pointer_update(item or {}, target_raw))},
                 {"Put": self._put(self._record(version, now, write, diff, target_raw, token, new))},
                 {"Put": self._put(record)},
+                *(self._in_table_item(entry) for entry in held),
             ]
             return items, token, version, seam
 
@@ -957,22 +964,17 @@ class FlagStore:
             current = self._read_current(seeding=write.kind == KIND_SEED)
             if write.kind == KIND_SEED and attempt == 1 and not current.missing:
                 self._tell_undeclared(current.raw)
+            if write.kind == KIND_SEED and self._seeded_elsewhere(current):  # a deploy or its rollback never wedges
+                return self._result(current.snapshot, applied=False, attempts=attempt)
             self._check_placement(current, write)
             seam = current.seam
-            if seam is not None and seam.for_source:
-                if expected is not None and write.kind not in SAFETY_KINDS:  # a caller's If-Match on the old item
-                    raise seam.refused(
-                        f"{seam.source} was migrated to {seam.target} at version {seam.migrated_at}: a write "
-                        f"conditioned on its version (If-Match) is refused; write to {seam.target} (switch this "
-                        "writer), or retry without If-Match"
-                    )
-                if write.kind == KIND_SEED:
-                    logger.warning(
-                        f"{seam.source} was migrated to {seam.target}: its seed writes nothing; deploy the "
-                        f"declarations of {seam.target} with its sort key",
-                        migrated_to=seam.target,
-                    )
-                    return self._result(current.snapshot, applied=False, attempts=attempt)
+            # a caller's If-Match names a version of the old item
+            if seam is not None and seam.for_source and expected is not None and write.kind not in SAFETY_KINDS:
+                raise seam.refused(
+                    f"{seam.source} was migrated to {seam.target} at version {seam.migrated_at}: a write "
+                    f"conditioned on its version (If-Match) is refused; write to {seam.target} (switch this "
+                    "writer), or retry without If-Match"
+                )
             if expected is not None and (current.missing or current.version not in expected):
                 raise self._stale(current, expected)
             if found is not None:
@@ -1040,6 +1042,22 @@ class FlagStore:
         if room is None:
             return pause
         return None if room < 0 else min(pause, room)
+
+    def _seeded_elsewhere(self, current: _Current) -> bool:
+        """The seed of a stack whose item a migration moved on (expanding from it, finalised) or a marker superseded
+        writes nothing there, and says where the flags live: refusing it would fail the deploy and CloudFormation's
+        rollback of it (the same seed again), leaving the stack UPDATE_ROLLBACK_FAILED."""
+        seam, successor = current.seam, current.superseded_by
+        if seam is not None and (seam.for_source or not seam.mirrored):
+            successor = seam.target
+        if successor is None:
+            return False
+        logger.warning(
+            f"the flags item {self._sort_key} was migrated to or superseded by {successor}: its seed writes nothing; "
+            f"deploy the declarations of {successor} with its sort key",
+            migrated_to=successor,
+        )
+        return True
 
     def _check_placement(self, current: _Current, write: Write) -> None:
         """Refuse an operator's write that has nowhere to land: its item superseded (by a marker, or by the
@@ -1435,6 +1453,10 @@ class FlagStore:
         """The DynamoDB client this store writes with: what reads beside its records use (the same table, the same
         retries)."""
         return self._client
+
+    @property
+    def audit_retention_seconds(self) -> int:
+        return self._retention_seconds
 
     @property
     def table_name(self) -> str:

@@ -1,7 +1,7 @@
 """The write API's guard route: GET /flags/guards.
 
 A Powertools ``Router`` the write function includes, as it includes the scheduled changes' routes
-(``singleton_flags_service.schedules.routes``): its validation, exception handler and OpenAPI document cover it. No
+(``singleton_flags_service.api.schedule_routes``): its validation, exception handler and OpenAPI document cover it. No
 ``from __future__ import annotations`` here: Powertools reads the route's parameter annotations at run time.
 """
 
