@@ -1,8 +1,8 @@
 """Run every bench, or the ones named: ``python -m bench [read_path] [client] [write_path]``.
 
 Each bench is a module of this package with a ``main()`` that prints its figures. A bench that cannot run
-here (say, no Java for DynamoDB Local) prints why and the others still run; the exit status is always 0
-(a bench reports, it does not judge).
+here (say, no Java for DynamoDB Local) prints why and the others still run; the exit status is 0 whatever the
+figures (a bench reports, it does not judge), and 2 for a name that is no bench (nothing runs).
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ BENCHES = ["read_path", "client", "write_path"]
 
 
 def main(names: list[str]) -> int:
+    unknown = [name for name in names if name not in BENCHES]
+    if unknown:  # --help, a typo: say what there is, run nothing
+        print(f"usage: python -m bench [{'] ['.join(BENCHES)}]; not a bench: {', '.join(unknown)}", file=sys.stderr)
+        return 2
     for name in names or BENCHES:
         print(f"== bench.{name}", flush=True)
         started = time.perf_counter()
