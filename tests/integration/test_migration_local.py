@@ -657,6 +657,17 @@ def test_with_v1_missing_the_migration_neither_finalises_nor_rolls_back_and_says
 
 
 ON_CALL = "arn:aws:iam::123456789012:user/on-call"
+ALICE = "arn:aws:iam::123456789012:user/alice"
+BOB = "arn:aws:iam::123456789012:user/bob"
+
+
+def maintenance_protected(declarations: Declarations) -> Declarations:
+    """The service's declarations with maintenance_mode protected: one approval, break-glass by ON_CALL."""
+    document = declarations.document()
+    for flag in document["flags"]:
+        if flag["name"] == "maintenance_mode":
+            flag["protection"] = {"approvals": 1, "break_glass": [ON_CALL]}
+    return parse_declarations(document)
 
 
 @pytest.mark.parametrize(("end", "stack"), [("finalise", V1), ("rollback", V2)])
@@ -665,11 +676,7 @@ def test_after_the_migration_ends_requests_through_the_superseded_items_stack_ar
     ddb_local: Any, flags_table: str, declarations: Declarations, end: str, stack: str, break_glass: bool
 ) -> None:
     # Given maintenance_mode protected (break-glass by the on-call), migrated to V2, then finalised or rolled back
-    document = declarations.document()
-    for flag in document["flags"]:
-        if flag["name"] == "maintenance_mode":
-            flag["protection"] = {"approvals": 1, "break_glass": [ON_CALL]}
-    protected = parse_declarations(document)
+    protected = maintenance_protected(declarations)
     live_values(ddb_local, flags_table, protected)
     migrate(ddb_local, flags_table, protected)
     ended = v1_store(ddb_local, flags_table, protected)
@@ -716,3 +723,25 @@ def test_the_seed_of_the_stack_of_the_superseded_item_writes_nothing_and_never_f
     assert after == before
     live = V2 if stack == V1 else V1
     assert any(f"superseded by {live}: its seed writes nothing" in message for message in caplog.messages)
+
+
+def test_a_request_left_pending_when_the_migration_is_finalised_is_closed_stale_by_its_next_approval(
+    ddb_local: Any, flags_table: str, declarations: Declarations
+) -> None:
+    # Given a request for maintenance_mode made through the V1 stack while the migration expands, then a finalise
+    protected = maintenance_protected(declarations)
+    live_values(ddb_local, flags_table, protected)
+    migrate(ddb_local, flags_table, protected)
+    requests = ChangeRequests(ddb_local, flags_table, v1_store(ddb_local, flags_table, protected))
+    created = requests.create(ALICE, reason="drill", flags={"maintenance_mode": True}).request
+    v1_store(ddb_local, flags_table, protected).finalise_migration(actor="ops", reason="every reader on V2")
+    trail = len(read_trail(ddb_local, flags_table))
+    # When another principal approves it through the V1 stack
+    with pytest.raises(FlagsSuperseded) as refused:
+        requests.approve(created.id, BOB)
+    # Then the approval is refused naming V2, nothing is written, and the request moves no more: stale, saying why
+    assert refused.value.details["superseded_by"] == V2
+    assert len(read_trail(ddb_local, flags_table)) == trail
+    closed = requests.get(created.id)
+    assert closed.state == "stale" and closed.approvals == ()
+    assert "superseded by FLAGS#V2" in str(closed.decided)
