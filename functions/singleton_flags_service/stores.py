@@ -52,18 +52,17 @@ def seed_stage(
     the declarations' protection recorded, a lowering as its own audit kind at the version the seed left
     (``approvals.protection``). ``protection`` replaces that recording (the seed function's tests)."""
     result = store.seed(actor=actor, reason=reason, time_budget=time_budget)
-    if protection is None:
-
-        def protection(*, actor: str, reason: str, version: int | None) -> dict[str, dict[str, Any]]:
-            return record_protection(
-                store.client,
-                store.table_name,
-                store.declarations,
-                actor=actor,
-                reason=reason,
-                now=time.time(),
-                retention_seconds=store.audit_retention_seconds,
-                version=version,
-            )
-
-    return result, protection(actor=actor, reason=reason, version=result.snapshot.version)
+    version = result.snapshot.version
+    if protection is not None:
+        return result, protection(actor=actor, reason=reason, version=version)
+    lowered = record_protection(
+        store.client,
+        store.table_name,
+        store.declarations,
+        actor=actor,
+        reason=reason,
+        now=time.time(),
+        retention_seconds=store.audit_retention_seconds,
+        version=version,
+    )
+    return result, lowered

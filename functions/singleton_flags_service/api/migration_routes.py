@@ -37,7 +37,7 @@ from singleton_flags_service.migration_checks import pending_work
 from singleton_flags_service.observability import logger
 from singleton_flags_service.schedules.changes import ScheduleItems
 from singleton_flags_service.writes import transaction
-from singleton_flags_service.writes.audit import STATE_ATTR, audit_query
+from singleton_flags_service.writes.audit import STATE_ATTR, newest_record
 from singleton_flags_service.writes.seam import Seam
 from singleton_flags_service.writes.store import FlagStore
 
@@ -51,8 +51,7 @@ def find_migration(client: Any, table: str, configured: str) -> dict[str, Any] |
     its versions were written to), else the one into it; None when there is none."""
     item = _get(client, table, singleton_key(configured))
     if item is None:
-        newest = transaction.call(client, "query", **audit_query(table, Limit=1, ConsistentRead=True)).get("Items")
-        written = (newest or [{}])[0].get("item", {}).get("S")
+        written = (newest_record(client, table) or {}).get("item", {}).get("S")
         target = written if isinstance(written, str) and written != configured else None
     else:
         pointer = item.get(MIGRATED_TO_ATTR)

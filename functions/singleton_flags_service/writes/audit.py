@@ -27,6 +27,7 @@ from singleton_flags.keys import (
     audit_version,
 )
 from singleton_flags_service.errors import InvalidRequest
+from singleton_flags_service.writes import transaction
 
 
 def validate_version(version: Any) -> int:
@@ -117,6 +118,14 @@ def audit_query(table_name: str, **options: Any) -> dict[str, Any]:
         "ScanIndexForward": False,
         **options,
     }
+
+
+def newest_record(client: Any, table_name: str) -> dict[str, Any] | None:
+    """The newest audit record, read consistently (None: the trail is empty)."""
+    items: list[dict[str, Any]] = transaction.call(
+        client, "query", **audit_query(table_name, Limit=1, ConsistentRead=True)
+    ).get("Items", [])
+    return items[0] if items else None
 
 
 def record_version(item: Mapping[str, Any]) -> int:

@@ -228,17 +228,7 @@ class Seam:
     def still_live(self, target_raw: Mapping[str, Any]) -> dict[str, Any]:
         """A ``ConditionCheck`` (table filled in by the caller) that the later item is still as read: at its version,
         still naming the earlier item while the migration expands, not superseded."""
-        names = {"#v": VERSION_ATTR, "#s": SUPERSEDED_BY_ATTR}
-        condition = "#v = :v AND attribute_not_exists(#s)"
-        if self.mirrored:
-            names["#p"] = MIGRATED_FROM_ATTR
-            condition = "#v = :v AND attribute_exists(#p) AND attribute_not_exists(#s)"
-        return {
-            "Key": singleton_key(self.target),
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": {":v": target_raw[VERSION_ATTR]},
-        }
+        return as_read(self.target, target_raw, pointer=MIGRATED_FROM_ATTR if self.mirrored else None)
 
     def pointer_update(self, source_item: Mapping[str, Any], target_raw: Mapping[str, Any]) -> dict[str, Any]:
         """The migration's ``Update`` of the earlier item: the mirror of the later item's first state, and the
@@ -263,20 +253,31 @@ def conditioned_update(
     pointer: str | None,
 ) -> dict[str, Any]:
     """An ``Update`` of the flags item ``sort_key`` (table filled in by the caller) that SETs ``sets`` and REMOVEs
-    ``removes``, conditioned on it being at the version it was ``read`` at, carrying ``pointer`` and not
-    superseded."""
+    ``removes``, conditioned on it being as it was ``read`` (``as_read``)."""
     expression, names, values = set_remove(sets, removes)
-    names.update({"#v": VERSION_ATTR, "#s": SUPERSEDED_BY_ATTR})
+    check = as_read(sort_key, read, pointer=pointer)
+    return {
+        **check,
+        "UpdateExpression": expression,
+        "ExpressionAttributeNames": {**names, **check["ExpressionAttributeNames"]},
+        "ExpressionAttributeValues": {**values, **check["ExpressionAttributeValues"]},
+    }
+
+
+def as_read(sort_key: str, read: Mapping[str, Any], *, pointer: str | None) -> dict[str, Any]:
+    """The key of the flags item ``sort_key`` and the condition that it is as it was ``read``: at that version,
+    carrying ``pointer`` (None: a finalised migration's later item, which names nothing any more) and not
+    superseded; a ``ConditionCheck``'s body, table filled in by the caller."""
+    names = {"#v": VERSION_ATTR, "#s": SUPERSEDED_BY_ATTR}
     condition = "#v = :v AND attribute_not_exists(#s)"
-    if pointer is not None:  # None: a finalised migration's later item, which names nothing any more
+    if pointer is not None:
         names["#p"] = pointer
         condition = "#v = :v AND attribute_exists(#p) AND attribute_not_exists(#s)"
     return {
         "Key": singleton_key(sort_key),
-        "UpdateExpression": expression,
         "ConditionExpression": condition,
         "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": {**values, ":v": read[VERSION_ATTR]},
+        "ExpressionAttributeValues": {":v": read[VERSION_ATTR]},
     }
 
 

@@ -122,6 +122,7 @@ from singleton_flags_service.writes.audit import (
     audit_record,
     decode_cursor,
     encode_cursor,
+    newest_record,
     record_version,
     validate_version,
 )
@@ -487,8 +488,7 @@ class FlagStore:
         return Snapshot.from_item(raw, self._declarations, fetched_at=self._clock())
 
     def _newest_record(self) -> dict[str, Any] | None:
-        items = self._call("query", **audit_query(self._table, Limit=1, ConsistentRead=True)).get("Items", [])
-        return items[0] if items else None
+        return newest_record(self._client, self._table)
 
     def _get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self._call(
