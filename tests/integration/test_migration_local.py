@@ -27,7 +27,7 @@ from singleton_flags.keys import MIGRATED_FROM_ATTR, MIGRATED_TO_ATTR, SUPERSEDE
 from singleton_flags.migration import parse_mapping
 from singleton_flags.vocabulary import DEFAULT
 from singleton_flags_service.approvals.store import ChangeRequests
-from singleton_flags_service.errors import FlagsMigrated, FlagsSuperseded, MigrationRefused
+from singleton_flags_service.errors import FlagsMigrated, FlagsSuperseded, MigrationRefused, NotAnApprover
 from singleton_flags_service.events import AuditCheck
 from singleton_flags_service.guards.alarms import ALARM, OK
 from singleton_flags_service.guards.guarding import AlarmEvent, GuardService
@@ -662,11 +662,11 @@ BOB = "arn:aws:iam::123456789012:user/bob"
 
 
 def maintenance_protected(declarations: Declarations) -> Declarations:
-    """The service's declarations with maintenance_mode protected: one approval, break-glass by ON_CALL."""
+    """The service's declarations with maintenance_mode protected: one approval, by BOB; break-glass by ON_CALL."""
     document = declarations.document()
     for flag in document["flags"]:
         if flag["name"] == "maintenance_mode":
-            flag["protection"] = {"approvals": 1, "break_glass": [ON_CALL]}
+            flag["protection"] = {"approvals": 1, "approvers": [BOB], "break_glass": [ON_CALL]}
     return parse_declarations(document)
 
 
@@ -736,7 +736,11 @@ def test_a_request_left_pending_when_the_migration_is_finalised_is_closed_stale_
     created = requests.create(ALICE, reason="drill", flags={"maintenance_mode": True}).request
     v1_store(ddb_local, flags_table, protected).finalise_migration(actor="ops", reason="every reader on V2")
     trail = len(read_trail(ddb_local, flags_table))
-    # When another principal approves it through the V1 stack
+    # When a principal who may not approve it tries / Then that is all it is told, and the request stays pending
+    with pytest.raises(NotAnApprover):
+        requests.approve(created.id, ON_CALL)
+    assert requests.get(created.id).state == "pending"
+    # When an approver approves it through the V1 stack
     with pytest.raises(FlagsSuperseded) as refused:
         requests.approve(created.id, BOB)
     # Then the approval is refused naming V2, nothing is written, and the request moves no more: stale, saying why

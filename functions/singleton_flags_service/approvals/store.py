@@ -329,13 +329,13 @@ class ChangeRequests:
                     id=request.id,
                     principal=principal,
                 )
+            needed = requirement(self.declarations, request.flags)  # today's rules, the strictest with the request's
+            check_approver(needed, principal, request.id)
             try:  # where its version would land: on a superseded item it can never apply, so it moves no more
                 self._flags.check_landing(request.flags, kind=KIND_CHANGE_REQUEST, actor=principal)
             except FlagsSuperseded as superseded:
                 self._close(request, STALE, SYSTEM, superseded.message)
                 raise
-            needed = requirement(self.declarations, request.flags)  # today's rules, the strictest with the request's
-            check_approver(needed, principal, request.id)
             required = max(request.required_approvals, needed.approvals)
             approval = {"principal": principal, "at": iso_time(self._clock())}
             if reason:
